@@ -1,0 +1,127 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Gantry: one runtime for coding agents.
+///
+/// Runs an agent loop (model + shell and file tools) in a workspace and
+/// records every step as an event in a local SQLite store, so threads can be
+/// resumed, inspected and recovered after a crash.
+///
+/// Try it without an API key or network, with the scripted demo model:
+///
+///   gantry exec --model scripted:examples/demo.json "set up the project"
+#[derive(Debug, Parser)]
+#[command(name = "gantry", version, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Where threads are stored [default: $XDG_DATA_HOME/gantry, else ~/.local/share/gantry].
+    #[arg(long, global = true, env = "GANTRY_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one turn headless: live view on stderr, final answer on stdout.
+    ///
+    /// Exit code 0 when the turn completed, 1 when it failed, 130 when it was
+    /// interrupted (Ctrl-C), 2 for usage or setup errors.
+    Exec(ExecArgs),
+    /// List and show stored threads.
+    #[command(subcommand)]
+    Threads(ThreadsCommand),
+}
+
+/// `gantry exec`.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// What to ask the agent.
+    pub prompt: String,
+
+    /// Model id, or `scripted:FILE` for a deterministic scripted model
+    /// (the gantry-testkit script format, served in-process: no key, no network).
+    #[arg(long, short, env = "GANTRY_MODEL", default_value = "gpt-4.1")]
+    pub model: String,
+
+    /// Base URL of an OpenAI-compatible server (with or without the trailing /v1).
+    #[arg(
+        long,
+        env = "GANTRY_BASE_URL",
+        default_value = "https://api.openai.com/v1"
+    )]
+    pub base_url: String,
+
+    /// Environment variable that holds the API key.
+    #[arg(long, default_value = "OPENAI_API_KEY", value_name = "VAR")]
+    pub api_key_env: String,
+
+    /// Workspace the agent works in [default: the current directory].
+    #[arg(long, short = 'C', value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// Print one JSON notification per line on stdout instead of the live view.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Model rounds allowed before the turn is stopped.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub max_rounds: u32,
+
+    /// Extra instructions for the model.
+    #[arg(long, value_name = "TEXT")]
+    pub instructions: Option<String>,
+
+    /// Continue an existing thread instead of starting a new one.
+    #[arg(long, value_name = "THREAD_ID")]
+    pub resume: Option<String>,
+}
+
+/// `gantry threads ...`.
+#[derive(Debug, Subcommand)]
+pub enum ThreadsCommand {
+    /// List threads, newest first.
+    List(ListArgs),
+    /// Show one thread with its turns and items.
+    Show(ShowArgs),
+}
+
+/// `gantry threads list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only archived threads.
+    #[arg(long, conflicts_with = "all")]
+    pub archived: bool,
+    /// Archived and active threads.
+    #[arg(long)]
+    pub all: bool,
+    /// Page size.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// Continue from a previous page's cursor.
+    #[arg(long)]
+    pub cursor: Option<String>,
+    /// Print the page as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `gantry threads show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Thread id.
+    pub id: String,
+    /// Print the thread as JSON.
+    #[arg(long)]
+    pub json: bool,
+}

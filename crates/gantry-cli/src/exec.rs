@@ -1,0 +1,119 @@
+//! `gantry exec`: one turn, headless.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use gantry_core::{CreateThread, EngineConfig, IfBusy, Notification};
+use gantry_store::Store;
+use gantry_types::{EventPayload, ItemKind, ThreadId, TurnStatus};
+
+use crate::args::{ExecArgs, Global};
+use crate::render::LiveView;
+use crate::setup::DataDir;
+
+/// Runs the turn and maps its end to an exit code.
+pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
+    let data = DataDir::open(&global).await?;
+    let resume = args.resume.as_deref().map(ThreadId::from);
+    let model = match &resume {
+        Some(id) => {
+            data.store
+                .thread(id)
+                .await?
+                .with_context(|| format!("thread {id} not found in {}", data.path.display()))?
+                .model
+        }
+        None => args.model.clone(),
+    };
+    let models = crate::model::setup(&model, &args)?;
+    let config = EngineConfig {
+        max_rounds: args.max_rounds.max(1),
+        default_model: model.clone(),
+        ..EngineConfig::default()
+    };
+    let engine = data.engine(models.resolver.clone(), config).await?;
+
+    let thread = match resume {
+        Some(id) => engine.read(&id).await?.thread,
+        None => {
+            let cwd = match &args.cwd {
+                Some(dir) => dir.clone(),
+                None => std::env::current_dir().context("cannot read the current directory")?,
+            };
+            engine
+                .create_thread(CreateThread {
+                    cwd,
+                    model: Some(model),
+                    instructions: args.instructions.clone(),
+                    name: None,
+                })
+                .await?
+        }
+    };
+    let mut sub = engine.subscribe(&thread.id, thread.last_seq + 1).await?;
+    let turn_id = engine
+        .send_message(&thread.id, args.prompt.clone(), IfBusy::Reject)
+        .await?;
+
+    let mut view = LiveView::new(args.json);
+    let mut interrupted = false;
+    let mut final_answer = String::new();
+    let status = loop {
+        let next = tokio::select! {
+            n = sub.next() => n,
+            _ = tokio::signal::ctrl_c(), if !interrupted => {
+                interrupted = true;
+                view.note("interrupting...");
+                let engine = engine.clone();
+                let id = thread.id.clone();
+                // Keep rendering while the turn winds down.
+                tokio::spawn(async move { engine.interrupt(&id).await });
+                continue;
+            }
+        };
+        let Some(n) = next else {
+            anyhow::bail!("the engine stopped before the turn ended");
+        };
+        if let Notification::Lagged { resume } = &n {
+            // Too far behind (huge output): pick up where we were.
+            let from = resume
+                .threads
+                .get(&thread.id)
+                .copied()
+                .unwrap_or(thread.last_seq + 1);
+            sub = engine.subscribe(&thread.id, from).await?;
+            continue;
+        }
+        view.show(&n);
+        if let Notification::Event(e) = &n {
+            match &e.payload {
+                EventPayload::ItemCompleted { item } if item.turn_id == turn_id => {
+                    if let ItemKind::AgentMessage { text } = &item.kind {
+                        final_answer = text.clone();
+                    }
+                }
+                EventPayload::TurnCompleted {
+                    turn_id: done,
+                    status,
+                    ..
+                } if *done == turn_id => break *status,
+                _ => {}
+            }
+        }
+    };
+    engine.flush().await;
+    let ended = engine.read(&thread.id).await?;
+    if let Some(turn) = ended.turns.iter().find(|t| t.turn.id == turn_id) {
+        view.summary(&thread.id, &turn.turn, &ended.thread.usage);
+    }
+    if !args.json && status == TurnStatus::Completed {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", final_answer.trim_end()).context("cannot write to stdout")?;
+    }
+    Ok(match status {
+        TurnStatus::Completed => ExitCode::SUCCESS,
+        TurnStatus::Interrupted => ExitCode::from(130),
+        _ => ExitCode::from(1),
+    })
+}

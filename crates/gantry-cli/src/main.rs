@@ -1,0 +1,59 @@
+//! `gantry`: run coding agents headless, inspect their threads.
+
+mod args;
+mod exec;
+mod model;
+mod render;
+mod setup;
+mod threads;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    // Two worker threads: the engine is I/O bound, and a small runtime keeps
+    // start-up fast and memory low.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(&anyhow::anyhow!("cannot start the async runtime: {e}")),
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Exec(args) => exec::run(cli.global, args).await,
+            Command::Threads(args) => threads::run(cli.global, args).await,
+        }
+    });
+    // Do not wait for tasks still blocked (e.g. a dropped model stream).
+    runtime.shutdown_background();
+    match result {
+        Ok(code) => code,
+        Err(e) => fail(&e),
+    }
+}
+
+fn fail(error: &anyhow::Error) -> ExitCode {
+    // One line: the chain of causes, joined.
+    let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
+    eprintln!("gantry: error: {}", chain.join(": "));
+    ExitCode::from(2)
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("GANTRY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+}

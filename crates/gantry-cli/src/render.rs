@@ -1,0 +1,185 @@
+//! What `gantry exec` shows while the turn runs: a readable live view on
+//! stderr, or one JSON notification per line on stdout.
+
+use std::io::{IsTerminal, Write};
+
+use gantry_core::Notification;
+use gantry_types::{DeltaKind, EventPayload, Item, ItemKind, ItemStatus, ThreadId, Turn, Usage};
+
+/// Lines of command output shown under a finished command.
+const OUTPUT_LINES: usize = 6;
+
+/// Renders notifications.
+pub struct LiveView {
+    json: bool,
+    color: bool,
+    /// The live view is mid-line (streamed agent text without a newline yet).
+    mid_line: bool,
+}
+
+impl LiveView {
+    /// A view; `json` switches to JSON lines on stdout.
+    pub fn new(json: bool) -> Self {
+        Self {
+            json,
+            color: std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            mid_line: false,
+        }
+    }
+
+    /// Shows one notification.
+    pub fn show(&mut self, n: &Notification) {
+        if self.json {
+            // A closed stdout (e.g. `| head`) must not kill the turn.
+            if let Ok(line) = serde_json::to_string(n) {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            }
+            return;
+        }
+        match n {
+            Notification::Delta(d) => {
+                if let DeltaKind::AgentText(t) = &d.kind {
+                    eprint!("{t}");
+                    self.mid_line = !t.ends_with('\n');
+                }
+            }
+            Notification::Event(e) => match &e.payload {
+                EventPayload::ItemStarted { item } => self.item_started(item),
+                EventPayload::ItemCompleted { item } => self.item_completed(item),
+                _ => {}
+            },
+            Notification::Lagged { .. } => {}
+        }
+    }
+
+    /// A one-line note from the CLI itself.
+    pub fn note(&mut self, text: &str) {
+        if !self.json {
+            self.line(&self.dim(text));
+        }
+    }
+
+    /// The closing line: status, rounds, tokens, time.
+    pub fn summary(&mut self, thread: &ThreadId, turn: &Turn, thread_usage: &Usage) {
+        if self.json {
+            return;
+        }
+        let u = &turn.usage;
+        let secs = turn.duration_ms().unwrap_or(0) as f64 / 1000.0;
+        let text = format!(
+            "turn {:?} · {} rounds · {secs:.1}s · tokens in {} (cached {}) out {} (reasoning {}) · thread total {} · thread {thread}",
+            turn.status,
+            turn.rounds,
+            u.input_tokens,
+            u.cached_input_tokens,
+            u.output_tokens,
+            u.reasoning_tokens,
+            thread_usage.total(),
+        )
+        .to_lowercase();
+        self.line(&self.dim(&text));
+    }
+
+    fn item_started(&mut self, item: &Item) {
+        match &item.kind {
+            ItemKind::CommandExecution { command, .. } => {
+                self.line(&format!("{} {command}", self.bold("$")));
+            }
+            ItemKind::Reasoning { .. } => self.line(&self.dim("thinking...")),
+            _ => {}
+        }
+    }
+
+    fn item_completed(&mut self, item: &Item) {
+        match &item.kind {
+            ItemKind::AgentMessage { .. } => {
+                if self.mid_line {
+                    eprintln!();
+                    self.mid_line = false;
+                }
+            }
+            ItemKind::CommandExecution {
+                output,
+                exit_code,
+                duration_ms,
+                ..
+            } => {
+                let lines: Vec<&str> = output.lines().collect();
+                let skip = lines.len().saturating_sub(OUTPUT_LINES);
+                if skip > 0 {
+                    self.line(&self.dim(&format!("  ... {skip} more lines")));
+                }
+                for l in &lines[skip..] {
+                    self.line(&self.dim(&format!("  {l}")));
+                }
+                let secs = duration_ms.unwrap_or(0) as f64 / 1000.0;
+                let status = match (exit_code, item.status) {
+                    (_, ItemStatus::Interrupted) => "interrupted".to_owned(),
+                    (Some(code), _) => format!("exit {code}"),
+                    (None, _) => "killed".to_owned(),
+                };
+                self.line(&self.dim(&format!("  ({status}, {secs:.2}s)")));
+            }
+            ItemKind::FileChange { path, diff } => {
+                let added = diff
+                    .lines()
+                    .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+                    .count();
+                let removed = diff
+                    .lines()
+                    .filter(|l| l.starts_with('-') && !l.starts_with("---"))
+                    .count();
+                self.line(&format!(
+                    "{} {path} (+{added} -{removed})",
+                    self.bold("edited")
+                ));
+            }
+            ItemKind::ToolCall { name, error, .. } => {
+                let text = match error {
+                    Some(e) => format!("{name}: error: {e}"),
+                    None => format!("{name}: ok"),
+                };
+                self.line(&format!("{} {text}", self.bold("tool")));
+            }
+            ItemKind::Error { message } => self.line(&format!("{} {message}", self.red("error:"))),
+            ItemKind::UserMessage { .. } | ItemKind::Reasoning { .. } => {}
+        }
+        if item.status == ItemStatus::Failed && item.tool_call.is_some() {
+            if let ItemKind::CommandExecution { .. } | ItemKind::FileChange { .. } = item.kind {
+                if let Some(out) = item.tool_call.as_ref().and_then(|c| c.output.as_deref()) {
+                    self.line(&self.red(&format!("  {}", out.lines().next().unwrap_or(""))));
+                }
+            }
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        if self.mid_line {
+            eprintln!();
+            self.mid_line = false;
+        }
+        eprintln!("{text}");
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    fn dim(&self, text: &str) -> String {
+        self.paint("2", text)
+    }
+
+    fn bold(&self, text: &str) -> String {
+        self.paint("1", text)
+    }
+
+    fn red(&self, text: &str) -> String {
+        self.paint("31", text)
+    }
+}

@@ -1,0 +1,92 @@
+//! `gantry threads list|show`.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use gantry_store::{Store, ThreadQuery};
+use gantry_types::{ItemKind, ThreadId, ThreadView};
+
+use crate::args::{Global, ThreadsCommand};
+use crate::setup::DataDir;
+
+/// Runs a `threads` subcommand against the store (no engine, no model).
+pub async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
+    let data = DataDir::open(&global).await?;
+    match command {
+        ThreadsCommand::List(args) => {
+            let query = ThreadQuery {
+                archived: if args.all { None } else { Some(args.archived) },
+                limit: args.limit,
+                cursor: args.cursor,
+            };
+            let page = data.store.list_threads(&query).await?;
+            if args.json {
+                let threads = serde_json::to_value(&page.threads)?;
+                let out = serde_json::json!({"threads": threads, "next_cursor": page.next_cursor});
+                println!("{out}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            if page.threads.is_empty() {
+                eprintln!("no threads in {}", data.path.display());
+            }
+            for t in &page.threads {
+                let archived = if t.archived { " (archived)" } else { "" };
+                println!(
+                    "{}  {:<8} {:<20} {}{archived}",
+                    t.id,
+                    format!("{:?}", t.status).to_lowercase(),
+                    t.model,
+                    t.preview
+                );
+            }
+            if let Some(cursor) = page.next_cursor {
+                eprintln!("more: gantry threads list --cursor {cursor}");
+            }
+        }
+        ThreadsCommand::Show(args) => {
+            let id = ThreadId::from(args.id.as_str());
+            let events = data.store.events(&id, 1).await?;
+            let view = ThreadView::from_events(&events)
+                .with_context(|| format!("thread {id} not found in {}", data.path.display()))?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&view)?);
+            } else {
+                print_transcript(&view);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_transcript(view: &ThreadView) {
+    let t = &view.thread;
+    println!("thread {}  model {}  cwd {}", t.id, t.model, t.cwd);
+    for tv in &view.turns {
+        let turn = &tv.turn;
+        println!(
+            "\n== turn {} ({}, {} rounds)",
+            turn.id,
+            format!("{:?}", turn.status).to_lowercase(),
+            turn.rounds
+        );
+        for item in &tv.items {
+            match &item.kind {
+                ItemKind::UserMessage { text } => println!("user: {text}"),
+                ItemKind::AgentMessage { text } => println!("agent: {text}"),
+                ItemKind::Reasoning { text } => println!("thinking: {text}"),
+                ItemKind::CommandExecution {
+                    command, exit_code, ..
+                } => match exit_code {
+                    Some(code) => println!("$ {command}  (exit {code})"),
+                    None => println!("$ {command}  ({:?})", item.status),
+                },
+                ItemKind::FileChange { path, .. } => println!("edited {path}"),
+                ItemKind::ToolCall { name, error, .. } => match error {
+                    Some(e) => println!("tool {name}: error: {e}"),
+                    None => println!("tool {name}"),
+                },
+                ItemKind::Error { message } => println!("error: {message}"),
+            }
+        }
+    }
+}

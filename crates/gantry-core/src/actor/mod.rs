@@ -1,0 +1,353 @@
+//! Thread actors: one task per live thread owns its state (the fold of its
+//! events) and a mailbox. Every event of the thread is appended here, in seq
+//! order, so no lock guards thread state.
+
+mod recovery;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use gantry_types::{
+    Delta, Event, EventPayload, Item, ItemKind, ItemStatus, QueuedInput, ThreadId, ThreadView,
+    Turn, TurnId, TurnStatus, Usage,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::EngineError;
+use crate::engine::{IfBusy, Shared};
+use crate::turn::{self, TurnMsg, TurnSpec};
+
+/// Mailbox size; senders wait when it is full.
+const MAILBOX: usize = 64;
+
+/// What a thread actor can be asked to do.
+pub(crate) enum Command {
+    /// Start a turn with a user message, or handle it per `if_busy`.
+    Send {
+        text: String,
+        if_busy: IfBusy,
+        reply: oneshot::Sender<Result<TurnId, EngineError>>,
+    },
+    /// Inject a message into the running turn.
+    Steer {
+        text: String,
+        reply: oneshot::Sender<Result<TurnId, EngineError>>,
+    },
+    /// End the running turn; replies once it has ended.
+    Interrupt {
+        reply: oneshot::Sender<Option<TurnId>>,
+    },
+    /// Archive or unarchive.
+    SetArchived {
+        archived: bool,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    /// A copy of the thread's state.
+    Read { reply: oneshot::Sender<ThreadView> },
+}
+
+/// Handle to a thread actor's mailbox.
+pub(crate) type ActorHandle = mpsc::Sender<Command>;
+
+struct RunningTurn {
+    id: TurnId,
+    cancel: CancellationToken,
+    steer: mpsc::UnboundedSender<String>,
+    rx: mpsc::UnboundedReceiver<TurnMsg>,
+    interrupt_waiters: Vec<oneshot::Sender<Option<TurnId>>>,
+}
+
+pub(crate) struct ThreadActor {
+    shared: Arc<Shared>,
+    view: ThreadView,
+    turn: Option<RunningTurn>,
+}
+
+impl ThreadActor {
+    /// Starts an actor for a thread whose state is `view`. `fresh` events (a
+    /// new thread's first events, already folded into `view`) are persisted
+    /// and published before the actor takes commands.
+    pub(crate) async fn spawn(
+        shared: Arc<Shared>,
+        view: ThreadView,
+        fresh: Vec<Event>,
+    ) -> ActorHandle {
+        let (tx, rx) = mpsc::channel(MAILBOX);
+        let mut actor = ThreadActor {
+            shared,
+            view,
+            turn: None,
+        };
+        for event in fresh {
+            actor.persist(Arc::new(event)).await;
+        }
+        if actor.view.running_turn().is_some() {
+            actor.recover_crashed_turn().await;
+        }
+        tokio::spawn(actor.run(rx));
+        tx
+    }
+
+    fn thread_id(&self) -> &ThreadId {
+        &self.view.thread.id
+    }
+
+    async fn run(mut self, mut mailbox: mpsc::Receiver<Command>) {
+        loop {
+            tokio::select! {
+                cmd = mailbox.recv() => match cmd {
+                    Some(cmd) => self.handle(cmd).await,
+                    None => break,
+                },
+                msg = next_turn_msg(&mut self.turn) => match msg {
+                    Some(msg) => self.on_turn_msg(msg).await,
+                    None => self.on_turn_exit().await,
+                },
+            }
+        }
+        // The engine dropped us (shutdown): stop the running turn's work.
+        if let Some(turn) = &self.turn {
+            turn.cancel.cancel();
+        }
+    }
+
+    async fn handle(&mut self, cmd: Command) {
+        match cmd {
+            Command::Send {
+                text,
+                if_busy,
+                reply,
+            } => {
+                let result = self.send(text, if_busy).await;
+                let _ = reply.send(result);
+            }
+            Command::Steer { text, reply } => {
+                let _ = reply.send(self.steer(text));
+            }
+            Command::Interrupt { reply } => match &mut self.turn {
+                Some(turn) => {
+                    turn.cancel.cancel();
+                    turn.interrupt_waiters.push(reply);
+                }
+                None => {
+                    let _ = reply.send(None);
+                }
+            },
+            Command::SetArchived { archived, reply } => {
+                let _ = reply.send(self.set_archived(archived).await);
+            }
+            Command::Read { reply } => {
+                let _ = reply.send(self.view.clone());
+            }
+        }
+    }
+
+    async fn send(&mut self, text: String, if_busy: IfBusy) -> Result<TurnId, EngineError> {
+        if self.view.thread.archived {
+            return Err(EngineError::Archived(self.thread_id().clone()));
+        }
+        let Some(running) = &self.turn else {
+            let id = TurnId::new();
+            self.start_turn(id.clone(), text).await;
+            return Ok(id);
+        };
+        match if_busy {
+            IfBusy::Reject => Err(EngineError::Busy {
+                thread: self.thread_id().clone(),
+                turn: running.id.clone(),
+            }),
+            IfBusy::Steer => self.steer(text),
+            IfBusy::Queue => {
+                let input = QueuedInput {
+                    turn_id: TurnId::new(),
+                    text,
+                };
+                let id = input.turn_id.clone();
+                self.emit(EventPayload::InputQueued { input }).await;
+                Ok(id)
+            }
+        }
+    }
+
+    fn steer(&mut self, text: String) -> Result<TurnId, EngineError> {
+        let thread = self.thread_id().clone();
+        let Some(turn) = &self.turn else {
+            return Err(EngineError::NotSteerable {
+                thread,
+                reason: "no turn is running; send the message as a new turn",
+            });
+        };
+        if turn.cancel.is_cancelled() {
+            return Err(EngineError::NotSteerable {
+                thread,
+                reason: "the running turn is being interrupted",
+            });
+        }
+        match turn.steer.send(text) {
+            Ok(()) => Ok(turn.id.clone()),
+            Err(_) => Err(EngineError::NotSteerable {
+                thread,
+                reason: "the running turn is finishing; queue the message instead",
+            }),
+        }
+    }
+
+    async fn set_archived(&mut self, archived: bool) -> Result<(), EngineError> {
+        if archived && self.turn.is_some() {
+            return Err(EngineError::InvalidInput(format!(
+                "thread {} is running a turn; interrupt it before archiving",
+                self.thread_id()
+            )));
+        }
+        if self.view.thread.archived != archived {
+            let payload = if archived {
+                EventPayload::ThreadArchived
+            } else {
+                EventPayload::ThreadUnarchived
+            };
+            self.emit(payload).await;
+        }
+        Ok(())
+    }
+
+    async fn start_turn(&mut self, id: TurnId, text: String) {
+        let now = self.shared.clock.now_ms();
+        let turn = Turn {
+            id: id.clone(),
+            thread_id: self.thread_id().clone(),
+            input: text.clone(),
+            status: TurnStatus::Running,
+            started_at: now,
+            completed_at: None,
+            rounds: 0,
+            usage: Usage::default(),
+            error: None,
+        };
+        self.emit(EventPayload::TurnStarted { turn }).await;
+        self.emit_user_message(&id, text).await;
+
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (steer_tx, steer_rx) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let thread = &self.view.thread;
+        let spec = TurnSpec {
+            turn_id: id.clone(),
+            model: thread.model.clone(),
+            instructions: thread.instructions.clone(),
+            cwd: PathBuf::from(&thread.cwd),
+            history: turn::history(&self.view),
+        };
+        tokio::spawn(turn::run(
+            self.shared.clone(),
+            spec,
+            cancel.clone(),
+            steer_rx,
+            tx,
+        ));
+        self.turn = Some(RunningTurn {
+            id,
+            cancel,
+            steer: steer_tx,
+            rx,
+            interrupt_waiters: Vec::new(),
+        });
+    }
+
+    async fn emit_user_message(&mut self, turn_id: &TurnId, text: String) {
+        let now = self.shared.clock.now_ms();
+        let mut item = Item {
+            id: Default::default(),
+            turn_id: turn_id.clone(),
+            round: 0,
+            status: ItemStatus::InProgress,
+            started_at: now,
+            completed_at: None,
+            kind: ItemKind::UserMessage { text },
+            tool_call: None,
+        };
+        self.emit(EventPayload::ItemStarted { item: item.clone() })
+            .await;
+        item.status = ItemStatus::Completed;
+        item.completed_at = Some(now);
+        self.emit(EventPayload::ItemCompleted { item }).await;
+    }
+
+    async fn on_turn_msg(&mut self, msg: TurnMsg) {
+        match msg {
+            TurnMsg::Emit(payload) => self.emit(payload).await,
+            TurnMsg::Delta {
+                turn_id,
+                item_id,
+                kind,
+            } => self.shared.bus.publish_delta(Delta {
+                thread_id: self.view.thread.id.clone(),
+                turn_id,
+                item_id,
+                after_seq: self.view.thread.last_seq,
+                kind,
+            }),
+        }
+    }
+
+    /// The turn task ended (its channel closed).
+    async fn on_turn_exit(&mut self) {
+        let Some(turn) = self.turn.take() else {
+            return;
+        };
+        if self.view.running_turn().is_some() {
+            // The task died without closing its turn (a bug or a panic):
+            // close it here so the thread does not stay "running" forever.
+            self.emit(EventPayload::TurnCompleted {
+                turn_id: turn.id.clone(),
+                status: TurnStatus::Failed,
+                rounds: 0,
+                usage: Usage::default(),
+                error: Some("the turn's task stopped unexpectedly".to_owned()),
+            })
+            .await;
+        }
+        for waiter in turn.interrupt_waiters {
+            let _ = waiter.send(Some(turn.id.clone()));
+        }
+        if !self.view.thread.archived && !self.view.queued.is_empty() {
+            let next = self.view.queued[0].clone();
+            self.start_turn(next.turn_id, next.text).await;
+        }
+    }
+
+    /// Appends a new event with the next seq.
+    pub(crate) async fn emit(&mut self, payload: EventPayload) {
+        let (turn_id, item_id) = payload.subject();
+        let event = Event {
+            thread_id: self.view.thread.id.clone(),
+            seq: self.view.thread.last_seq + 1,
+            ts: self.shared.clock.now_ms(),
+            turn_id: turn_id.cloned(),
+            item_id: item_id.cloned(),
+            payload,
+        };
+        self.append(event).await;
+    }
+
+    async fn append(&mut self, event: Event) {
+        self.view.apply(&event);
+        self.persist(Arc::new(event)).await;
+    }
+
+    /// Publishes an event already folded into the view, and queues it for the store.
+    async fn persist(&mut self, event: Arc<Event>) {
+        self.shared.bus.publish_event(event.clone());
+        self.shared
+            .writer
+            .write(event, self.view.thread.clone())
+            .await;
+    }
+}
+
+async fn next_turn_msg(turn: &mut Option<RunningTurn>) -> Option<TurnMsg> {
+    match turn {
+        Some(t) => t.rx.recv().await,
+        None => std::future::pending().await,
+    }
+}

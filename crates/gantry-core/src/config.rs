@@ -1,0 +1,46 @@
+//! Engine settings and the model resolver port.
+
+use std::sync::Arc;
+
+use gantry_llm::ModelClient;
+use gantry_tools::ToolLimits;
+
+/// Tunables of the engine.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Model rounds a turn may run before it is stopped.
+    pub max_rounds: u32,
+    /// Model used when a thread is created without one.
+    pub default_model: String,
+    /// Limits for tool calls.
+    pub tool_limits: ToolLimits,
+    /// Per-subscriber buffer of live notifications; a subscriber further
+    /// behind is told it lagged.
+    pub subscriber_buffer: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            max_rounds: 50,
+            default_model: "gpt-4.1".to_owned(),
+            tool_limits: ToolLimits::default(),
+            subscriber_buffer: 4096,
+        }
+    }
+}
+
+/// Finds the client that serves a model id.
+pub trait ModelResolver: Send + Sync {
+    /// The client for `model`, or a one-line reason it has none.
+    fn resolve(&self, model: &str) -> Result<Arc<dyn ModelClient>, String>;
+}
+
+/// Serves every model id with one client (one provider).
+pub struct SingleModel(pub Arc<dyn ModelClient>);
+
+impl ModelResolver for SingleModel {
+    fn resolve(&self, _model: &str) -> Result<Arc<dyn ModelClient>, String> {
+        Ok(self.0.clone())
+    }
+}

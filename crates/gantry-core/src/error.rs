@@ -1,0 +1,50 @@
+//! Errors of engine commands, each with a message a user can act on.
+
+use gantry_store::StoreError;
+use gantry_types::{ThreadId, TurnId};
+
+/// Why an engine command was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// No thread with that id.
+    #[error("thread {0} not found")]
+    ThreadNotFound(ThreadId),
+    /// No turn with that id in the thread.
+    #[error("turn {turn} not found in thread {thread}")]
+    TurnNotFound {
+        /// The thread.
+        thread: ThreadId,
+        /// The missing turn.
+        turn: TurnId,
+    },
+    /// A turn is running and the caller did not allow steering or queueing.
+    #[error(
+        "thread {thread} is busy with turn {turn}; steer the running turn, queue the message, or interrupt the turn first"
+    )]
+    Busy {
+        /// The thread.
+        thread: ThreadId,
+        /// The running turn.
+        turn: TurnId,
+    },
+    /// Steering is not possible right now.
+    #[error("cannot steer thread {thread}: {reason}")]
+    NotSteerable {
+        /// The thread.
+        thread: ThreadId,
+        /// Why not.
+        reason: &'static str,
+    },
+    /// The thread is archived and accepts no input.
+    #[error("thread {0} is archived; unarchive it first")]
+    Archived(ThreadId),
+    /// The command's input is invalid.
+    #[error("{0}")]
+    InvalidInput(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The engine is shutting down.
+    #[error("the engine is shutting down")]
+    ShuttingDown,
+}

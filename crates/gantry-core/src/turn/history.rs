@@ -1,0 +1,77 @@
+//! Rebuilds the conversation the model saw from a thread's items.
+
+use gantry_llm::{Message, ToolCall};
+use gantry_types::{ItemKind, ThreadView};
+
+/// Said to the model for a call whose result never came (interrupt, crash).
+const NO_RESULT: &str = "error: the call was interrupted before it returned a result";
+
+/// The conversation of every turn of `view`, in order: user messages, each
+/// model round as one assistant message (text and tool calls), and the tool
+/// results after it. Every tool call gets a result, as providers require.
+pub(crate) fn history(view: &ThreadView) -> Vec<Message> {
+    let mut out = Vec::new();
+    let mut round: Option<Round> = None;
+    for item in view.turns.iter().flat_map(|t| t.items.iter()) {
+        let key = (&item.turn_id, item.round);
+        if round
+            .as_ref()
+            .is_some_and(|r| (&r.turn, r.round) != (key.0, key.1))
+        {
+            round.take().map(|r| r.flush(&mut out));
+        }
+        if let ItemKind::UserMessage { text } = &item.kind {
+            round.take().map(|r| r.flush(&mut out));
+            out.push(Message::User { text: text.clone() });
+            continue;
+        }
+        let r = round.get_or_insert_with(|| Round {
+            turn: key.0.clone(),
+            round: key.1,
+            text: String::new(),
+            calls: Vec::new(),
+            results: Vec::new(),
+        });
+        if let Some(origin) = &item.tool_call {
+            r.calls.push(ToolCall {
+                id: origin.call_id.clone(),
+                name: origin.name.clone(),
+                arguments: origin.arguments.clone(),
+            });
+            r.results.push(Message::ToolResult {
+                call_id: origin.call_id.clone(),
+                output: origin
+                    .output
+                    .clone()
+                    .unwrap_or_else(|| NO_RESULT.to_owned()),
+            });
+        } else if let ItemKind::AgentMessage { text } = &item.kind {
+            r.text.push_str(text);
+        }
+    }
+    if let Some(r) = round {
+        r.flush(&mut out);
+    }
+    out
+}
+
+struct Round {
+    turn: gantry_types::TurnId,
+    round: u32,
+    text: String,
+    calls: Vec<ToolCall>,
+    results: Vec<Message>,
+}
+
+impl Round {
+    fn flush(self, out: &mut Vec<Message>) {
+        if self.text.is_empty() && self.calls.is_empty() {
+            return;
+        }
+        out.push(Message::Assistant {
+            text: self.text,
+            tool_calls: self.calls,
+        });
+        out.extend(self.results);
+    }
+}

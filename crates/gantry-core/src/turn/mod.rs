@@ -1,0 +1,160 @@
+//! The agent loop of one turn, run as its own task: build the request from
+//! the history, stream the model's answer, run the tools it asks for, feed the
+//! results back, repeat until a final answer, the round limit, or an interrupt.
+//!
+//! The task owns no thread state: it reports every change to the thread's
+//! actor as a [`TurnMsg`], which assigns seqs and persists.
+
+mod emitter;
+mod history;
+mod model_round;
+mod tool_calls;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use gantry_llm::{Message, ModelRequest};
+use gantry_types::{DeltaKind, EventPayload, ItemId, TurnId, TurnStatus, Usage};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use emitter::Emitter;
+pub(crate) use history::history;
+
+use crate::engine::Shared;
+
+/// What a turn task tells its thread's actor.
+pub(crate) enum TurnMsg {
+    /// Append this durable event.
+    Emit(EventPayload),
+    /// Broadcast this live delta.
+    Delta {
+        turn_id: TurnId,
+        item_id: ItemId,
+        kind: DeltaKind,
+    },
+}
+
+/// What a turn needs to know about its thread.
+pub(crate) struct TurnSpec {
+    pub turn_id: TurnId,
+    pub model: String,
+    pub instructions: Option<String>,
+    pub cwd: PathBuf,
+    /// The conversation so far, this turn's user message included.
+    pub history: Vec<Message>,
+}
+
+/// How the loop ended, before the turn is closed.
+pub(crate) enum Outcome {
+    Completed,
+    Interrupted,
+    Failed(String),
+}
+
+struct Loop<'a> {
+    shared: &'a Shared,
+    spec: &'a TurnSpec,
+    cancel: &'a CancellationToken,
+    em: &'a Emitter,
+    messages: Vec<Message>,
+    rounds: u32,
+    usage: Usage,
+}
+
+/// Runs a turn to its end and closes it.
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    spec: TurnSpec,
+    cancel: CancellationToken,
+    mut steer: mpsc::UnboundedReceiver<String>,
+    tx: mpsc::UnboundedSender<TurnMsg>,
+) {
+    let em = Emitter::new(tx, shared.clock.clone(), spec.turn_id.clone());
+    let mut lp = Loop {
+        shared: &shared,
+        spec: &spec,
+        cancel: &cancel,
+        em: &em,
+        messages: spec.history.clone(),
+        rounds: 0,
+        usage: Usage::default(),
+    };
+    let outcome = lp.drive(&mut steer).await;
+    let (status, error) = match outcome {
+        Outcome::Completed => (TurnStatus::Completed, None),
+        Outcome::Interrupted => (TurnStatus::Interrupted, Some("interrupted".to_owned())),
+        Outcome::Failed(message) => {
+            em.error_item(lp.rounds, message.clone());
+            (TurnStatus::Failed, Some(message))
+        }
+    };
+    em.emit(EventPayload::TurnCompleted {
+        turn_id: spec.turn_id.clone(),
+        status,
+        rounds: lp.rounds,
+        usage: lp.usage,
+        error,
+    });
+}
+
+impl Loop<'_> {
+    async fn drive(&mut self, steer: &mut mpsc::UnboundedReceiver<String>) -> Outcome {
+        let client = match self.shared.models.resolve(&self.spec.model) {
+            Ok(c) => c,
+            Err(reason) => return Outcome::Failed(reason),
+        };
+        let tools = self.shared.tools.specs();
+        let max_rounds = self.shared.config.max_rounds;
+        loop {
+            if self.rounds >= max_rounds {
+                return Outcome::Failed(format!(
+                    "stopped after {max_rounds} model rounds without a final answer (raise --max-rounds to allow more)"
+                ));
+            }
+            self.rounds += 1;
+            let request = ModelRequest {
+                model: self.spec.model.clone(),
+                instructions: self.spec.instructions.clone(),
+                messages: self.messages.clone(),
+                tools: tools.clone(),
+                ..ModelRequest::default()
+            };
+            let answer = match self.model_round(client.as_ref(), request).await {
+                Ok(answer) => answer,
+                Err(outcome) => return outcome,
+            };
+            self.usage.add(&answer.usage);
+            self.messages.push(Message::Assistant {
+                text: answer.text,
+                tool_calls: answer.tool_calls.clone(),
+            });
+            if answer.tool_calls.is_empty() {
+                // Final answer, unless a steer arrived meanwhile: closing the
+                // channel first means no steer is accepted and then dropped.
+                steer.close();
+                if !self.take_steers(steer) {
+                    return Outcome::Completed;
+                }
+                continue;
+            }
+            let results = self.run_tools(&answer.tool_calls).await;
+            self.messages.extend(results);
+            if self.cancel.is_cancelled() {
+                return Outcome::Interrupted;
+            }
+            self.take_steers(steer);
+        }
+    }
+
+    /// Moves steered messages into the conversation; true if there were any.
+    fn take_steers(&mut self, steer: &mut mpsc::UnboundedReceiver<String>) -> bool {
+        let mut any = false;
+        while let Ok(text) = steer.try_recv() {
+            self.em.user_item(self.rounds, text.clone());
+            self.messages.push(Message::User { text });
+            any = true;
+        }
+        any
+    }
+}

@@ -1,0 +1,98 @@
+//! The provider-neutral request and stream every client speaks, and the port.
+
+use std::pin::Pin;
+
+use futures_util::Stream;
+use gantry_types::{ToolSpec, Usage};
+
+use crate::ModelError;
+
+/// One message of the conversation sent to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// The user's words.
+    User {
+        /// Text.
+        text: String,
+    },
+    /// An earlier answer of the model: text and/or tool calls.
+    Assistant {
+        /// What it said (may be empty when it only called tools).
+        text: String,
+        /// The tools it called.
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call, answered by `call_id`.
+    ToolResult {
+        /// The call this answers.
+        call_id: String,
+        /// The result text.
+        output: String,
+    },
+}
+
+/// A tool call the model made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCall {
+    /// Provider id of the call; results must echo it.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Raw JSON arguments, exactly as streamed (may be invalid JSON).
+    pub arguments: String,
+}
+
+/// Everything a client needs to make one model request.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelRequest {
+    /// Model id as the provider knows it.
+    pub model: String,
+    /// System instructions.
+    pub instructions: Option<String>,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// Tools the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// Reasoning effort (`low`, `medium`, `high`, ...), if the model supports it.
+    pub reasoning: Option<String>,
+    /// Cap on generated tokens.
+    pub max_output_tokens: Option<u32>,
+}
+
+/// What a model stream yields, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    /// The request failed in a retryable way and is tried again after `delay_ms`.
+    Retrying {
+        /// 1 for the first retry.
+        attempt: u32,
+        /// How long the client waits before the retry.
+        delay_ms: u64,
+        /// The error that caused it.
+        reason: String,
+    },
+    /// Answer text.
+    TextDelta(String),
+    /// Visible reasoning text.
+    ReasoningDelta(String),
+    /// A complete tool call (its argument deltas are assembled by the client).
+    ToolCall(ToolCall),
+    /// Token usage of the request.
+    Usage(Usage),
+    /// The answer is complete. Always the last event of a successful stream.
+    Finished {
+        /// The provider's finish reason (`stop`, `tool_calls`, `length`, ...).
+        finish_reason: Option<String>,
+    },
+}
+
+/// A model answer as it streams. Dropping it cancels the request.
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;
+
+/// The LLM port: one streaming request at a time per call.
+pub trait ModelClient: Send + Sync {
+    /// Starts a request. The stream connects lazily, retries what the retry
+    /// policy allows (yielding [`ModelEvent::Retrying`]), and ends with
+    /// [`ModelEvent::Finished`] or an error.
+    fn stream(&self, request: ModelRequest) -> ModelStream;
+}

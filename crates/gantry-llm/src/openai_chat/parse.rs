@@ -1,0 +1,364 @@
+//! Turns Chat Completions SSE events into [`ModelEvent`]s (pure, no I/O).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use gantry_types::Usage;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::http::excerpt;
+use crate::{ModelError, ModelEvent, ToolCall};
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    usage: Option<WireUsage>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    index: u32,
+    delta: Option<Delta>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    content: Option<String>,
+    reasoning_content: Option<String>,
+    // OpenRouter and vLLM's newer servers call it `reasoning`.
+    reasoning: Option<String>,
+    tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta {
+    index: Option<u32>,
+    id: Option<String>,
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<PromptDetails>,
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    reasoning_tokens: Option<u64>,
+}
+
+#[derive(Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Whether the answer is complete after an event.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Progress {
+    /// More events are expected.
+    More,
+    /// `Finished` was emitted; the stream is over.
+    Done,
+}
+
+/// The state of one streamed answer.
+#[derive(Default)]
+pub(super) struct ChunkParser {
+    calls: BTreeMap<u32, PartialCall>,
+    last_index: Option<u32>,
+    finish_reason: Option<String>,
+}
+
+impl ChunkParser {
+    /// Handles one SSE event (`kind` is its `event:` field, usually empty).
+    pub(super) fn on_event(
+        &mut self,
+        kind: &str,
+        data: &str,
+        out: &mut VecDeque<ModelEvent>,
+    ) -> Result<Progress, ModelError> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            self.finish(out);
+            return Ok(Progress::Done);
+        }
+        if kind == "error" {
+            return Err(ModelError::Server {
+                status: 500,
+                body: excerpt(data),
+            });
+        }
+        if data.is_empty() {
+            return Ok(Progress::More);
+        }
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
+            ModelError::MalformedStream(format!("{e} in event `{}`", excerpt_short(data)))
+        })?;
+        if let Some(error) = chunk.error {
+            return Err(stream_error(&error));
+        }
+        // Only one choice is ever requested (n = 1).
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            if let Some(delta) = choice.delta {
+                self.on_delta(delta, out);
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason = Some(reason);
+                self.flush_calls(out);
+            }
+        }
+        if let Some(u) = chunk.usage {
+            out.push_back(ModelEvent::Usage(Usage {
+                input_tokens: u.prompt_tokens.unwrap_or(0),
+                output_tokens: u.completion_tokens.unwrap_or(0),
+                cached_input_tokens: u
+                    .prompt_tokens_details
+                    .and_then(|d| d.cached_tokens)
+                    .unwrap_or(0),
+                reasoning_tokens: u
+                    .completion_tokens_details
+                    .and_then(|d| d.reasoning_tokens)
+                    .unwrap_or(0),
+            }));
+        }
+        Ok(Progress::More)
+    }
+
+    /// Handles the end of the body: complete if a finish reason came, else cut.
+    pub(super) fn on_eof(&mut self, out: &mut VecDeque<ModelEvent>) -> Result<(), ModelError> {
+        if self.finish_reason.is_none() {
+            return Err(ModelError::StreamCut(
+                "connection closed before the answer finished (no finish_reason, no [DONE])".into(),
+            ));
+        }
+        self.finish(out);
+        Ok(())
+    }
+
+    fn on_delta(&mut self, delta: Delta, out: &mut VecDeque<ModelEvent>) {
+        if let Some(r) = delta
+            .reasoning_content
+            .or(delta.reasoning)
+            .filter(|r| !r.is_empty())
+        {
+            out.push_back(ModelEvent::ReasoningDelta(r));
+        }
+        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+            out.push_back(ModelEvent::TextDelta(text));
+        }
+        for frag in delta.tool_calls.unwrap_or_default() {
+            let index = self.index_of(&frag);
+            self.last_index = Some(index);
+            let call = self.calls.entry(index).or_default();
+            // id and name arrive once, in a call's first fragment; servers that
+            // repeat them must not turn `shell` into `shellshell`.
+            if let Some(id) = frag.id.filter(|id| !id.is_empty())
+                && call.id.is_empty()
+            {
+                call.id = id;
+            }
+            if let Some(f) = frag.function {
+                if let Some(name) = f.name.filter(|n| !n.is_empty())
+                    && call.name.is_empty()
+                {
+                    call.name = name;
+                }
+                if let Some(args) = f.arguments {
+                    call.arguments.push_str(&args);
+                }
+            }
+        }
+    }
+
+    /// A fragment's call index; servers that omit `index` start a new call
+    /// whenever a new id appears.
+    fn index_of(&self, frag: &ToolCallDelta) -> u32 {
+        if let Some(i) = frag.index {
+            return i;
+        }
+        let next = self.calls.keys().next_back().map_or(0, |i| i + 1);
+        match (self.last_index, &frag.id) {
+            (Some(last), Some(id)) if self.calls.get(&last).is_some_and(|c| c.id != *id) => next,
+            (Some(last), _) => last,
+            (None, _) => next,
+        }
+    }
+
+    fn flush_calls(&mut self, out: &mut VecDeque<ModelEvent>) {
+        for (index, call) in std::mem::take(&mut self.calls) {
+            let id = if call.id.is_empty() {
+                format!("call_{index}")
+            } else {
+                call.id
+            };
+            out.push_back(ModelEvent::ToolCall(ToolCall {
+                id,
+                name: call.name,
+                arguments: call.arguments,
+            }));
+        }
+    }
+
+    fn finish(&mut self, out: &mut VecDeque<ModelEvent>) {
+        self.flush_calls(out);
+        out.push_back(ModelEvent::Finished {
+            finish_reason: self.finish_reason.take(),
+        });
+    }
+}
+
+/// A short excerpt of a bad event, for error messages.
+fn excerpt_short(data: &str) -> String {
+    match data.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &data[..cut]),
+        None => data.to_owned(),
+    }
+}
+
+/// An `{"error": ...}` object sent inside the stream (OpenRouter, vLLM, ...).
+fn stream_error(error: &Value) -> ModelError {
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| error.to_string());
+    // OpenRouter puts the upstream HTTP status in `code`.
+    let status = error
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| (400..600).contains(c))
+        .unwrap_or(500);
+    ModelError::Server {
+        status,
+        body: excerpt(&message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(events: &[&str]) -> (Vec<ModelEvent>, Result<Progress, ModelError>) {
+        let mut p = ChunkParser::default();
+        let mut out = VecDeque::new();
+        let mut last = Ok(Progress::More);
+        for e in events {
+            last = p.on_event("", e, &mut out);
+            if last.is_err() {
+                break;
+            }
+        }
+        (out.into(), last)
+    }
+
+    #[test]
+    fn interleaved_calls_are_assembled_by_index() {
+        let (events, last) = run(&[
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"read","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"shell","arguments":"{\"c"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\":1}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(last, Ok(Progress::Done));
+        let call = |id: &str, name: &str, args: &str| {
+            ModelEvent::ToolCall(ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: args.into(),
+            })
+        };
+        assert_eq!(
+            events,
+            vec![
+                call("a", "shell", r#"{"c":1}"#),
+                call("b", "read", "{}"),
+                ModelEvent::Finished {
+                    finish_reason: Some("tool_calls".into())
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn calls_without_index_are_split_by_id() {
+        let (events, _) = run(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"x","arguments":"1"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"2"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"y","arguments":"3"}}]}}]}"#,
+            "[DONE]",
+        ]);
+        let args: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::ToolCall(c) => Some((c.id.as_str(), c.arguments.as_str())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(args, [("a", "12"), ("b", "3")]);
+    }
+
+    #[test]
+    fn reasoning_alias_and_empty_content_are_handled() {
+        let (events, _) = run(&[
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"reasoning":"hmm","content":null}}]}"#,
+        ]);
+        assert_eq!(events, vec![ModelEvent::ReasoningDelta("hmm".into())]);
+    }
+
+    #[test]
+    fn in_stream_error_and_bad_json_are_reported() {
+        let (_, last) = run(&[r#"{"error":{"message":"overloaded","code":502}}"#]);
+        assert_eq!(
+            last,
+            Err(ModelError::Server {
+                status: 502,
+                body: "overloaded".into()
+            })
+        );
+        let (_, last) = run(&["{not json"]);
+        assert!(matches!(last, Err(ModelError::MalformedStream(m)) if m.contains("{not json")));
+    }
+
+    #[test]
+    fn eof_after_finish_reason_completes_but_eof_before_is_a_cut() {
+        let mut p = ChunkParser::default();
+        let mut out = VecDeque::new();
+        let finish = r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
+        p.on_event("", finish, &mut out).unwrap();
+        assert_eq!(p.on_eof(&mut out), Ok(()));
+        assert_eq!(
+            out.back(),
+            Some(&ModelEvent::Finished {
+                finish_reason: Some("stop".into())
+            })
+        );
+        assert!(matches!(
+            ChunkParser::default().on_eof(&mut out),
+            Err(ModelError::StreamCut(_))
+        ));
+    }
+}

@@ -1,0 +1,104 @@
+//! The Chat Completions request body.
+
+use serde_json::{Map, Value, json};
+
+use crate::{Message, ModelRequest};
+
+/// The JSON body for `request`, always streaming with usage.
+pub(super) fn body(request: &ModelRequest) -> Value {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if let Some(instructions) = &request.instructions {
+        messages.push(json!({"role": "system", "content": instructions}));
+    }
+    messages.extend(request.messages.iter().map(message));
+
+    let mut body = Map::new();
+    body.insert("model".into(), request.model.clone().into());
+    body.insert("messages".into(), messages.into());
+    // Some servers reject an empty `tools` array, so it is left out.
+    if !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters,
+                }})
+            })
+            .collect::<Vec<_>>();
+        body.insert("tools".into(), tools.into());
+    }
+    body.insert("stream".into(), true.into());
+    body.insert("stream_options".into(), json!({"include_usage": true}));
+    if let Some(effort) = &request.reasoning {
+        body.insert("reasoning_effort".into(), effort.clone().into());
+    }
+    if let Some(max) = request.max_output_tokens {
+        body.insert("max_tokens".into(), max.into());
+    }
+    Value::Object(body)
+}
+
+fn message(m: &Message) -> Value {
+    match m {
+        Message::User { text } => json!({"role": "user", "content": text}),
+        Message::Assistant { text, tool_calls } => {
+            // An assistant turn that only called tools has `content: null`.
+            let content = if text.is_empty() {
+                Value::Null
+            } else {
+                text.clone().into()
+            };
+            let mut msg = json!({"role": "assistant", "content": content});
+            if !tool_calls.is_empty() {
+                msg["tool_calls"] = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({"id": c.id, "type": "function",
+                               "function": {"name": c.name, "arguments": c.arguments}})
+                    })
+                    .collect::<Vec<_>>()
+                    .into();
+            }
+            msg
+        }
+        Message::ToolResult { call_id, output } => {
+            json!({"role": "tool", "tool_call_id": call_id, "content": output})
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolCall;
+
+    #[test]
+    fn optional_fields_are_left_out() {
+        let req = ModelRequest {
+            model: "m".into(),
+            messages: vec![Message::User { text: "hi".into() }],
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&req),
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                   "stream": true, "stream_options": {"include_usage": true}})
+        );
+    }
+
+    #[test]
+    fn assistant_without_text_has_null_content() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "shell".into(),
+            arguments: "{}".into(),
+        };
+        let v = message(&Message::Assistant {
+            text: String::new(),
+            tool_calls: vec![call],
+        });
+        assert_eq!(v["content"], Value::Null);
+        assert_eq!(v["tool_calls"][0]["function"]["arguments"], "{}");
+    }
+}

@@ -1,0 +1,84 @@
+//! Durable storage for the event log. The engine persists through the
+//! [`Store`] port; this crate holds the port and its implementations:
+//! SQLite (a file, the default) and in-memory (nothing written).
+//!
+//! The schema is an append-only `events` table keyed by `(thread_id, seq)` and
+//! a `threads` table that indexes each thread's latest metadata for listing.
+
+mod codec;
+pub mod memory;
+mod page;
+mod sql;
+pub mod sqlite;
+
+use async_trait::async_trait;
+use gantry_types::{Event, Thread, ThreadId};
+
+pub use memory::MemoryStore;
+pub use page::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
+pub use sqlite::SqliteStore;
+
+/// A group of writes applied atomically: events appended, thread rows upserted.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Commit {
+    /// Events to append; `(thread_id, seq)` must be new.
+    pub events: Vec<Event>,
+    /// Latest metadata of the threads the events touched.
+    pub threads: Vec<Thread>,
+}
+
+/// Filters for listing threads, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadQuery {
+    /// `Some(true)`: only archived; `Some(false)`: only not archived; `None`: all.
+    pub archived: Option<bool>,
+    /// Page size (0 means the default of 50).
+    pub limit: usize,
+    /// Continue after this cursor (from a previous page's `next_cursor`).
+    pub cursor: Option<String>,
+}
+
+/// One page of threads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThreadPage {
+    /// Threads, newest first.
+    pub threads: Vec<Thread>,
+    /// Pass as `cursor` for the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database failed.
+    #[error("store: {0}")]
+    Database(String),
+    /// A stored row could not be decoded.
+    #[error("store: corrupt row: {0}")]
+    Corrupt(String),
+    /// A cursor that this store did not hand out.
+    #[error("invalid cursor {0:?}")]
+    BadCursor(String),
+}
+
+/// The storage port.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Applies a commit atomically.
+    async fn commit(&self, commit: &Commit) -> Result<(), StoreError>;
+
+    /// A thread's events with `seq >= from_seq`, in seq order.
+    async fn events(&self, thread: &ThreadId, from_seq: u64) -> Result<Vec<Event>, StoreError>;
+
+    /// Every thread's events with `seq >= from_seq`, ordered by thread, then seq.
+    async fn all_events(&self, from_seq: u64) -> Result<Vec<Event>, StoreError>;
+
+    /// A thread's latest metadata.
+    async fn thread(&self, id: &ThreadId) -> Result<Option<Thread>, StoreError>;
+
+    /// Lists threads, newest first.
+    async fn list_threads(&self, query: &ThreadQuery) -> Result<ThreadPage, StoreError>;
+
+    /// Threads whose stored status is `running`: the ones to recover after a crash.
+    async fn running_threads(&self) -> Result<Vec<ThreadId>, StoreError>;
+}

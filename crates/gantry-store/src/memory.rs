@@ -1,0 +1,138 @@
+//! [`MemoryStore`]: the [`Store`] port in memory, for `--storage-backend memory`
+//! and tests. Same semantics as the SQLite store, nothing survives the process.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use gantry_types::{Event, Thread, ThreadId, ThreadStatus};
+
+use crate::codec::seq_to_db;
+use crate::page::{check_cursor, page_limit};
+use crate::{Commit, Store, StoreError, ThreadPage, ThreadQuery};
+
+/// A store that keeps everything in memory.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Each thread's log, by seq. `ThreadId` orders by bytes, like SQLite TEXT.
+    events: BTreeMap<ThreadId, BTreeMap<u64, Event>>,
+    threads: BTreeMap<ThreadId, Thread>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // Commits validate before they mutate, so a panicking holder cannot
+        // have left half a commit behind: the data is still consistent.
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Inner {
+    /// Rejects the commit, before anything is written, if any event is a
+    /// duplicate (of a stored event or of another event in the same commit).
+    fn check(&self, commit: &Commit) -> Result<(), StoreError> {
+        let mut seen = HashSet::with_capacity(commit.events.len());
+        for event in &commit.events {
+            seq_to_db(&event.thread_id, event.seq)?;
+            let stored = self
+                .events
+                .get(&event.thread_id)
+                .is_some_and(|log| log.contains_key(&event.seq));
+            if stored || !seen.insert((&event.thread_id, event.seq)) {
+                return Err(StoreError::Database(format!(
+                    "duplicate event: thread {} seq {}",
+                    event.thread_id, event.seq
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        inner.check(commit)?;
+        for event in &commit.events {
+            inner
+                .events
+                .entry(event.thread_id.clone())
+                .or_default()
+                .insert(event.seq, event.clone());
+        }
+        for thread in &commit.threads {
+            inner.threads.insert(thread.id.clone(), thread.clone());
+        }
+        Ok(())
+    }
+
+    async fn events(&self, thread: &ThreadId, from_seq: u64) -> Result<Vec<Event>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .events
+            .get(thread)
+            .map(|log| log.range(from_seq..).map(|(_, e)| e.clone()).collect())
+            .unwrap_or_default())
+    }
+
+    async fn all_events(&self, from_seq: u64) -> Result<Vec<Event>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .events
+            .values()
+            .flat_map(|log| log.range(from_seq..).map(|(_, e)| e.clone()))
+            .collect())
+    }
+
+    async fn thread(&self, id: &ThreadId) -> Result<Option<Thread>, StoreError> {
+        Ok(self.lock().threads.get(id).cloned())
+    }
+
+    async fn list_threads(&self, query: &ThreadQuery) -> Result<ThreadPage, StoreError> {
+        let limit = page_limit(query.limit);
+        let cursor = query.cursor.as_deref().map(check_cursor).transpose()?;
+        let inner = self.lock();
+        let mut threads: Vec<Thread> = inner
+            .threads
+            .values()
+            .rev()
+            .filter(|t| cursor.is_none_or(|c| t.id.as_str() < c))
+            .filter(|t| query.archived.is_none_or(|a| t.archived == a))
+            .take(limit + 1)
+            .cloned()
+            .collect();
+        let next_cursor = if threads.len() > limit {
+            threads.truncate(limit);
+            threads.last().map(|t| t.id.0.clone())
+        } else {
+            None
+        };
+        Ok(ThreadPage {
+            threads,
+            next_cursor,
+        })
+    }
+
+    async fn running_threads(&self) -> Result<Vec<ThreadId>, StoreError> {
+        Ok(self
+            .lock()
+            .threads
+            .values()
+            .filter(|t| t.status == ThreadStatus::Running)
+            .map(|t| t.id.clone())
+            .collect())
+    }
+}

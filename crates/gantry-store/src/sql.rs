@@ -1,0 +1,98 @@
+//! The SQL the stores run. Portable on purpose (`$n` placeholders, BIGINT,
+//! TEXT, `ON CONFLICT ... DO UPDATE`): a PostgreSQL store runs the same text.
+
+use std::sync::OnceLock;
+
+/// Upserts one thread row; `excluded` is the row that failed to insert.
+pub(crate) const UPSERT_THREAD: &str = "INSERT INTO threads \
+     (id, created_at, updated_at, archived, status, data) \
+     VALUES ($1, $2, $3, $4, $5, $6) \
+     ON CONFLICT (id) DO UPDATE SET \
+     created_at = excluded.created_at, updated_at = excluded.updated_at, \
+     archived = excluded.archived, status = excluded.status, data = excluded.data";
+
+/// One thread's events from a seq on.
+pub(crate) const THREAD_EVENTS: &str = "SELECT seq, ts, turn_id, item_id, payload \
+     FROM events WHERE thread_id = $1 AND seq >= $2 ORDER BY seq";
+
+/// Every thread's events from a seq on.
+pub(crate) const ALL_EVENTS: &str = "SELECT thread_id, seq, ts, turn_id, item_id, payload \
+     FROM events WHERE seq >= $1 ORDER BY thread_id, seq";
+
+/// One thread row.
+pub(crate) const THREAD: &str = "SELECT id, data FROM threads WHERE id = $1";
+
+/// Ids of the threads whose stored status is `$1`.
+pub(crate) const THREADS_WITH_STATUS: &str = "SELECT id FROM threads WHERE status = $1 ORDER BY id";
+
+// Listing: one statement per filter combination rather than `($1 IS NULL OR ...)`,
+// so each can use the (archived, id) index or the primary key.
+
+/// A page of all threads.
+pub(crate) const LIST_ALL: &str = "SELECT id, data FROM threads ORDER BY id DESC LIMIT $1";
+/// A page of all threads after a cursor.
+pub(crate) const LIST_ALL_AFTER: &str =
+    "SELECT id, data FROM threads WHERE id < $1 ORDER BY id DESC LIMIT $2";
+/// A page of threads filtered on archived.
+pub(crate) const LIST_ARCHIVED: &str =
+    "SELECT id, data FROM threads WHERE archived = $1 ORDER BY id DESC LIMIT $2";
+/// A page of threads filtered on archived, after a cursor.
+pub(crate) const LIST_ARCHIVED_AFTER: &str =
+    "SELECT id, data FROM threads WHERE archived = $1 AND id < $2 ORDER BY id DESC LIMIT $3";
+
+/// Columns bound per event row in [`insert_events`].
+pub(crate) const EVENT_COLUMNS: usize = 7;
+
+/// Largest number of rows in one multi-row insert, a power of two.
+/// 128 rows x 7 columns stays far below both SQLite's and PostgreSQL's
+/// parameter limits.
+pub(crate) const MAX_INSERT_ROWS: usize = 128;
+
+/// `INSERT INTO events ... VALUES (...), (...)` for `rows` rows, which must be a
+/// power of two up to [`MAX_INSERT_ROWS`]. Only these few sizes exist, so each
+/// text is built once and the connection's prepared-statement cache reuses it.
+pub(crate) fn insert_events(rows: usize) -> &'static str {
+    static TEXTS: OnceLock<Vec<String>> = OnceLock::new();
+    let texts = TEXTS.get_or_init(|| {
+        std::iter::successors(Some(1usize), |n| Some(n * 2))
+            .take_while(|n| *n <= MAX_INSERT_ROWS)
+            .map(build_insert_events)
+            .collect()
+    });
+    let index = rows.max(1).ilog2() as usize;
+    texts.get(index).or(texts.last()).map_or("", String::as_str)
+}
+
+fn build_insert_events(rows: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO events (thread_id, seq, ts, turn_id, item_id, kind, payload) VALUES ",
+    );
+    for row in 0..rows {
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for col in 0..EVENT_COLUMNS {
+            if col > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&(row * EVENT_COLUMNS + col + 1).to_string());
+        }
+        sql.push(')');
+    }
+    sql
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_texts_have_the_asked_row_count() {
+        assert!(insert_events(1).ends_with("VALUES ($1, $2, $3, $4, $5, $6, $7)"));
+        assert!(insert_events(2).ends_with("($8, $9, $10, $11, $12, $13, $14)"));
+        assert_eq!(insert_events(64).matches('(').count(), 65);
+        assert_eq!(insert_events(MAX_INSERT_ROWS).matches('(').count(), 129);
+    }
+}

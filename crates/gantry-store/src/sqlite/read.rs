@@ -1,0 +1,119 @@
+//! The read paths; each is one query on any pooled connection.
+
+use gantry_types::{Event, Thread, ThreadId};
+use sqlx::SqlitePool;
+
+use super::db_error;
+use crate::codec::{decode_event, decode_thread, status_name};
+use crate::page::{check_cursor, page_limit};
+use crate::{StoreError, ThreadPage, ThreadQuery, sql};
+
+/// Columns of `THREAD_EVENTS`: seq, ts, turn_id, item_id, payload.
+type EventCols = (i64, i64, Option<String>, Option<String>, String);
+/// Columns of `ALL_EVENTS`: thread_id, then those of [`EventCols`].
+type AllEventCols = (String, i64, i64, Option<String>, Option<String>, String);
+
+/// A seq bound as a BIGINT; `None` when it is above every storable seq.
+fn from_seq_db(from_seq: u64) -> Option<i64> {
+    i64::try_from(from_seq).ok()
+}
+
+/// One thread's events with `seq >= from_seq`, in seq order.
+pub(super) async fn events(
+    pool: &SqlitePool,
+    thread: &ThreadId,
+    from_seq: u64,
+) -> Result<Vec<Event>, StoreError> {
+    let Some(from) = from_seq_db(from_seq) else {
+        return Ok(Vec::new());
+    };
+    let rows: Vec<EventCols> = sqlx::query_as(sql::THREAD_EVENTS)
+        .bind(thread.as_str())
+        .bind(from)
+        .fetch_all(pool)
+        .await
+        .map_err(db_error("read events"))?;
+    rows.into_iter()
+        .map(|(seq, ts, turn, item, payload)| {
+            decode_event(thread.clone(), seq, ts, turn, item, &payload)
+        })
+        .collect()
+}
+
+/// Every thread's events with `seq >= from_seq`, by thread then seq.
+pub(super) async fn all_events(pool: &SqlitePool, from_seq: u64) -> Result<Vec<Event>, StoreError> {
+    let Some(from) = from_seq_db(from_seq) else {
+        return Ok(Vec::new());
+    };
+    let rows: Vec<AllEventCols> = sqlx::query_as(sql::ALL_EVENTS)
+        .bind(from)
+        .fetch_all(pool)
+        .await
+        .map_err(db_error("read events"))?;
+    rows.into_iter()
+        .map(|(thread, seq, ts, turn, item, payload)| {
+            decode_event(ThreadId(thread), seq, ts, turn, item, &payload)
+        })
+        .collect()
+}
+
+/// A thread's row, if stored.
+pub(super) async fn thread(pool: &SqlitePool, id: &ThreadId) -> Result<Option<Thread>, StoreError> {
+    let row: Option<(String, String)> = sqlx::query_as(sql::THREAD)
+        .bind(id.as_str())
+        .fetch_optional(pool)
+        .await
+        .map_err(db_error("read thread"))?;
+    row.map(|(id, data)| decode_thread(&id, &data)).transpose()
+}
+
+/// A page of threads, newest first; fetches one extra row to know if more exist.
+pub(super) async fn list_threads(
+    pool: &SqlitePool,
+    query: &ThreadQuery,
+) -> Result<ThreadPage, StoreError> {
+    let limit = page_limit(query.limit);
+    let cursor = query.cursor.as_deref().map(check_cursor).transpose()?;
+    // At most MAX_PAGE_SIZE + 1, so the conversion cannot fail.
+    let fetch = i64::try_from(limit + 1).unwrap_or(i64::MAX);
+    let select = match (query.archived, cursor) {
+        (None, None) => sqlx::query_as(sql::LIST_ALL).bind(fetch),
+        (None, Some(after)) => sqlx::query_as(sql::LIST_ALL_AFTER).bind(after).bind(fetch),
+        (Some(archived), None) => sqlx::query_as(sql::LIST_ARCHIVED)
+            .bind(archived)
+            .bind(fetch),
+        (Some(archived), Some(after)) => sqlx::query_as(sql::LIST_ARCHIVED_AFTER)
+            .bind(archived)
+            .bind(after)
+            .bind(fetch),
+    };
+    let rows: Vec<(String, String)> = select
+        .fetch_all(pool)
+        .await
+        .map_err(db_error("list threads"))?;
+    let more = rows.len() > limit;
+    let threads = rows
+        .iter()
+        .take(limit)
+        .map(|(id, data)| decode_thread(id, data))
+        .collect::<Result<Vec<_>, _>>()?;
+    let next_cursor = if more {
+        threads.last().map(|t| t.id.0.clone())
+    } else {
+        None
+    };
+    Ok(ThreadPage {
+        threads,
+        next_cursor,
+    })
+}
+
+/// Ids of threads whose stored status is `running`.
+pub(super) async fn running_threads(pool: &SqlitePool) -> Result<Vec<ThreadId>, StoreError> {
+    let ids: Vec<(String,)> = sqlx::query_as(sql::THREADS_WITH_STATUS)
+        .bind(status_name(gantry_types::ThreadStatus::Running))
+        .fetch_all(pool)
+        .await
+        .map_err(db_error("running threads"))?;
+    Ok(ids.into_iter().map(|(id,)| ThreadId(id)).collect())
+}

@@ -1,0 +1,54 @@
+//! What a tool call gets from the engine besides its arguments.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+/// Receives streaming output (command output chunks) while a tool runs.
+pub type OutputSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Limits applied to tool calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolLimits {
+    /// A shell command is killed (with its process group) after this long.
+    pub shell_timeout: Duration,
+    /// Command output kept for the item and the model; the rest is dropped
+    /// with a truncation marker.
+    pub output_cap_bytes: usize,
+}
+
+impl Default for ToolLimits {
+    fn default() -> Self {
+        Self {
+            shell_timeout: Duration::from_secs(600),
+            output_cap_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// Per-call context.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The thread's workspace, canonicalized. File tools stay inside it.
+    pub workspace: PathBuf,
+    /// Fires on interrupt.
+    pub cancel: CancellationToken,
+    /// Streaming output goes here.
+    pub output: OutputSink,
+    /// Limits.
+    pub limits: ToolLimits,
+}
+
+impl ToolContext {
+    /// A context with no output sink and default limits (tests, one-off calls).
+    pub fn new(workspace: PathBuf) -> Self {
+        Self {
+            workspace,
+            cancel: CancellationToken::new(),
+            output: Arc::new(|_| {}),
+            limits: ToolLimits::default(),
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! `shell`: runs `bash -lc COMMAND` in the workspace, in its own process
+//! group, streaming merged stdout/stderr with a time limit and an output cap.
+
+use std::collections::VecDeque;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use gantry_types::{ItemKind, ToolSpec};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+
+use crate::common::parse_args;
+use crate::workspace_path;
+use crate::{Tool, ToolContext, ToolOutput, ToolStatus};
+
+/// After the shell is gone and its group killed, output still in the pipe is
+/// read for at most this long. It only matters if a process escaped the group
+/// (e.g. `setsid`) while holding the pipe; such a process must not hang the call.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Read buffer size for the merged output pipe.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// The `shell` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShellTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShellArgs {
+    command: String,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    workdir: Option<String>,
+}
+
+/// How the wait for the shell ended.
+enum End {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+#[async_trait]
+impl Tool for ShellTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "shell".into(),
+            description: "Run a command with `bash -lc` in the workspace (or `workdir`). stdin is \
+                          empty; stdout and stderr are merged. Output is capped (head and tail \
+                          kept). The command and anything it starts are killed on timeout."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The bash command line."},
+                    "timeout_ms": {"type": "integer", "minimum": 1, "description": "Time limit in milliseconds (default: the runtime's shell timeout)."},
+                    "workdir": {"type": "string", "description": "Directory to run in, relative to the workspace (default: the workspace root)."}
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn start_item(&self, args: &Value, ctx: &ToolContext) -> ItemKind {
+        let command = args
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let cwd = match args.get("workdir").and_then(Value::as_str) {
+            Some(w) => ctx.workspace.join(w),
+            None => ctx.workspace.clone(),
+        };
+        ItemKind::CommandExecution {
+            command: command.to_string(),
+            cwd: cwd.display().to_string(),
+            process_id: None,
+            output: String::new(),
+            exit_code: None,
+            duration_ms: None,
+        }
+    }
+
+    async fn run(&self, args: Value, ctx: ToolContext) -> ToolOutput {
+        let started = Instant::now();
+        let raw_command = args
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let fail = |cwd: &Path, msg: String| ToolOutput {
+            status: ToolStatus::Error,
+            model_output: msg.clone(),
+            item: ItemKind::CommandExecution {
+                command: raw_command.clone(),
+                cwd: cwd.display().to_string(),
+                process_id: None,
+                output: msg,
+                exit_code: None,
+                duration_ms: Some(0),
+            },
+        };
+        let parsed: ShellArgs = match parse_args("shell", &args) {
+            Ok(a) => a,
+            Err(msg) => return fail(&ctx.workspace, msg),
+        };
+        if parsed.command.trim().is_empty() {
+            return fail(
+                &ctx.workspace,
+                "shell: `command` is empty; give a bash command line to run".into(),
+            );
+        }
+        let timeout = match parsed.timeout_ms {
+            Some(0) => {
+                return fail(
+                    &ctx.workspace,
+                    "shell: `timeout_ms` must be at least 1".into(),
+                );
+            }
+            Some(ms) => Duration::from_millis(ms),
+            None => ctx.limits.shell_timeout,
+        };
+        let cwd = match &parsed.workdir {
+            None => ctx.workspace.clone(),
+            Some(w) => match workspace_path::resolve(&ctx.workspace, w) {
+                Ok(p) if p.abs.is_dir() => p.abs,
+                Ok(p) => {
+                    return fail(
+                        &ctx.workspace,
+                        format!(
+                            "shell: workdir {:?} is not an existing directory in the workspace",
+                            p.rel
+                        ),
+                    );
+                }
+                Err(e) => return fail(&ctx.workspace, format!("shell: workdir: {e}")),
+            },
+        };
+        match run_command(&parsed.command, &cwd, timeout, &ctx, started).await {
+            Ok(out) => out,
+            Err(e) => fail(&cwd, format!("shell: could not run bash: {e}")),
+        }
+    }
+}
+
+/// Kills the process group when dropped, so a dropped `run` future (the
+/// engine gave up on the call) leaves no processes behind.
+struct GroupGuard {
+    pgid: Option<Pid>,
+}
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            // ESRCH (group already gone) is the normal case after a clean exit.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+async fn run_command(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+    ctx: &ToolContext,
+    started: Instant,
+) -> std::io::Result<ToolOutput> {
+    // One pipe for both stdout and stderr, like `2>&1`: the kernel keeps the
+    // writes in the order they happened, which two pipes cannot.
+    let (reader, writer) = std::io::pipe()?;
+    let writer_err = writer.try_clone()?;
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.arg("-lc")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer_err))
+        // Own group: the whole tree (children, grandchildren) can be killed
+        // with one killpg, and a terminal's signals do not reach it.
+        .process_group(0)
+        .kill_on_drop(true);
+    let spawned = cmd.spawn();
+    // The Command holds our copies of the write end; drop them or the pipe
+    // never reports EOF.
+    drop(cmd);
+    let mut child = spawned?;
+    let pid = child.id();
+    let mut guard = GroupGuard {
+        pgid: pid.and_then(|p| i32::try_from(p).ok()).map(Pid::from_raw),
+    };
+    let mut reader = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+
+    let mut out = OutputCollector::new(ctx.limits.output_cap_bytes, ctx.output.clone());
+    let mut buf = vec![0u8; READ_CHUNK];
+    let mut eof = false;
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+
+    let end = loop {
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => break End::Cancelled,
+            _ = &mut deadline => break End::TimedOut,
+            status = child.wait() => break End::Exited(status?),
+            read = reader.read(&mut buf), if !eof => match read {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => out.push(&buf[..n]),
+            },
+        }
+    };
+
+    // Kill the group in every case. After a normal exit this reaps background
+    // jobs (`cmd &`) that would otherwise keep the pipe open and hang the
+    // call until they finish; the agent's command is over, so are they.
+    guard.kill();
+    let status = match end {
+        End::Exited(s) => Some(s),
+        // SIGKILL was just sent, so this returns at once.
+        End::TimedOut | End::Cancelled => child.wait().await.ok(),
+    };
+
+    // Drain what is left. EOF comes once every writer is dead, which also
+    // means the killed processes have really exited.
+    let grace = tokio::time::sleep(DRAIN_GRACE);
+    tokio::pin!(grace);
+    let already_cancelled = matches!(end, End::Cancelled);
+    while !eof {
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled(), if !already_cancelled => break,
+            _ = &mut grace => break,
+            read = reader.read(&mut buf) => match read {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => out.push(&buf[..n]),
+            },
+        }
+    }
+
+    let elapsed = started.elapsed();
+    let mut output = out.finish();
+    let exit_code = match end {
+        End::Exited(_) => status.and_then(|s| s.code()),
+        End::TimedOut | End::Cancelled => None,
+    };
+    let (status_kind, exit_line) = match end {
+        End::Exited(_) => {
+            let line = match (exit_code, status.and_then(|s| s.signal())) {
+                (Some(c), _) => format!("Exit code: {c}"),
+                (None, Some(sig)) => format!("Exit code: none (killed by signal {sig})"),
+                (None, None) => "Exit code: unknown".to_string(),
+            };
+            (ToolStatus::Ok, line)
+        }
+        End::TimedOut => {
+            let note = format!("command timed out after {}", fmt_secs(timeout));
+            push_note(
+                &mut output,
+                &format!("[{note}; it was killed with its process group]"),
+            );
+            (ToolStatus::Ok, format!("Exit code: none ({note})"))
+        }
+        End::Cancelled => {
+            push_note(
+                &mut output,
+                "[command interrupted; it was killed with its process group]",
+            );
+            (
+                ToolStatus::Interrupted,
+                "Exit code: none (interrupted)".to_string(),
+            )
+        }
+    };
+    let model_output = format!(
+        "{exit_line}\nWall time: {}\nOutput:\n{output}",
+        fmt_secs(elapsed)
+    );
+    Ok(ToolOutput {
+        status: status_kind,
+        model_output,
+        item: ItemKind::CommandExecution {
+            command: command.to_string(),
+            cwd: cwd.display().to_string(),
+            process_id: pid,
+            output,
+            exit_code,
+            duration_ms: Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)),
+        },
+    })
+}
+
+fn push_note(output: &mut String, note: &str) {
+    if !output.is_empty() && !output.ends_with('\n') {
+        output.push('\n');
+    }
+    output.push_str(note);
+}
+
+/// Seconds for humans: `5 s`, `0.3 s`.
+fn fmt_secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if d.subsec_millis() == 0 && d.as_secs() > 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+/// Collects command output: streams deltas until the cap is reached, and
+/// keeps the head and tail of everything for the final output.
+struct OutputCollector {
+    cap: usize,
+    sink: crate::OutputSink,
+    decoder: Utf8Stream,
+    streamed: usize,
+    streaming_stopped: bool,
+    buffer: HeadTail,
+}
+
+impl OutputCollector {
+    fn new(cap: usize, sink: crate::OutputSink) -> Self {
+        Self {
+            cap,
+            sink,
+            decoder: Utf8Stream::default(),
+            streamed: 0,
+            streaming_stopped: false,
+            buffer: HeadTail::new(cap),
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.buffer.push(bytes);
+        if self.streaming_stopped {
+            return;
+        }
+        let room = self.cap - self.streamed;
+        if bytes.len() <= room {
+            self.streamed += bytes.len();
+            self.emit(bytes);
+        } else {
+            self.emit(&bytes[..room]);
+            let rest = self.decoder.finish();
+            if !rest.is_empty() {
+                (self.sink)(&rest);
+            }
+            self.streamed = self.cap;
+            self.streaming_stopped = true;
+            (self.sink)(&format!(
+                "\n[... output exceeds {} bytes; live output stops here, the final output keeps the head and tail ...]\n",
+                self.cap
+            ));
+        }
+    }
+
+    fn emit(&mut self, bytes: &[u8]) {
+        let text = self.decoder.decode(bytes);
+        if !text.is_empty() {
+            (self.sink)(&text);
+        }
+    }
+
+    fn finish(mut self) -> String {
+        if !self.streaming_stopped {
+            let rest = self.decoder.finish();
+            if !rest.is_empty() {
+                (self.sink)(&rest);
+            }
+        }
+        self.buffer.finish()
+    }
+}
+
+/// Lossy UTF-8 decoding of a byte stream that never splits a character: an
+/// incomplete sequence at the end of a chunk waits for the next chunk.
+#[derive(Default)]
+struct Utf8Stream {
+    pending: Vec<u8>,
+}
+
+impl Utf8Stream {
+    fn decode(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        let keep = incomplete_suffix_len(&self.pending);
+        let done = self.pending.len() - keep;
+        let text = String::from_utf8_lossy(&self.pending[..done]).into_owned();
+        self.pending.drain(..done);
+        text
+    }
+
+    fn finish(&mut self) -> String {
+        let text = String::from_utf8_lossy(&self.pending).into_owned();
+        self.pending.clear();
+        text
+    }
+}
+
+/// Length of a UTF-8 sequence cut off at the end of `bytes` (0 if none).
+fn incomplete_suffix_len(bytes: &[u8]) -> usize {
+    let n = bytes.len();
+    for back in 1..=n.min(3) {
+        let b = bytes[n - back];
+        if b & 0xC0 == 0x80 {
+            continue; // continuation byte; look further back for the lead
+        }
+        let needed = match b {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => 1,
+        };
+        return if needed > back { back } else { 0 };
+    }
+    0
+}
+
+/// Number of leading UTF-8 continuation bytes (a character cut at the front).
+fn leading_continuations(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .take(3)
+        .take_while(|b| **b & 0xC0 == 0x80)
+        .count()
+}
+
+/// The first `cap / 2` and last `cap - cap / 2` bytes of a stream.
+struct HeadTail {
+    head_cap: usize,
+    tail_cap: usize,
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    total: usize,
+}
+
+impl HeadTail {
+    fn new(cap: usize) -> Self {
+        let head_cap = cap / 2;
+        Self {
+            head_cap,
+            tail_cap: cap - head_cap,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            total: 0,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len();
+        let take = (self.head_cap - self.head.len()).min(bytes.len());
+        self.head.extend_from_slice(&bytes[..take]);
+        let rest = &bytes[take..];
+        if rest.len() >= self.tail_cap {
+            self.tail.clear();
+            self.tail.extend(&rest[rest.len() - self.tail_cap..]);
+        } else {
+            let overflow = (self.tail.len() + rest.len()).saturating_sub(self.tail_cap);
+            self.tail.drain(..overflow);
+            self.tail.extend(rest);
+        }
+    }
+
+    fn finish(self) -> String {
+        let mut tail: Vec<u8> = self.tail.into();
+        let mut head = self.head;
+        if head.len() + tail.len() == self.total {
+            head.extend_from_slice(&tail);
+            return String::from_utf8_lossy(&head).into_owned();
+        }
+        // Cut at character boundaries so the marker does not sit next to
+        // replacement characters from split sequences.
+        head.truncate(head.len() - incomplete_suffix_len(&head));
+        tail.drain(..leading_continuations(&tail));
+        let dropped = self.total - head.len() - tail.len();
+        format!(
+            "{}\n[... {dropped} bytes truncated ...]\n{}",
+            String::from_utf8_lossy(&head),
+            String::from_utf8_lossy(&tail)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_stream_keeps_split_characters_whole() {
+        let mut d = Utf8Stream::default();
+        let bytes = "héllo €".as_bytes();
+        let mut out = String::new();
+        for b in bytes {
+            out.push_str(&d.decode(std::slice::from_ref(b)));
+        }
+        out.push_str(&d.finish());
+        assert_eq!(out, "héllo €");
+    }
+
+    #[test]
+    fn head_tail_marks_dropped_bytes() {
+        let mut ht = HeadTail::new(10);
+        ht.push(b"0123456789abcdefghij");
+        assert_eq!(ht.finish(), "01234\n[... 10 bytes truncated ...]\nfghij");
+        let mut ht = HeadTail::new(10);
+        ht.push(b"0123");
+        ht.push(b"456");
+        assert_eq!(ht.finish(), "0123456");
+    }
+}

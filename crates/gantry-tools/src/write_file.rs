@@ -1,0 +1,105 @@
+//! `write_file`: creates or overwrites a file, reporting a unified diff.
+
+use async_trait::async_trait;
+use gantry_types::{ItemKind, ToolSpec};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::common::{
+    file_change_error, file_change_interrupted, file_change_output, file_change_start, parse_args,
+    unified_diff,
+};
+use crate::workspace_path::{self, WorkspacePath};
+use crate::{Tool, ToolContext, ToolOutput};
+
+const NAME: &str = "write_file";
+
+/// The `write_file` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteFileTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    path: String,
+    content: String,
+}
+
+#[async_trait]
+impl Tool for WriteFileTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: NAME.into(),
+            description: "Create a file or replace its whole content. Parent directories are \
+                          created. Prefer edit_file for changing part of an existing file."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, relative to the workspace (or absolute inside it)."},
+                    "content": {"type": "string", "description": "The complete new content of the file."}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn start_item(&self, args: &Value, _ctx: &ToolContext) -> ItemKind {
+        file_change_start(args)
+    }
+
+    async fn run(&self, args: Value, ctx: ToolContext) -> ToolOutput {
+        let a: WriteArgs = match parse_args(NAME, &args) {
+            Ok(a) => a,
+            Err(msg) => return file_change_error(&args, msg),
+        };
+        let path = match workspace_path::resolve(&ctx.workspace, &a.path) {
+            Ok(p) => p,
+            Err(e) => return file_change_error(&args, format!("{NAME}: {e}")),
+        };
+        if ctx.cancel.is_cancelled() {
+            return file_change_interrupted(&args);
+        }
+        // Not raced against cancellation: a write is short, and reporting
+        // "interrupted" while it completes behind our back would be a lie.
+        let joined = tokio::task::spawn_blocking(move || write(&path, &a.content)).await;
+        match joined {
+            Ok(Ok((rel, diff, summary))) => file_change_output(&rel, diff, summary),
+            Ok(Err(msg)) => file_change_error(&args, msg),
+            Err(e) => file_change_error(&args, format!("{NAME}: internal error: {e}")),
+        }
+    }
+}
+
+fn write(path: &WorkspacePath, content: &str) -> Result<(String, String, String), String> {
+    let rel = &path.rel;
+    if path.abs.is_dir() {
+        return Err(format!("{NAME}: {rel:?} is a directory; give a file path"));
+    }
+    let old = match std::fs::read(&path.abs) {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{NAME}: cannot read the current {rel:?}: {e}")),
+    };
+    if let Some(parent) = path.abs.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("{NAME}: cannot create the parent directories of {rel:?}: {e}"))?;
+    }
+    std::fs::write(&path.abs, content).map_err(|e| format!("{NAME}: cannot write {rel:?}: {e}"))?;
+    let diff = unified_diff(rel, old.as_deref(), content);
+    let summary = match &old {
+        None => format!(
+            "Created {rel} ({} bytes, {} lines).",
+            content.len(),
+            content.lines().count()
+        ),
+        Some(o) if o == content => format!("{rel} already had this content; nothing changed."),
+        Some(_) => format!(
+            "Overwrote {rel} ({} bytes, {} lines).",
+            content.len(),
+            content.lines().count()
+        ),
+    };
+    Ok((rel.clone(), diff, summary))
+}

@@ -1,0 +1,140 @@
+//! Events: every state change of a thread, and the live deltas between them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Item, ItemId, QueuedInput, Thread, ThreadId, Turn, TurnId, TurnStatus, Usage};
+
+/// A durable state change. `seq` is dense and increasing per thread, from 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The thread it belongs to.
+    pub thread_id: ThreadId,
+    /// Position in the thread's log, from 1, without gaps.
+    pub seq: u64,
+    /// When it happened, unix milliseconds.
+    pub ts: i64,
+    /// The turn it concerns, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<TurnId>,
+    /// The item it concerns, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<ItemId>,
+    /// What happened.
+    pub payload: EventPayload,
+}
+
+/// What a durable event says happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventPayload {
+    /// The thread came to be (also the first event of a fork).
+    ThreadCreated {
+        /// Its initial metadata.
+        thread: Thread,
+    },
+    /// The thread was archived.
+    ThreadArchived,
+    /// The thread was unarchived.
+    ThreadUnarchived,
+    /// A user input was queued behind the running turn.
+    InputQueued {
+        /// The queued input.
+        input: QueuedInput,
+    },
+    /// A turn started.
+    TurnStarted {
+        /// Its initial metadata.
+        turn: Turn,
+    },
+    /// A turn ended.
+    TurnCompleted {
+        /// Which turn.
+        turn_id: TurnId,
+        /// How it ended.
+        status: TurnStatus,
+        /// Model rounds it ran.
+        rounds: u32,
+        /// Tokens it used.
+        usage: Usage,
+        /// Why it failed or was interrupted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// An item started.
+    ItemStarted {
+        /// Its initial state.
+        item: Item,
+    },
+    /// An item finished; carries its final state, deltas folded in.
+    ItemCompleted {
+        /// Its final state.
+        item: Item,
+    },
+}
+
+impl EventPayload {
+    /// The snake_case name of the event, as serialized in `type`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventPayload::ThreadCreated { .. } => "thread_created",
+            EventPayload::ThreadArchived => "thread_archived",
+            EventPayload::ThreadUnarchived => "thread_unarchived",
+            EventPayload::InputQueued { .. } => "input_queued",
+            EventPayload::TurnStarted { .. } => "turn_started",
+            EventPayload::TurnCompleted { .. } => "turn_completed",
+            EventPayload::ItemStarted { .. } => "item_started",
+            EventPayload::ItemCompleted { .. } => "item_completed",
+        }
+    }
+
+    /// The turn and item this payload concerns.
+    pub fn subject(&self) -> (Option<&TurnId>, Option<&ItemId>) {
+        match self {
+            EventPayload::TurnStarted { turn } => (Some(&turn.id), None),
+            EventPayload::TurnCompleted { turn_id, .. } => (Some(turn_id), None),
+            EventPayload::ItemStarted { item } | EventPayload::ItemCompleted { item } => {
+                (Some(&item.turn_id), Some(&item.id))
+            }
+            EventPayload::InputQueued { input } => (Some(&input.turn_id), None),
+            _ => (None, None),
+        }
+    }
+}
+
+/// A piece of streaming output, broadcast live and never stored: the completed
+/// item carries the sum of its deltas.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delta {
+    /// The thread.
+    pub thread_id: ThreadId,
+    /// The turn.
+    pub turn_id: TurnId,
+    /// The item the delta extends.
+    pub item_id: ItemId,
+    /// Seq of the last durable event before this delta.
+    pub after_seq: u64,
+    /// What was added.
+    #[serde(flatten)]
+    pub kind: DeltaKind,
+}
+
+/// The kinds of streaming output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "delta", content = "text", rename_all = "snake_case")]
+pub enum DeltaKind {
+    /// Agent message text.
+    AgentText(String),
+    /// Reasoning text.
+    Reasoning(String),
+    /// Command output (stdout and stderr, lossily decoded as UTF-8).
+    CommandOutput(String),
+}
+
+impl DeltaKind {
+    /// The text carried.
+    pub fn text(&self) -> &str {
+        match self {
+            DeltaKind::AgentText(t) | DeltaKind::Reasoning(t) | DeltaKind::CommandOutput(t) => t,
+        }
+    }
+}

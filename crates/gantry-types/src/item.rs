@@ -1,0 +1,139 @@
+//! Items: the units a turn is made of.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{ItemId, TurnId};
+
+/// Where an item is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemStatus {
+    /// Started; deltas may follow.
+    InProgress,
+    /// Finished normally (a command with a non-zero exit code is still completed).
+    Completed,
+    /// Finished with an error.
+    Failed,
+    /// Cut short by an interrupt.
+    Interrupted,
+}
+
+/// The model's tool call that produced an item, kept so the conversation can
+/// be rebuilt exactly as the model saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallOrigin {
+    /// The provider's id for the call.
+    pub call_id: String,
+    /// The tool name the model used.
+    pub name: String,
+    /// The raw arguments string the model sent (possibly invalid JSON).
+    pub arguments: String,
+    /// What the model was told as the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+/// What an item is, with the details of its kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ItemKind {
+    /// Input from the user (the turn's input, or a steer).
+    UserMessage {
+        /// The user's text.
+        text: String,
+    },
+    /// Text the agent says.
+    AgentMessage {
+        /// The full text (deltas are folded in on completion).
+        text: String,
+    },
+    /// The model's visible reasoning.
+    Reasoning {
+        /// The reasoning text.
+        text: String,
+    },
+    /// A shell command run for the agent.
+    CommandExecution {
+        /// The command line as given to `bash -lc`.
+        command: String,
+        /// The directory it ran in.
+        cwd: String,
+        /// OS process id (also the process group id), once spawned.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        process_id: Option<u32>,
+        /// Combined stdout and stderr, capped with a truncation marker.
+        output: String,
+        /// Exit code; absent if the process was killed by a signal or never ran.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// Wall time, once finished.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+    },
+    /// A file the agent created, edited or removed.
+    FileChange {
+        /// Path relative to the workspace.
+        path: String,
+        /// Unified diff of the change.
+        diff: String,
+    },
+    /// Any other tool call.
+    ToolCall {
+        /// Tool name.
+        name: String,
+        /// Arguments (the raw string when they were not valid JSON).
+        arguments: Value,
+        /// The tool's result, on success.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        /// The error, on failure.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// Something went wrong in the turn (model error, crash recovery, limits).
+    Error {
+        /// One-line, human-readable cause.
+        message: String,
+    },
+}
+
+impl ItemKind {
+    /// The snake_case name of the kind, as serialized in `type`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ItemKind::UserMessage { .. } => "user_message",
+            ItemKind::AgentMessage { .. } => "agent_message",
+            ItemKind::Reasoning { .. } => "reasoning",
+            ItemKind::CommandExecution { .. } => "command_execution",
+            ItemKind::FileChange { .. } => "file_change",
+            ItemKind::ToolCall { .. } => "tool_call",
+            ItemKind::Error { .. } => "error",
+        }
+    }
+}
+
+/// One unit of a turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    /// UUIDv7 id.
+    pub id: ItemId,
+    /// The turn the item belongs to.
+    pub turn_id: TurnId,
+    /// The model round (1-based) that produced it; 0 for user input.
+    #[serde(default)]
+    pub round: u32,
+    /// In progress until completed.
+    pub status: ItemStatus,
+    /// Start time, unix milliseconds.
+    pub started_at: i64,
+    /// End time, unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<i64>,
+    /// The kind and its details.
+    #[serde(flatten)]
+    pub kind: ItemKind,
+    /// The tool call behind the item, if a tool produced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call: Option<ToolCallOrigin>,
+}

@@ -1,0 +1,21 @@
+//! Gantry's domain model: agents, threads, turns, items and the events that
+//! change them. Pure data (serde), no I/O: every other crate speaks these types.
+//!
+//! A thread's state is the fold of its events ([`ThreadView::apply`]); the
+//! engine appends events, the store persists them, adapters project them.
+
+mod event;
+mod ids;
+mod item;
+mod thread;
+mod tool;
+mod turn;
+mod view;
+
+pub use event::{Delta, DeltaKind, Event, EventPayload};
+pub use ids::{ItemId, ThreadId, TurnId, new_id};
+pub use item::{Item, ItemKind, ItemStatus, ToolCallOrigin};
+pub use thread::{ForkOrigin, QueuedInput, Thread, ThreadStatus};
+pub use tool::ToolSpec;
+pub use turn::{Turn, TurnStatus, Usage};
+pub use view::{ThreadView, TurnView};

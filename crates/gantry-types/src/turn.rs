@@ -1,0 +1,91 @@
+//! Turns: one user input and the agent loop it starts.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ThreadId, TurnId};
+
+/// How a turn ended (or that it has not yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    /// The agent loop is still going.
+    Running,
+    /// The model gave its final answer.
+    Completed,
+    /// Stopped by an interrupt (or by a crash of the process that ran it).
+    Interrupted,
+    /// Stopped by an error; the turn's error item says why.
+    Failed,
+}
+
+impl TurnStatus {
+    /// True once the turn has ended.
+    pub fn is_final(self) -> bool {
+        !matches!(self, TurnStatus::Running)
+    }
+}
+
+/// Token usage, summed over the model requests it covers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Completion tokens, reasoning ones included.
+    pub output_tokens: u64,
+    /// Prompt tokens served from the provider's cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Completion tokens spent on reasoning.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+}
+
+impl Usage {
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+    }
+
+    /// Input plus output tokens.
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+/// A turn's metadata (its items live in [`crate::TurnView`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    /// UUIDv7 id.
+    pub id: TurnId,
+    /// The thread the turn belongs to.
+    pub thread_id: ThreadId,
+    /// The user input that started the turn.
+    pub input: String,
+    /// Running until it ends.
+    pub status: TurnStatus,
+    /// Start time, unix milliseconds.
+    pub started_at: i64,
+    /// End time, unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<i64>,
+    /// Model rounds run so far.
+    #[serde(default)]
+    pub rounds: u32,
+    /// Tokens used by the turn's model requests.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Why the turn failed or was interrupted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Turn {
+    /// Wall time from start to end, once ended.
+    pub fn duration_ms(&self) -> Option<u64> {
+        self.completed_at
+            .map(|end| end.saturating_sub(self.started_at).max(0) as u64)
+    }
+}

@@ -1,0 +1,242 @@
+//! The fold of a thread's events: its full readable state.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Event, EventPayload, Item, QueuedInput, Thread, ThreadStatus, Turn, TurnStatus};
+
+/// A turn with its items, in the order they started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnView {
+    /// The turn.
+    #[serde(flatten)]
+    pub turn: Turn,
+    /// Its items.
+    pub items: Vec<Item>,
+}
+
+/// A thread with its turns and queued inputs: what `read` returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadView {
+    /// The thread's metadata.
+    pub thread: Thread,
+    /// Its turns, oldest first.
+    pub turns: Vec<TurnView>,
+    /// Inputs waiting for the running turn to end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queued: Vec<QueuedInput>,
+}
+
+impl ThreadView {
+    /// Builds a view from a thread's log; `None` if the log does not start
+    /// with `thread_created`.
+    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Option<Self> {
+        let mut events = events.into_iter();
+        let first = events.next()?;
+        let EventPayload::ThreadCreated { thread } = &first.payload else {
+            return None;
+        };
+        let mut view = ThreadView {
+            thread: thread.clone(),
+            turns: Vec::new(),
+            queued: Vec::new(),
+        };
+        view.thread.last_seq = first.seq;
+        for event in events {
+            view.apply(event);
+        }
+        Some(view)
+    }
+
+    /// The running turn, if any.
+    pub fn running_turn(&self) -> Option<&TurnView> {
+        self.turns
+            .last()
+            .filter(|t| t.turn.status == TurnStatus::Running)
+    }
+
+    /// Applies one event. Events for unknown turns or items are ignored, so a
+    /// fold never fails on a log written by another version.
+    pub fn apply(&mut self, event: &Event) {
+        let thread = &mut self.thread;
+        thread.last_seq = event.seq;
+        thread.updated_at = event.ts;
+        match &event.payload {
+            EventPayload::ThreadCreated { .. } => {}
+            EventPayload::ThreadArchived => thread.archived = true,
+            EventPayload::ThreadUnarchived => thread.archived = false,
+            EventPayload::InputQueued { input } => self.queued.push(input.clone()),
+            EventPayload::TurnStarted { turn } => {
+                self.queued.retain(|q| q.turn_id != turn.id);
+                if thread.preview.is_empty() {
+                    thread.preview = preview_of(&turn.input);
+                }
+                thread.status = ThreadStatus::Running;
+                self.turns.push(TurnView {
+                    turn: turn.clone(),
+                    items: Vec::new(),
+                });
+            }
+            EventPayload::TurnCompleted {
+                turn_id,
+                status,
+                rounds,
+                usage,
+                error,
+            } => {
+                thread.status = match status {
+                    TurnStatus::Failed => ThreadStatus::Failed,
+                    _ => ThreadStatus::Idle,
+                };
+                thread.usage.add(usage);
+                if let Some(tv) = self.turns.iter_mut().rev().find(|t| &t.turn.id == turn_id) {
+                    tv.turn.status = *status;
+                    tv.turn.rounds = *rounds;
+                    tv.turn.usage = *usage;
+                    tv.turn.error = error.clone();
+                    tv.turn.completed_at = Some(event.ts);
+                }
+            }
+            EventPayload::ItemStarted { item } | EventPayload::ItemCompleted { item } => {
+                let Some(tv) = self
+                    .turns
+                    .iter_mut()
+                    .rev()
+                    .find(|t| t.turn.id == item.turn_id)
+                else {
+                    return;
+                };
+                match tv.items.iter_mut().rev().find(|i| i.id == item.id) {
+                    Some(existing) => *existing = item.clone(),
+                    None => tv.items.push(item.clone()),
+                }
+                tv.turn.rounds = tv.turn.rounds.max(item.round);
+            }
+        }
+    }
+}
+
+/// The first line of a text, cut to 80 characters.
+fn preview_of(text: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    match line.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ItemKind, ItemStatus, ThreadId, TurnId, Usage};
+
+    fn ev(seq: u64, payload: EventPayload) -> Event {
+        Event {
+            thread_id: ThreadId::from("t"),
+            seq,
+            ts: seq as i64,
+            turn_id: None,
+            item_id: None,
+            payload,
+        }
+    }
+
+    #[test]
+    fn fold_builds_turns_items_and_usage() {
+        let thread = Thread {
+            id: ThreadId::from("t"),
+            name: None,
+            cwd: "/w".into(),
+            model: "m".into(),
+            instructions: None,
+            status: ThreadStatus::Idle,
+            archived: false,
+            preview: String::new(),
+            created_at: 0,
+            updated_at: 0,
+            forked_from: None,
+            usage: Usage::default(),
+            last_seq: 0,
+        };
+        let turn_id = TurnId::from("u");
+        let turn = Turn {
+            id: turn_id.clone(),
+            thread_id: thread.id.clone(),
+            input: "fix the build\nplease".into(),
+            status: TurnStatus::Running,
+            started_at: 2,
+            completed_at: None,
+            rounds: 0,
+            usage: Usage::default(),
+            error: None,
+        };
+        let mut item = Item {
+            id: "i".into(),
+            turn_id: turn_id.clone(),
+            round: 1,
+            status: ItemStatus::InProgress,
+            started_at: 3,
+            completed_at: None,
+            kind: ItemKind::AgentMessage {
+                text: String::new(),
+            },
+            tool_call: None,
+        };
+        let mut events = vec![
+            ev(1, EventPayload::ThreadCreated { thread }),
+            ev(2, EventPayload::TurnStarted { turn }),
+            ev(3, EventPayload::ItemStarted { item: item.clone() }),
+        ];
+        item.status = ItemStatus::Completed;
+        item.kind = ItemKind::AgentMessage {
+            text: "done".into(),
+        };
+        events.push(ev(4, EventPayload::ItemCompleted { item }));
+        let usage = Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            ..Usage::default()
+        };
+        events.push(ev(
+            5,
+            EventPayload::TurnCompleted {
+                turn_id,
+                status: TurnStatus::Completed,
+                rounds: 1,
+                usage,
+                error: None,
+            },
+        ));
+
+        let view = ThreadView::from_events(&events).expect("starts with thread_created");
+        assert_eq!(view.thread.preview, "fix the build");
+        assert_eq!(view.thread.last_seq, 5);
+        assert_eq!(view.thread.status, ThreadStatus::Idle);
+        assert_eq!(view.thread.usage.total(), 15);
+        assert_eq!(view.turns.len(), 1);
+        assert_eq!(
+            view.turns[0].items.len(),
+            1,
+            "started+completed is one item"
+        );
+        assert_eq!(
+            view.turns[0].items[0].kind,
+            ItemKind::AgentMessage {
+                text: "done".into()
+            }
+        );
+        assert_eq!(view.turns[0].turn.duration_ms(), Some(3));
+    }
+
+    #[test]
+    fn item_kind_serializes_with_type_tag() {
+        let json = serde_json::to_value(ItemKind::Error {
+            message: "x".into(),
+        })
+        .unwrap();
+        assert_eq!(json, serde_json::json!({"type": "error", "message": "x"}));
+    }
+}
