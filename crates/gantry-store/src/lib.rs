@@ -5,6 +5,8 @@
 //! The schema is an append-only `events` table keyed by `(thread_id, seq)` and
 //! a `threads` table that indexes each thread's latest metadata for listing.
 
+#![warn(missing_docs)]
+
 mod codec;
 pub mod memory;
 mod page;

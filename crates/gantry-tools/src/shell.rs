@@ -273,7 +273,8 @@ async fn run_command(
                 &mut output,
                 &format!("[{note}; it was killed with its process group]"),
             );
-            (ToolStatus::Ok, format!("Exit code: none ({note})"))
+            // Error, not Ok: the command did not finish, so its output is partial.
+            (ToolStatus::Error, format!("Exit code: none ({note})"))
         }
         End::Cancelled => {
             push_note(
@@ -355,10 +356,8 @@ impl OutputCollector {
             self.emit(bytes);
         } else {
             self.emit(&bytes[..room]);
-            let rest = self.decoder.finish();
-            if !rest.is_empty() {
-                (self.sink)(&rest);
-            }
+            // A character cut by the cap is dropped rather than shown as U+FFFD.
+            self.decoder.pending.clear();
             self.streamed = self.cap;
             self.streaming_stopped = true;
             (self.sink)(&format!(

@@ -180,21 +180,25 @@ async fn huge_output_is_capped_with_head_and_tail() {
     assert!(streamed < cap + 200, "streamed {streamed} bytes");
 }
 
+// Timeouts in these tests are long enough for `bash -l` to finish its login
+// scripts: killing a shell in the middle of them (e.g. during `pyenv rehash`)
+// can leave the scripts' lock files behind.
 #[tokio::test]
 async fn timeout_kills_the_process_group() {
     let dir = tempfile::tempdir().unwrap();
     let out = call(
         &ShellTool,
         dir.path(),
-        json!({"command": "sleep 60 & echo started; sleep 60", "timeout_ms": 300}),
+        json!({"command": "sleep 60 & echo started; sleep 60", "timeout_ms": 2000}),
     )
     .await;
-    assert_eq!(out.status, ToolStatus::Ok);
+    assert_eq!(out.status, ToolStatus::Error);
     let c = cmd(&out);
     assert_eq!(c.exit_code, None);
-    assert!(c.output.starts_with("started\n"), "{:?}", c.output);
+    // Whether "started" got out depends on how fast bash starts; the
+    // grandchild case is covered deterministically by the cancel test.
     assert!(
-        c.output.contains("command timed out after 0.3 s"),
+        c.output.contains("command timed out after 2 s"),
         "{:?}",
         c.output
     );
@@ -207,11 +211,11 @@ async fn default_timeout_comes_from_limits() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = ctx(dir.path());
     c.limits = ToolLimits {
-        shell_timeout: Duration::from_millis(200),
+        shell_timeout: Duration::from_millis(1500),
         ..ToolLimits::default()
     };
     let out = ShellTool.run(json!({"command": "sleep 60"}), c).await;
-    assert!(cmd(&out).output.contains("command timed out after 0.2 s"));
+    assert!(cmd(&out).output.contains("command timed out after 1.5 s"));
 }
 
 #[tokio::test]
@@ -227,7 +231,9 @@ async fn cancel_kills_children_and_grandchildren() {
     });
     let cancel = c.cancel.clone();
     // A child, and a grandchild under a nested bash, all in the group.
-    let command = "sleep 60 & bash -c 'sleep 60 & wait' & echo started; wait";
+    // "started" comes from the nested bash after it forked its own sleep, so
+    // both the child and the grandchild exist when the test cancels.
+    let command = "sleep 60 & bash -c 'sleep 60 & echo started; wait' & wait";
     let task = tokio::spawn(async move { ShellTool.run(json!({"command": command}), c).await });
     let mut seen = String::new();
     while !seen.contains("started") {

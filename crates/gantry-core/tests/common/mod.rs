@@ -1,0 +1,146 @@
+//! A real engine over a real SQLite file, real tools in a temp workspace, and
+//! the scripted model server over HTTP.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gantry_core::{CreateThread, Engine, EngineBuilder, EngineConfig, Notification, SingleModel, Subscription};
+use gantry_llm::RetryPolicy;
+use gantry_llm::openai_chat::{OpenAiChatClient, OpenAiChatConfig};
+use gantry_store::SqliteStore;
+use gantry_testkit::{MockLlm, Script, Step};
+use gantry_types::{Event, EventPayload, ItemKind, Thread, ThreadView, TurnId, TurnStatus};
+
+pub struct Harness {
+    pub engine: Engine,
+    pub llm: MockLlm,
+    pub dir: tempfile::TempDir,
+    pub thread: Thread,
+}
+
+impl Harness {
+    pub async fn new(steps: Vec<Step>) -> Self {
+        Self::with_config(steps, EngineConfig::default()).await
+    }
+
+    pub async fn with_config(steps: Vec<Step>, config: EngineConfig) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("ws")).expect("workspace");
+        let llm = MockLlm::start(Script::new(steps)).expect("mock llm");
+        let engine = engine_at(dir.path(), &llm, config).await;
+        let thread = engine
+            .create_thread(CreateThread {
+                cwd: dir.path().join("ws"),
+                model: Some("test-model".into()),
+                instructions: Some("be brief".into()),
+                name: None,
+            })
+            .await
+            .expect("create thread");
+        Self { engine, llm, dir, thread }
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    /// Subscribes from the thread's next seq, sends `text`, and collects every
+    /// notification until the turn ends.
+    pub async fn run_turn(&self, text: &str) -> (TurnId, Vec<Notification>) {
+        let view = self.engine.read(&self.thread.id).await.expect("read");
+        let mut sub = self
+            .engine
+            .subscribe(&self.thread.id, view.thread.last_seq + 1)
+            .await
+            .expect("subscribe");
+        let turn = self
+            .engine
+            .send_message(&self.thread.id, text, gantry_core::IfBusy::Reject)
+            .await
+            .expect("send");
+        let seen = until_turn_ends(&mut sub, &turn).await;
+        (turn, seen)
+    }
+
+    pub async fn view(&self) -> ThreadView {
+        self.engine.read(&self.thread.id).await.expect("read")
+    }
+}
+
+/// An engine over the SQLite file in `dir`, talking to `llm` with fast retries.
+pub async fn engine_at(dir: &Path, llm: &MockLlm, config: EngineConfig) -> Engine {
+    let store = SqliteStore::open(&dir.join("gantry.db")).await.expect("store");
+    let mut llm_config = OpenAiChatConfig::new(llm.base_url());
+    llm_config.retry = fast_retries();
+    let client = OpenAiChatClient::new(llm_config).expect("client");
+    EngineBuilder::new(Arc::new(store), Arc::new(SingleModel(Arc::new(client))))
+        .config(config)
+        .start()
+        .await
+        .expect("engine")
+}
+
+pub fn fast_retries() -> RetryPolicy {
+    RetryPolicy {
+        max_retries: 2,
+        base_delay: std::time::Duration::from_millis(1),
+        max_delay: std::time::Duration::from_millis(5),
+        ..RetryPolicy::default()
+    }
+}
+
+/// Collects notifications until `turn` completes (inclusive).
+pub async fn until_turn_ends(sub: &mut Subscription, turn: &TurnId) -> Vec<Notification> {
+    let mut seen = Vec::new();
+    while let Some(n) = sub.next().await {
+        let done = matches!(&n, Notification::Event(e)
+            if matches!(&e.payload, EventPayload::TurnCompleted { turn_id, .. } if turn_id == turn));
+        seen.push(n);
+        if done {
+            return seen;
+        }
+    }
+    panic!("subscription ended before turn {turn} completed");
+}
+
+/// Waits for the first notification matching `pred`.
+pub async fn wait_for(sub: &mut Subscription, mut pred: impl FnMut(&Notification) -> bool) -> Notification {
+    while let Some(n) = sub.next().await {
+        if pred(&n) {
+            return n;
+        }
+    }
+    panic!("subscription ended before the awaited notification");
+}
+
+pub fn events(seen: &[Notification]) -> Vec<Arc<Event>> {
+    seen.iter()
+        .filter_map(|n| match n {
+            Notification::Event(e) => Some(e.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The status a turn ended with, from its turn_completed event.
+pub fn turn_status(seen: &[Notification]) -> TurnStatus {
+    events(seen)
+        .iter()
+        .find_map(|e| match &e.payload {
+            EventPayload::TurnCompleted { status, .. } => Some(*status),
+            _ => None,
+        })
+        .expect("turn_completed")
+}
+
+/// Completed items' kinds, in order.
+pub fn completed_kinds(seen: &[Notification]) -> Vec<ItemKind> {
+    events(seen)
+        .iter()
+        .filter_map(|e| match &e.payload {
+            EventPayload::ItemCompleted { item } => Some(item.kind.clone()),
+            _ => None,
+        })
+        .collect()
+}
