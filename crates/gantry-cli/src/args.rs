@@ -78,6 +78,10 @@ pub struct ExecArgs {
     #[arg(long, default_value_t = 50, value_name = "N")]
     pub max_rounds: u32,
 
+    /// Retries of a failed model request (rate limits, 5xx, unreachable server).
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub max_retries: u32,
+
     /// Extra instructions for the model.
     #[arg(long, value_name = "TEXT")]
     pub instructions: Option<String>,

@@ -38,7 +38,13 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
         Some(id) => engine.read(&id).await?.thread,
         None => {
             let cwd = match &args.cwd {
-                Some(dir) => dir.clone(),
+                Some(dir) => {
+                    // An explicit workspace that does not exist yet is made,
+                    // so `-C $(mktemp -u)`-style scratch runs just work.
+                    std::fs::create_dir_all(dir)
+                        .with_context(|| format!("cannot create workspace {}", dir.display()))?;
+                    dir.clone()
+                }
                 None => std::env::current_dir().context("cannot read the current directory")?,
             };
             engine

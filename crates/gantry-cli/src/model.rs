@@ -26,7 +26,9 @@ pub fn setup(model: &str, args: &ExecArgs) -> Result<ModelSetup> {
         let script = Script::from_file(Path::new(file))
             .with_context(|| format!("cannot load the model script {file}"))?;
         let mock = MockLlm::start(script).context("cannot start the scripted model server")?;
-        let client = OpenAiChatClient::new(OpenAiChatConfig::new(mock.base_url()))?;
+        let mut config = OpenAiChatConfig::new(mock.base_url());
+        config.retry.max_retries = args.max_retries;
+        let client = OpenAiChatClient::new(config)?;
         return Ok(ModelSetup {
             resolver: Arc::new(SingleModel(Arc::new(client))),
             _mock: Some(mock),
@@ -43,11 +45,21 @@ pub fn setup(model: &str, args: &ExecArgs) -> Result<ModelSetup> {
     }
     let mut config = OpenAiChatConfig::new(args.base_url.clone());
     config.api_key = api_key;
+    config.retry.max_retries = args.max_retries;
     let client = OpenAiChatClient::new(config)?;
     Ok(ModelSetup {
         resolver: Arc::new(SingleModel(Arc::new(client))),
         _mock: None,
     })
+}
+
+/// For commands that run no turn: any model request is refused.
+pub struct NoModel;
+
+impl ModelResolver for NoModel {
+    fn resolve(&self, model: &str) -> Result<Arc<dyn gantry_llm::ModelClient>, String> {
+        Err(format!("no client for model {model} in this command"))
+    }
 }
 
 /// Local servers (Ollama, vLLM on this machine) usually need no key.

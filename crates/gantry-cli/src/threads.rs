@@ -2,16 +2,19 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use gantry_store::{Store, ThreadQuery};
+use anyhow::Result;
+use gantry_core::{EngineConfig, ThreadQuery};
 use gantry_types::{ItemKind, ThreadId, ThreadView};
 
 use crate::args::{Global, ThreadsCommand};
+use crate::model::NoModel;
 use crate::setup::DataDir;
 
-/// Runs a `threads` subcommand against the store (no engine, no model).
+/// Runs a `threads` subcommand. The engine starts without a model, so turns
+/// left running by a crash are shown closed, as they are.
 pub async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
     let data = DataDir::open(&global).await?;
+    let engine = data.engine(std::sync::Arc::new(NoModel), EngineConfig::default()).await?;
     match command {
         ThreadsCommand::List(args) => {
             let query = ThreadQuery {
@@ -19,7 +22,7 @@ pub async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
                 limit: args.limit,
                 cursor: args.cursor,
             };
-            let page = data.store.list_threads(&query).await?;
+            let page = engine.list(&query).await?;
             if args.json {
                 let threads = serde_json::to_value(&page.threads)?;
                 let out = serde_json::json!({"threads": threads, "next_cursor": page.next_cursor});
@@ -45,9 +48,7 @@ pub async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
         }
         ThreadsCommand::Show(args) => {
             let id = ThreadId::from(args.id.as_str());
-            let events = data.store.events(&id, 1).await?;
-            let view = ThreadView::from_events(&events)
-                .with_context(|| format!("thread {id} not found in {}", data.path.display()))?;
+            let view = engine.read(&id).await?;
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&view)?);
             } else {
@@ -55,6 +56,7 @@ pub async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
             }
         }
     }
+    engine.flush().await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,5 +1,10 @@
 //! `shell`: runs `bash -lc COMMAND` in the workspace, in its own process
 //! group, streaming merged stdout/stderr with a time limit and an output cap.
+//!
+//! `-l` makes the user's login scripts run first (PATH, version managers),
+//! which costs some startup time; a command killed while they run (a very
+//! short timeout, an early interrupt) can leave their lock files behind
+//! (seen with `pyenv rehash`).
 
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
