@@ -14,7 +14,9 @@ use crate::setup::DataDir;
 /// left running by a crash are shown closed, as they are.
 pub async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
     let data = DataDir::open(&global).await?;
-    let engine = data.engine(std::sync::Arc::new(NoModel), EngineConfig::default()).await?;
+    let engine = data
+        .engine(std::sync::Arc::new(NoModel), EngineConfig::default())
+        .await?;
     match command {
         ThreadsCommand::List(args) => {
             let query = ThreadQuery {

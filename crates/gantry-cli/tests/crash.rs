@@ -50,21 +50,35 @@ fn a_killed_process_leaves_a_readable_thread_with_the_turn_interrupted() {
     assert_eq!(turn["status"], "interrupted");
     let items = turn["items"].as_array().unwrap();
     let kinds: Vec<&str> = items.iter().map(|i| i["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["user_message", "agent_message", "file_change", "command_execution", "error"]);
-    assert_eq!(items[2]["status"], "completed");
-    assert_eq!(items[3]["status"], "interrupted");
-    assert!(items[4]["message"].as_str().unwrap().contains("restart"));
+    // Everything completed before the kill is there, completed.
+    assert_eq!(kinds[..3], ["user_message", "agent_message", "file_change"]);
+    assert!(items[..3].iter().all(|i| i["status"] == "completed"));
+    // The command's start may or may not have reached the disk before the
+    // kill; if it did, it is closed as interrupted.
+    if kinds[3] == "command_execution" {
+        assert_eq!(items[3]["status"], "interrupted");
+    }
+    let last = items.last().unwrap();
+    assert_eq!(last["type"], "error");
+    assert!(last["message"].as_str().unwrap().contains("restart"));
     assert_eq!(view["thread"]["status"], "idle");
 }
 
 /// The killed gantry could not kill its command; do it here.
 fn kill_orphans() {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
     for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         if String::from_utf8_lossy(&cmdline).contains(MARKER) {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
 }

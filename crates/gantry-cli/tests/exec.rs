@@ -18,7 +18,9 @@ fn ten_rounds() -> Value {
             {"name": "edit_file", "arguments": {"path": format!("f{i}.txt"), "old_string": format!("value = {i}"), "new_string": format!("value = {}", i * 10)}}
         ]}}));
     }
-    steps.push(json!({"reply": {"text": "All five files are written and edited.", "chunk_size": 5}}));
+    steps.push(
+        json!({"reply": {"text": "All five files are written and edited.", "chunk_size": 5}}),
+    );
     json!({"steps": steps})
 }
 
@@ -30,12 +32,19 @@ fn ten_round_turn_writes_files_and_reports_every_item_in_order() {
     assert!(out.status.success(), "stderr: {}", stderr(&out));
 
     for i in 1..=5 {
-        assert_eq!(read(&s.workspace().join(format!("f{i}.txt"))), format!("value = {}\n", i * 10));
+        assert_eq!(
+            read(&s.workspace().join(format!("f{i}.txt"))),
+            format!("value = {}\n", i * 10)
+        );
     }
     let lines = json_lines(&out);
     let events: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "event").collect();
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
-    assert_eq!(seqs, (seqs[0]..seqs[0] + seqs.len() as u64).collect::<Vec<_>>(), "dense, in order");
+    assert_eq!(
+        seqs,
+        (seqs[0]..seqs[0] + seqs.len() as u64).collect::<Vec<_>>(),
+        "dense, in order"
+    );
 
     let completed: Vec<&str> = events
         .iter()
@@ -51,7 +60,10 @@ fn ten_round_turn_writes_files_and_reports_every_item_in_order() {
 
     let command = events
         .iter()
-        .find(|e| e["payload"]["item"]["type"] == "command_execution" && e["payload"]["type"] == "item_completed")
+        .find(|e| {
+            e["payload"]["item"]["type"] == "command_execution"
+                && e["payload"]["type"] == "item_completed"
+        })
         .unwrap();
     assert_eq!(command["payload"]["item"]["exit_code"], 0);
     assert_eq!(command["payload"]["item"]["output"], "value = 1\n");
@@ -59,7 +71,10 @@ fn ten_round_turn_writes_files_and_reports_every_item_in_order() {
     assert_eq!(last["payload"]["type"], "turn_completed");
     assert_eq!(last["payload"]["status"], "completed");
     assert_eq!(last["payload"]["rounds"], 11);
-    assert!(lines.iter().any(|l| l["kind"] == "delta"), "deltas are streamed too");
+    assert!(
+        lines.iter().any(|l| l["kind"] == "delta"),
+        "deltas are streamed too"
+    );
 }
 
 #[test]
@@ -70,24 +85,40 @@ fn readable_view_on_stderr_final_answer_on_stdout() {
     assert!(out.status.success(), "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out), "All five files are written and edited.\n");
     let err = stderr(&out);
-    assert!(err.contains("$ printf 'value = 1\\n' > f1.txt && cat f1.txt"), "{err}");
+    assert!(
+        err.contains("$ printf 'value = 1\\n' > f1.txt && cat f1.txt"),
+        "{err}"
+    );
     assert!(err.contains("edited f1.txt (+1 -1)"), "{err}");
     assert!(err.contains("exit 0"), "{err}");
-    assert!(err.contains("11 rounds") && err.contains("tokens in"), "{err}");
+    assert!(
+        err.contains("11 rounds") && err.contains("tokens in"),
+        "{err}"
+    );
 }
 
 #[test]
 fn resume_continues_a_thread_with_its_history() {
     let s = Scratch::new();
-    let first = s.script("a.json", json!({"steps": [{"reply": {"text": "the answer is 42"}}]}));
+    let first = s.script(
+        "a.json",
+        json!({"steps": [{"reply": {"text": "the answer is 42"}}]}),
+    );
     let out = s.run(&["exec", "--json", "--model", &first, "what is the answer?"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let thread = json_lines(&out)[0]["thread_id"].as_str().unwrap().to_owned();
+    let thread = json_lines(&out)[0]["thread_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     // The resumed thread keeps its scripted model, so give it a new script
     // under the same path.
     let path = first.strip_prefix("scripted:").unwrap();
-    std::fs::write(path, json!({"steps": [{"reply": {"text": "you asked about 42"}}]}).to_string()).unwrap();
+    std::fs::write(
+        path,
+        json!({"steps": [{"reply": {"text": "you asked about 42"}}]}).to_string(),
+    )
+    .unwrap();
     let out = s.run(&["exec", "--resume", &thread, "what did I ask?"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "you asked about 42\n");
@@ -108,18 +139,34 @@ fn missing_api_key_is_one_clear_line() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("OPENAI_API_KEY") && err.contains("scripted:"), "{err}");
+    assert!(
+        err.contains("OPENAI_API_KEY") && err.contains("scripted:"),
+        "{err}"
+    );
 }
 
 #[test]
 fn unreachable_model_server_fails_the_turn_with_one_clear_line() {
     let s = Scratch::new();
     // Port 9 (discard) on loopback: nothing listens there.
-    let out = s.run(&["exec", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0", "hello"]);
+    let out = s.run(&[
+        "exec",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--max-retries",
+        "0",
+        "hello",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("cannot reach model server at http://127.0.0.1:9"), "{err}");
-    assert!(!err.contains("panicked") && !err.contains("backtrace"), "{err}");
+    assert!(
+        err.contains("cannot reach model server at http://127.0.0.1:9"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -138,14 +185,24 @@ fn model_http_errors_fail_the_turn_and_keep_what_was_done() {
     let lines = json_lines(&out);
     let error = lines
         .iter()
-        .find(|l| l["payload"]["type"] == "item_completed" && l["payload"]["item"]["type"] == "error")
+        .find(|l| {
+            l["payload"]["type"] == "item_completed" && l["payload"]["item"]["type"] == "error"
+        })
         .expect("error item");
-    assert!(error["payload"]["item"]["message"].as_str().unwrap().contains("authentication failed (HTTP 401)"));
+    assert!(
+        error["payload"]["item"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("authentication failed (HTTP 401)")
+    );
     let thread = lines[0]["thread_id"].as_str().unwrap();
     let show = s.run(&["threads", "show", thread, "--json"]);
     let view: Value = serde_json::from_slice(&show.stdout).unwrap();
     let items = view["turns"][0]["items"].as_array().unwrap();
-    assert!(items.iter().any(|i| i["type"] == "file_change"), "completed items are stored");
+    assert!(
+        items.iter().any(|i| i["type"] == "file_change"),
+        "completed items are stored"
+    );
     assert_eq!(view["turns"][0]["status"], "failed");
 }
 
@@ -163,7 +220,12 @@ fn missing_script_file_is_one_clear_line() {
 fn the_shipped_demo_script_runs() {
     let s = Scratch::new();
     let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo.json");
-    let out = s.run(&["exec", "--model", &format!("scripted:{demo}"), "write a greeting script"]);
+    let out = s.run(&[
+        "exec",
+        "--model",
+        &format!("scripted:{demo}"),
+        "write a greeting script",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(read(&s.workspace().join("greet.sh")).contains("Greetings from Gantry"));
     assert!(stdout(&out).contains("Hello, world! Greetings from Gantry."));

@@ -243,6 +243,9 @@ impl Engine {
 
     /// Lists threads, newest first.
     pub async fn list(&self, query: &ThreadQuery) -> Result<ThreadPage, EngineError> {
+        // The listing comes from the store: let it catch up first, so a
+        // caller sees its own changes.
+        self.flush().await;
         Ok(self.shared.store.list_threads(query).await?)
     }
 

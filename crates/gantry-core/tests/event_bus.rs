@@ -15,12 +15,21 @@ fn seqs(seen: &[Notification]) -> Vec<u64> {
 #[tokio::test]
 async fn subscribers_joining_at_any_point_see_every_seq_exactly_once() {
     let steps: Vec<Step> = (0..20)
-        .map(|i| Step::tool_call("write_file", json!({"path": format!("f{i}.txt"), "content": "x"})))
+        .map(|i| {
+            Step::tool_call(
+                "write_file",
+                json!({"path": format!("f{i}.txt"), "content": "x"}),
+            )
+        })
         .chain([Step::text("done")])
         .collect();
     let h = Harness::new(steps).await;
     let id = h.thread.id.clone();
-    let turn = h.engine.send_message(&id, "write twenty files", IfBusy::Reject).await.unwrap();
+    let turn = h
+        .engine
+        .send_message(&id, "write twenty files", IfBusy::Reject)
+        .await
+        .unwrap();
 
     // Join while events are being produced, from several starting points.
     let mut subs = Vec::new();
@@ -54,15 +63,36 @@ async fn all_threads_subscription_replays_and_follows_every_thread() {
         })
         .await
         .unwrap();
-    let mut all = h.engine.subscribe_all(ResumeFrom::all_from(1)).await.unwrap();
-    let second = h.engine.send_message(&h.thread.id, "second", IfBusy::Reject).await.unwrap();
+    let mut all = h
+        .engine
+        .subscribe_all(ResumeFrom::all_from(1))
+        .await
+        .unwrap();
+    let second = h
+        .engine
+        .send_message(&h.thread.id, "second", IfBusy::Reject)
+        .await
+        .unwrap();
     let seen = until_turn_ends(&mut all, &second).await;
     let evs = events(&seen);
-    assert!(evs.iter().any(|e| e.thread_id == other.id), "the other thread's creation is replayed");
-    assert!(evs.iter().any(|e| matches!(&e.payload, EventPayload::TurnCompleted { turn_id, .. } if *turn_id == first)));
+    assert!(
+        evs.iter().any(|e| e.thread_id == other.id),
+        "the other thread's creation is replayed"
+    );
+    assert!(evs.iter().any(
+        |e| matches!(&e.payload, EventPayload::TurnCompleted { turn_id, .. } if *turn_id == first)
+    ));
     for thread in [&h.thread.id, &other.id] {
-        let s: Vec<u64> = evs.iter().filter(|e| &e.thread_id == thread).map(|e| e.seq).collect();
-        assert_eq!(s, (1..=s.len() as u64).collect::<Vec<_>>(), "thread {thread} gapless");
+        let s: Vec<u64> = evs
+            .iter()
+            .filter(|e| &e.thread_id == thread)
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(
+            s,
+            (1..=s.len() as u64).collect::<Vec<_>>(),
+            "thread {thread} gapless"
+        );
     }
 }
 
@@ -73,14 +103,23 @@ async fn a_subscriber_that_falls_behind_is_told_where_to_resume() {
         ..Default::default()
     };
     let steps: Vec<Step> = (0..10)
-        .map(|i| Step::tool_call("write_file", json!({"path": format!("f{i}"), "content": "x"})))
+        .map(|i| {
+            Step::tool_call(
+                "write_file",
+                json!({"path": format!("f{i}"), "content": "x"}),
+            )
+        })
         .chain([Step::text("done")])
         .collect();
     let h = Harness::with_config(steps, config).await;
     let id = h.thread.id.clone();
     let mut slow = h.engine.subscribe(&id, 1).await.unwrap();
     let mut fast = h.engine.subscribe(&id, 1).await.unwrap();
-    let turn = h.engine.send_message(&id, "go", IfBusy::Reject).await.unwrap();
+    let turn = h
+        .engine
+        .send_message(&id, "go", IfBusy::Reject)
+        .await
+        .unwrap();
     // Drain the fast subscriber to the end while the slow one reads nothing.
     until_turn_ends(&mut fast, &turn).await;
 
@@ -97,5 +136,8 @@ async fn a_subscriber_that_falls_behind_is_told_where_to_resume() {
     let mut again = h.engine.subscribe(&id, from).await.unwrap();
     let rest = until_turn_ends(&mut again, &turn).await;
     delivered.extend(seqs(&rest));
-    assert_eq!(delivered, (1..=*delivered.last().unwrap()).collect::<Vec<_>>());
+    assert_eq!(
+        delivered,
+        (1..=*delivered.last().unwrap()).collect::<Vec<_>>()
+    );
 }

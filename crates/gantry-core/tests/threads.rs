@@ -17,12 +17,30 @@ async fn archive_hides_the_thread_and_refuses_input_until_unarchived() {
     let h = Harness::new(vec![Step::text("hi")]).await;
     let id = h.thread.id.clone();
     h.engine.archive(&id).await.unwrap();
-    let err = h.engine.send_message(&id, "hello", IfBusy::Reject).await.unwrap_err();
+    let err = h
+        .engine
+        .send_message(&id, "hello", IfBusy::Reject)
+        .await
+        .unwrap_err();
     assert!(matches!(err, EngineError::Archived(_)), "{err}");
 
-    let active = h.engine.list(&ThreadQuery { archived: Some(false), ..Default::default() }).await.unwrap();
+    let active = h
+        .engine
+        .list(&ThreadQuery {
+            archived: Some(false),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     assert!(active.threads.iter().all(|t| t.id != id));
-    let archived = h.engine.list(&ThreadQuery { archived: Some(true), ..Default::default() }).await.unwrap();
+    let archived = h
+        .engine
+        .list(&ThreadQuery {
+            archived: Some(true),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     assert_eq!(archived.threads.len(), 1);
 
     h.engine.unarchive(&id).await.unwrap();
@@ -32,7 +50,12 @@ async fn archive_hides_the_thread_and_refuses_input_until_unarchived() {
 
 #[tokio::test]
 async fn fork_copies_history_up_to_a_turn() {
-    let h = Harness::new(vec![Step::text("one"), Step::text("two"), Step::text("forked")]).await;
+    let h = Harness::new(vec![
+        Step::text("one"),
+        Step::text("two"),
+        Step::text("forked"),
+    ])
+    .await;
     let (first, _) = h.run_turn("first").await;
     h.run_turn("second").await;
 
@@ -45,14 +68,28 @@ async fn fork_copies_history_up_to_a_turn() {
     assert_ne!(view.turns[0].turn.id, first, "copies get their own ids");
 
     // The fork continues from the first turn only.
-    let turn = h.engine.send_message(&fork.id, "third", IfBusy::Reject).await.unwrap();
+    let turn = h
+        .engine
+        .send_message(&fork.id, "third", IfBusy::Reject)
+        .await
+        .unwrap();
     let mut sub = h.engine.subscribe(&fork.id, 1).await.unwrap();
     until_turn_ends(&mut sub, &turn).await;
-    let messages = h.llm.requests()[2].body["messages"].as_array().unwrap().clone();
-    let texts: Vec<&str> = messages.iter().filter_map(|m| m["content"].as_str()).collect();
+    let messages = h.llm.requests()[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let texts: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
     assert_eq!(texts, ["be brief", "first", "one", "third"]);
 
-    let missing = h.engine.fork(&h.thread.id, Some(&TurnId::from("nope"))).await.unwrap_err();
+    let missing = h
+        .engine
+        .fork(&h.thread.id, Some(&TurnId::from("nope")))
+        .await
+        .unwrap_err();
     assert!(matches!(missing, EngineError::TurnNotFound { .. }));
 }
 
@@ -61,20 +98,38 @@ async fn list_pages_newest_first() {
     let h = Harness::new(vec![]).await;
     for _ in 0..4 {
         h.engine
-            .create_thread(gantry_core::CreateThread { cwd: h.workspace(), ..Default::default() })
+            .create_thread(gantry_core::CreateThread {
+                cwd: h.workspace(),
+                ..Default::default()
+            })
             .await
             .unwrap();
     }
-    let first = h.engine.list(&ThreadQuery { limit: 3, ..Default::default() }).await.unwrap();
+    let first = h
+        .engine
+        .list(&ThreadQuery {
+            limit: 3,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     assert_eq!(first.threads.len(), 3);
     let second = h
         .engine
-        .list(&ThreadQuery { limit: 3, cursor: first.next_cursor.clone(), ..Default::default() })
+        .list(&ThreadQuery {
+            limit: 3,
+            cursor: first.next_cursor.clone(),
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(second.threads.len(), 2);
     assert!(second.next_cursor.is_none());
-    assert_eq!(second.threads.last().unwrap().id, h.thread.id, "oldest last");
+    assert_eq!(
+        second.threads.last().unwrap().id,
+        h.thread.id,
+        "oldest last"
+    );
 }
 
 #[tokio::test]
@@ -82,7 +137,10 @@ async fn create_thread_rejects_a_missing_workspace() {
     let h = Harness::new(vec![]).await;
     let err = h
         .engine
-        .create_thread(gantry_core::CreateThread { cwd: "/no/such/dir".into(), ..Default::default() })
+        .create_thread(gantry_core::CreateThread {
+            cwd: "/no/such/dir".into(),
+            ..Default::default()
+        })
         .await
         .unwrap_err();
     assert!(err.to_string().contains("/no/such/dir"), "{err}");
@@ -91,7 +149,9 @@ async fn create_thread_rejects_a_missing_workspace() {
 #[tokio::test]
 async fn restart_closes_a_turn_left_running_as_interrupted() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("gantry.db")).await.unwrap();
+    let store = SqliteStore::open(&dir.path().join("gantry.db"))
+        .await
+        .unwrap();
     // The log a crashed process leaves: a running turn with one completed
     // and one in-progress item.
     let thread_id = gantry_types::ThreadId::new();
@@ -121,7 +181,12 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
         kind,
         tool_call: None,
     };
-    let done = item(ItemKind::AgentMessage { text: "working on it".into() }, ItemStatus::Completed);
+    let done = item(
+        ItemKind::AgentMessage {
+            text: "working on it".into(),
+        },
+        ItemStatus::Completed,
+    );
     let open = item(
         ItemKind::CommandExecution {
             command: "make".into(),
@@ -134,7 +199,9 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
         ItemStatus::InProgress,
     );
     let payloads = vec![
-        EventPayload::ThreadCreated { thread: thread.clone() },
+        EventPayload::ThreadCreated {
+            thread: thread.clone(),
+        },
         EventPayload::TurnStarted {
             turn: Turn {
                 id: turn_id.clone(),
@@ -154,11 +221,24 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
     let events: Vec<Event> = payloads
         .into_iter()
         .zip(1..)
-        .map(|(payload, seq)| Event { thread_id: thread_id.clone(), seq, ts: 3, turn_id: None, item_id: None, payload })
+        .map(|(payload, seq)| Event {
+            thread_id: thread_id.clone(),
+            seq,
+            ts: 3,
+            turn_id: None,
+            item_id: None,
+            payload,
+        })
         .collect();
     thread.status = ThreadStatus::Running;
     thread.last_seq = 4;
-    store.commit(&Commit { events, threads: vec![thread] }).await.unwrap();
+    store
+        .commit(&Commit {
+            events,
+            threads: vec![thread],
+        })
+        .await
+        .unwrap();
     drop(store);
 
     let llm = gantry_testkit::MockLlm::start(gantry_testkit::Script::new(vec![])).unwrap();
@@ -167,12 +247,23 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
     let turn = &view.turns[0];
     assert_eq!(turn.turn.status, TurnStatus::Interrupted);
     assert_eq!(view.thread.status, ThreadStatus::Idle);
-    assert_eq!(turn.items[0].kind, ItemKind::AgentMessage { text: "working on it".into() });
+    assert_eq!(
+        turn.items[0].kind,
+        ItemKind::AgentMessage {
+            text: "working on it".into()
+        }
+    );
     assert_eq!(turn.items[1].status, ItemStatus::Interrupted);
-    assert!(matches!(&turn.items[2].kind, ItemKind::Error { message } if message.contains("restart")));
+    assert!(
+        matches!(&turn.items[2].kind, ItemKind::Error { message } if message.contains("restart"))
+    );
 
     // And it is durable: another restart finds nothing left to recover.
     engine.flush().await;
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("gantry.db")).await.unwrap());
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(&dir.path().join("gantry.db"))
+            .await
+            .unwrap(),
+    );
     assert!(store.running_threads().await.unwrap().is_empty());
 }

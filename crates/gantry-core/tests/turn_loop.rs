@@ -11,23 +11,39 @@ use serde_json::json;
 #[tokio::test]
 async fn multi_round_turn_runs_tools_and_feeds_results_back() {
     let h = Harness::new(vec![
-        Step::tool_call("shell", json!({"command": "echo one > a.txt && cat a.txt"})).with_text("Writing a file."),
-        Step::tool_call("edit_file", json!({"path": "a.txt", "old_string": "one", "new_string": "two"})),
+        Step::tool_call("shell", json!({"command": "echo one > a.txt && cat a.txt"}))
+            .with_text("Writing a file."),
+        Step::tool_call(
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
+        ),
         Step::text("The file now says two."),
     ])
     .await;
     let (_, seen) = h.run_turn("make a.txt say two").await;
 
     assert_eq!(turn_status(&seen), TurnStatus::Completed);
-    assert_eq!(std::fs::read_to_string(h.workspace().join("a.txt")).unwrap(), "two\n");
+    assert_eq!(
+        std::fs::read_to_string(h.workspace().join("a.txt")).unwrap(),
+        "two\n"
+    );
     let kinds: Vec<&str> = completed_kinds(&seen).iter().map(|k| k.name()).collect();
     assert_eq!(
         kinds,
-        ["user_message", "agent_message", "command_execution", "file_change", "agent_message"]
+        [
+            "user_message",
+            "agent_message",
+            "command_execution",
+            "file_change",
+            "agent_message"
+        ]
     );
     // Seqs are dense from the subscription point.
     let seqs: Vec<u64> = events(&seen).iter().map(|e| e.seq).collect();
-    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "dense seqs: {seqs:?}");
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "dense seqs: {seqs:?}"
+    );
 
     // The model saw its own tool call and the command's result in round 2.
     let requests = h.llm.requests();
@@ -35,9 +51,18 @@ async fn multi_round_turn_runs_tools_and_feeds_results_back() {
     let messages = requests[1].body["messages"].as_array().unwrap().clone();
     assert_eq!(messages[0]["role"], "system");
     assert_eq!(messages[0]["content"], "be brief");
-    let tool_msg = messages.iter().find(|m| m["role"] == "tool").expect("tool result sent");
-    assert!(tool_msg["content"].as_str().unwrap().contains("one"), "{tool_msg}");
-    assert_eq!(requests[0].body["tools"].as_array().unwrap().len(), h.engine.tools().specs().len());
+    let tool_msg = messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("tool result sent");
+    assert!(
+        tool_msg["content"].as_str().unwrap().contains("one"),
+        "{tool_msg}"
+    );
+    assert_eq!(
+        requests[0].body["tools"].as_array().unwrap().len(),
+        h.engine.tools().specs().len()
+    );
 
     // Usage is recorded on the turn and the thread.
     let view = h.view().await;
@@ -49,8 +74,10 @@ async fn multi_round_turn_runs_tools_and_feeds_results_back() {
 async fn parallel_tool_calls_are_all_run_and_all_answered() {
     let h = Harness::new(vec![
         Step::tool_calls(vec![
-            ToolCallSpec::new("write_file", json!({"path": "x.txt", "content": "x"})).with_id("call_x"),
-            ToolCallSpec::new("write_file", json!({"path": "y.txt", "content": "y"})).with_id("call_y"),
+            ToolCallSpec::new("write_file", json!({"path": "x.txt", "content": "x"}))
+                .with_id("call_x"),
+            ToolCallSpec::new("write_file", json!({"path": "y.txt", "content": "y"}))
+                .with_id("call_y"),
             ToolCallSpec::new("shell", json!({"command": "echo z"})).with_id("call_z"),
         ]),
         Step::text("done"),
@@ -67,7 +94,11 @@ async fn parallel_tool_calls_are_all_run_and_all_answered() {
         .filter(|m| m["role"] == "tool")
         .map(|m| m["tool_call_id"].as_str().unwrap())
         .collect();
-    assert_eq!(answered, ["call_x", "call_y", "call_z"], "every call answered, in call order");
+    assert_eq!(
+        answered,
+        ["call_x", "call_y", "call_z"],
+        "every call answered, in call order"
+    );
 }
 
 #[tokio::test]
@@ -82,24 +113,37 @@ async fn invalid_arguments_and_unknown_tools_are_answered_not_fatal() {
     ])
     .await;
     let (_, seen) = h.run_turn("do odd things").await;
-    assert_eq!(turn_status(&seen), TurnStatus::Completed, "the turn goes on");
+    assert_eq!(
+        turn_status(&seen),
+        TurnStatus::Completed,
+        "the turn goes on"
+    );
 
     let failed: Vec<_> = events(&seen)
         .iter()
         .filter_map(|e| match &e.payload {
-            EventPayload::ItemCompleted { item } if item.status == ItemStatus::Failed => Some(item.clone()),
+            EventPayload::ItemCompleted { item } if item.status == ItemStatus::Failed => {
+                Some(item.clone())
+            }
             _ => None,
         })
         .collect();
     assert_eq!(failed.len(), 3);
-    let messages = h.llm.requests()[1].body["messages"].as_array().unwrap().clone();
+    let messages = h.llm.requests()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
     let results: Vec<String> = messages
         .iter()
         .filter(|m| m["role"] == "tool")
         .map(|m| m["content"].as_str().unwrap().to_owned())
         .collect();
     assert!(results[0].contains("not valid JSON"), "{}", results[0]);
-    assert!(results[1].contains("unknown tool") && results[1].contains("shell"), "{}", results[1]);
+    assert!(
+        results[1].contains("unknown tool") && results[1].contains("shell"),
+        "{}",
+        results[1]
+    );
     assert!(results[2].to_lowercase().contains("path"), "{}", results[2]);
 }
 
@@ -109,14 +153,21 @@ async fn max_rounds_stops_a_looping_model_with_a_clear_error() {
         max_rounds: 3,
         ..EngineConfig::default()
     };
-    let steps = (0..5).map(|_| Step::tool_call("shell", json!({"command": "true"}))).collect();
+    let steps = (0..5)
+        .map(|_| Step::tool_call("shell", json!({"command": "true"})))
+        .collect();
     let h = Harness::with_config(steps, config).await;
     let (_, seen) = h.run_turn("loop forever").await;
     assert_eq!(turn_status(&seen), TurnStatus::Failed);
     assert_eq!(h.llm.request_count(), 3);
-    let last = completed_kinds(&seen).into_iter().rev().find(|k| matches!(k, ItemKind::Error { .. }));
+    let last = completed_kinds(&seen)
+        .into_iter()
+        .rev()
+        .find(|k| matches!(k, ItemKind::Error { .. }));
     match last {
-        Some(ItemKind::Error { message }) => assert!(message.contains("3 model rounds"), "{message}"),
+        Some(ItemKind::Error { message }) => {
+            assert!(message.contains("3 model rounds"), "{message}")
+        }
         other => panic!("expected an error item, got {other:?}"),
     }
 }
@@ -132,9 +183,18 @@ async fn history_carries_across_turns() {
     h.run_turn("first question").await;
     let (_, seen) = h.run_turn("second question").await;
     assert_eq!(turn_status(&seen), TurnStatus::Completed);
-    let messages = h.llm.requests()[2].body["messages"].as_array().unwrap().clone();
-    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant", "user"]);
+    let messages = h.llm.requests()[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "user"]
+    );
     assert_eq!(messages[4]["content"], "first answer");
     assert_eq!(messages[5]["content"], "second question");
 }

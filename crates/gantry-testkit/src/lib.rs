@@ -78,6 +78,7 @@
 //! ```
 
 mod chunks;
+pub mod process;
 mod script;
 mod server;
 

@@ -18,9 +18,14 @@ pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: &Value) -> Resul
             json_type(args)
         ));
     }
-    serde_json::from_value(args.clone()).map_err(|e| {
+    // serde_path_to_error names the offending field ("path: invalid type..."),
+    // which plain serde does not for type errors.
+    serde_path_to_error::deserialize(args).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner();
+        let at = if field == "." { String::new() } else { format!("field `{field}`: ") };
         format!(
-            "invalid arguments for {tool}: {e}; call it again with arguments that match its schema"
+            "invalid arguments for {tool}: {at}{inner}; call it again with arguments that match its schema"
         )
     })
 }

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use gantry_core::{CreateThread, Engine, EngineBuilder, EngineConfig, Notification, SingleModel, Subscription};
+use gantry_core::{
+    CreateThread, Engine, EngineBuilder, EngineConfig, Notification, SingleModel, Subscription,
+};
 use gantry_llm::RetryPolicy;
 use gantry_llm::openai_chat::{OpenAiChatClient, OpenAiChatConfig};
 use gantry_store::SqliteStore;
@@ -38,7 +40,12 @@ impl Harness {
             })
             .await
             .expect("create thread");
-        Self { engine, llm, dir, thread }
+        Self {
+            engine,
+            llm,
+            dir,
+            thread,
+        }
     }
 
     pub fn workspace(&self) -> PathBuf {
@@ -70,7 +77,9 @@ impl Harness {
 
 /// An engine over the SQLite file in `dir`, talking to `llm` with fast retries.
 pub async fn engine_at(dir: &Path, llm: &MockLlm, config: EngineConfig) -> Engine {
-    let store = SqliteStore::open(&dir.join("gantry.db")).await.expect("store");
+    let store = SqliteStore::open(&dir.join("gantry.db"))
+        .await
+        .expect("store");
     let mut llm_config = OpenAiChatConfig::new(llm.base_url());
     llm_config.retry = fast_retries();
     let client = OpenAiChatClient::new(llm_config).expect("client");
@@ -105,7 +114,10 @@ pub async fn until_turn_ends(sub: &mut Subscription, turn: &TurnId) -> Vec<Notif
 }
 
 /// Waits for the first notification matching `pred`.
-pub async fn wait_for(sub: &mut Subscription, mut pred: impl FnMut(&Notification) -> bool) -> Notification {
+pub async fn wait_for(
+    sub: &mut Subscription,
+    mut pred: impl FnMut(&Notification) -> bool,
+) -> Notification {
     while let Some(n) = sub.next().await {
         if pred(&n) {
             return n;

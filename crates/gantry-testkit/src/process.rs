@@ -1,0 +1,34 @@
+//! Checks on OS processes, for tests that must prove nothing was left behind.
+
+/// Members of process group `pgid` that are still alive: not zombies and not
+/// already inside `exit()`. Zombies of processes a test did not start are left
+/// for init to reap, sometimes seconds later, so "gone" means "none alive".
+/// Reads `/proc`, so it is Linux-only; elsewhere it returns nothing.
+pub fn live_group_members(pgid: u32) -> Vec<u32> {
+    const PF_EXITING: u64 = 0x4;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut live = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // After "pid (comm) ": state ppid pgrp session tty_nr tpgid flags ...
+        let Some(rest) = stat.rfind(')').and_then(|i| stat.get(i + 2..)) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let (Some(state), Some(pgrp), Some(flags)) = (f.first(), f.get(2), f.get(6)) else {
+            continue;
+        };
+        let flags = flags.parse::<u64>().unwrap_or(0);
+        if *pgrp == pgid.to_string() && *state != "Z" && *state != "X" && flags & PF_EXITING == 0 {
+            live.push(pid);
+        }
+    }
+    live
+}
