@@ -146,12 +146,15 @@ impl LiveView {
             ItemKind::Error { message } => self.line(&format!("{} {message}", self.red("error:"))),
             ItemKind::UserMessage { .. } | ItemKind::Reasoning { .. } => {}
         }
-        if item.status == ItemStatus::Failed && item.tool_call.is_some() {
-            if let ItemKind::CommandExecution { .. } | ItemKind::FileChange { .. } = item.kind {
-                if let Some(out) = item.tool_call.as_ref().and_then(|c| c.output.as_deref()) {
-                    self.line(&self.red(&format!("  {}", out.lines().next().unwrap_or(""))));
-                }
-            }
+        // A failed command or edit: its first line says why.
+        if item.status == ItemStatus::Failed
+            && matches!(
+                item.kind,
+                ItemKind::CommandExecution { .. } | ItemKind::FileChange { .. }
+            )
+            && let Some(out) = item.tool_call.as_ref().and_then(|c| c.output.as_deref())
+        {
+            self.line(&self.red(&format!("  {}", out.lines().next().unwrap_or(""))));
         }
     }
 

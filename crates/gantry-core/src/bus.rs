@@ -91,10 +91,10 @@ impl Channel {
     }
 
     fn send(&mut self, n: &Notification) {
-        if let Some(tx) = &self.tx {
-            if tx.send(n.clone()).is_err() {
-                self.tx = None;
-            }
+        if let Some(tx) = &self.tx
+            && tx.send(n.clone()).is_err()
+        {
+            self.tx = None;
         }
     }
 

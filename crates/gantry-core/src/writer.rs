@@ -16,6 +16,8 @@ const MAX_BATCH: usize = 1024;
 /// Events that may wait for the writer before publishers slow down.
 const QUEUE: usize = 8192;
 
+// `Write` is the hot case; boxing it would allocate per event.
+#[allow(clippy::large_enum_variant)]
 enum Op {
     Write { event: Arc<Event>, thread: Thread },
     Flush(oneshot::Sender<()>),

@@ -141,3 +141,40 @@ async fn a_subscriber_that_falls_behind_is_told_where_to_resume() {
         (1..=*delivered.last().unwrap()).collect::<Vec<_>>()
     );
 }
+
+#[tokio::test]
+async fn joining_mid_item_gets_the_text_so_far_first() {
+    let h = Harness::new(vec![
+        Step::text("0123456789abcdefghij")
+            .with_chunk_size(2)
+            .with_delay_ms(30),
+    ])
+    .await;
+    let id = h.thread.id.clone();
+    let mut early = h.engine.subscribe(&id, 1).await.unwrap();
+    let turn = h
+        .engine
+        .send_message(&id, "count", IfBusy::Reject)
+        .await
+        .unwrap();
+    // Wait until a few deltas went out, then join.
+    let mut streamed = String::new();
+    while streamed.len() < 6 {
+        if let Notification::Delta(d) = early.next().await.unwrap() {
+            streamed.push_str(d.kind.text());
+        }
+    }
+    let mut late = h.engine.subscribe(&id, 1).await.unwrap();
+    let seen = until_turn_ends(&mut late, &turn).await;
+    let text: String = seen
+        .iter()
+        .filter_map(|n| match n {
+            Notification::Delta(d) => Some(d.kind.text().to_owned()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        text, "0123456789abcdefghij",
+        "catch-up delta plus live deltas give the whole text once"
+    );
+}

@@ -198,3 +198,101 @@ async fn history_carries_across_turns() {
     assert_eq!(messages[4]["content"], "first answer");
     assert_eq!(messages[5]["content"], "second question");
 }
+
+#[tokio::test]
+async fn every_model_failure_mode_fails_the_turn_cleanly_or_recovers() {
+    // (steps, expected status, text the error item must contain)
+    let cases: Vec<(Vec<Step>, TurnStatus, &str)> = vec![
+        (
+            vec![Step::http_error(401)],
+            TurnStatus::Failed,
+            "authentication failed (HTTP 401)",
+        ),
+        (vec![Step::http_error(403)], TurnStatus::Failed, "HTTP 403"),
+        (
+            vec![
+                Step::http_error(429).with_retry_after(0),
+                Step::text("after the limit"),
+            ],
+            TurnStatus::Completed,
+            "",
+        ),
+        (
+            vec![
+                Step::http_error(500),
+                Step::http_error(502),
+                Step::text("third time"),
+            ],
+            TurnStatus::Completed,
+            "",
+        ),
+        (
+            vec![
+                Step::http_error(500),
+                Step::http_error(500),
+                Step::http_error(500),
+            ],
+            TurnStatus::Failed,
+            "model server error (HTTP 500)",
+        ),
+        (
+            vec![Step::text("partial answer here").malformed_after(3)],
+            TurnStatus::Failed,
+            "malformed model stream",
+        ),
+        (
+            vec![
+                Step::text("partial answer here")
+                    .with_chunk_size(3)
+                    .cut_after(4),
+            ],
+            TurnStatus::Failed,
+            "ended early",
+        ),
+    ];
+    for (steps, status, message) in cases {
+        let what = format!("{steps:?}");
+        let h = Harness::new(steps).await;
+        let (_, seen) = h.run_turn("hi").await;
+        assert_eq!(turn_status(&seen), status, "{what}");
+        let errors: Vec<String> = completed_kinds(&seen)
+            .into_iter()
+            .filter_map(|k| match k {
+                ItemKind::Error { message } => Some(message),
+                _ => None,
+            })
+            .collect();
+        if status == TurnStatus::Failed {
+            assert_eq!(errors.len(), 1, "{what}: {errors:?}");
+            assert!(errors[0].contains(message), "{what}: {}", errors[0]);
+        } else {
+            assert!(errors.is_empty(), "{what}: {errors:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn text_streamed_before_a_cut_is_kept_in_the_failed_item() {
+    let h = Harness::new(vec![
+        Step::text("abcdefghijklmnop")
+            .with_chunk_size(2)
+            .cut_after(5),
+    ])
+    .await;
+    let (_, seen) = h.run_turn("hi").await;
+    assert_eq!(turn_status(&seen), TurnStatus::Failed);
+    let view = h.view().await;
+    let agent = view.turns[0]
+        .items
+        .iter()
+        .find(|i| matches!(i.kind, ItemKind::AgentMessage { .. }))
+        .expect("the partial answer is stored");
+    assert_eq!(agent.status, ItemStatus::Failed);
+    let ItemKind::AgentMessage { text } = &agent.kind else {
+        unreachable!()
+    };
+    assert!(
+        !text.is_empty() && "abcdefghijklmnop".starts_with(text.as_str()),
+        "{text:?}"
+    );
+}

@@ -1,6 +1,7 @@
 //! The provider-neutral request and stream every client speaks, and the port.
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures_util::Stream;
 use gantry_types::{ToolSpec, Usage};
@@ -49,8 +50,9 @@ pub struct ModelRequest {
     pub model: String,
     /// System instructions.
     pub instructions: Option<String>,
-    /// The conversation so far.
-    pub messages: Vec<Message>,
+    /// The conversation so far. Shared, because the agent loop sends the
+    /// same growing history every round and must not copy it each time.
+    pub messages: Arc<Vec<Message>>,
     /// Tools the model may call.
     pub tools: Vec<ToolSpec>,
     /// Reasoning effort (`low`, `medium`, `high`, ...), if the model supports it.

@@ -39,7 +39,8 @@ fn hello() -> ModelRequest {
         model: "test-model".into(),
         messages: vec![Message::User {
             text: "hello".into(),
-        }],
+        }]
+        .into(),
         ..ModelRequest::default()
     }
 }
@@ -330,7 +331,8 @@ async fn request_has_openai_shape() {
             Message::User {
                 text: "thanks".into(),
             },
-        ],
+        ]
+        .into(),
         tools: vec![ToolSpec {
             name: "shell".into(),
             description: "Run a command".into(),

@@ -14,14 +14,16 @@ pub(crate) fn history(view: &ThreadView) -> Vec<Message> {
     let mut round: Option<Round> = None;
     for item in view.turns.iter().flat_map(|t| t.items.iter()) {
         let key = (&item.turn_id, item.round);
-        if round
+        let other_round = round
             .as_ref()
-            .is_some_and(|r| (&r.turn, r.round) != (key.0, key.1))
+            .is_some_and(|r| (&r.turn, r.round) != (key.0, key.1));
+        let is_user = matches!(item.kind, ItemKind::UserMessage { .. });
+        if (other_round || is_user)
+            && let Some(r) = round.take()
         {
-            round.take().map(|r| r.flush(&mut out));
+            r.flush(&mut out);
         }
         if let ItemKind::UserMessage { text } = &item.kind {
-            round.take().map(|r| r.flush(&mut out));
             out.push(Message::User { text: text.clone() });
             continue;
         }

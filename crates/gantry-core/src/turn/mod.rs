@@ -24,6 +24,8 @@ pub(crate) use history::history;
 use crate::engine::Shared;
 
 /// What a turn task tells its thread's actor.
+// Both variants are frequent; boxing the larger would allocate per event.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum TurnMsg {
     /// Append this durable event.
     Emit(EventPayload),
@@ -57,7 +59,7 @@ struct Loop<'a> {
     spec: &'a TurnSpec,
     cancel: &'a CancellationToken,
     em: &'a Emitter,
-    messages: Vec<Message>,
+    messages: Arc<Vec<Message>>,
     rounds: u32,
     usage: Usage,
 }
@@ -76,7 +78,7 @@ pub(crate) async fn run(
         spec: &spec,
         cancel: &cancel,
         em: &em,
-        messages: spec.history.clone(),
+        messages: Arc::new(spec.history.clone()),
         rounds: 0,
         usage: Usage::default(),
     };
@@ -125,7 +127,9 @@ impl Loop<'_> {
                 Err(outcome) => return outcome,
             };
             self.usage.add(&answer.usage);
-            self.messages.push(Message::Assistant {
+            // The request (and its clone of the Arc) is gone by now, so this
+            // appends in place.
+            Arc::make_mut(&mut self.messages).push(Message::Assistant {
                 text: answer.text,
                 tool_calls: answer.tool_calls.clone(),
             });
@@ -139,7 +143,7 @@ impl Loop<'_> {
                 continue;
             }
             let results = self.run_tools(&answer.tool_calls).await;
-            self.messages.extend(results);
+            Arc::make_mut(&mut self.messages).extend(results);
             if self.cancel.is_cancelled() {
                 return Outcome::Interrupted;
             }
@@ -152,7 +156,7 @@ impl Loop<'_> {
         let mut any = false;
         while let Ok(text) = steer.try_recv() {
             self.em.user_item(self.rounds, text.clone());
-            self.messages.push(Message::User { text });
+            Arc::make_mut(&mut self.messages).push(Message::User { text });
             any = true;
         }
         any

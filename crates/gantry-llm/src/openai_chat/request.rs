@@ -77,7 +77,7 @@ mod tests {
     fn optional_fields_are_left_out() {
         let req = ModelRequest {
             model: "m".into(),
-            messages: vec![Message::User { text: "hi".into() }],
+            messages: vec![Message::User { text: "hi".into() }].into(),
             ..ModelRequest::default()
         };
         assert_eq!(

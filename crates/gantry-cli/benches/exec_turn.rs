@@ -1,0 +1,94 @@
+//! Wall time and peak RSS of a whole `gantry exec` process running a 10-round
+//! tool-calling turn (5 × shell + edit_file, then a final answer) against the
+//! testkit server with zero delay.
+//!
+//! Run: `cargo bench -p gantry-cli --bench exec_turn` (`BENCH_RUNS=N` to change
+//! the number of runs, 20 by default).
+
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use gantry_testkit::{MockLlm, Script, Step};
+use nix::sys::resource::{UsageWho, getrusage};
+use serde_json::json;
+
+fn script() -> Script {
+    let mut steps = Vec::new();
+    for i in 1..=5 {
+        steps.push(
+            Step::tool_call(
+                "shell",
+                json!({"command": format!("printf 'value = {i}\\n' > f{i}.txt")}),
+            )
+            .with_text(format!("Creating file {i}.")),
+        );
+        steps.push(Step::tool_call(
+            "edit_file",
+            json!({"path": format!("f{i}.txt"), "old_string": format!("value = {i}"), "new_string": "done"}),
+        ));
+    }
+    steps.push(Step::text("All files written."));
+    Script::new(steps)
+}
+
+fn main() {
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(20);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let _guard = runtime.enter();
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let home = scratch.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+
+    let mut walls = Vec::with_capacity(runs);
+    // One warm-up run creates the database, as a user's first run does.
+    for run in 0..=runs {
+        let llm = MockLlm::start(script()).expect("mock llm");
+        let ws = scratch.path().join(format!("ws{run}"));
+        std::fs::create_dir_all(&ws).expect("workspace");
+        let start = Instant::now();
+        let status = Command::new(env!("CARGO_BIN_EXE_gantry"))
+            .args([
+                "exec",
+                "--base-url",
+                &llm.base_url(),
+                "--model",
+                "bench",
+                "write the files",
+            ])
+            .arg("--cwd")
+            .arg(&ws)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            // A bare home keeps the machine's login profile out of `bash -lc`:
+            // this measures Gantry, not ~/.bashrc.
+            .env("HOME", &home)
+            .env("GANTRY_DATA_DIR", scratch.path().join("data"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run gantry");
+        let wall = start.elapsed();
+        assert!(status.success(), "gantry exec failed: {status}");
+        assert_eq!(llm.request_count(), 11, "all 11 model rounds ran");
+        if run > 0 {
+            walls.push(wall.as_secs_f64() * 1000.0);
+        }
+    }
+    walls.sort_by(f64::total_cmp);
+    let peak_kb = getrusage(UsageWho::RUSAGE_CHILDREN).map_or(0, |u| u.max_rss());
+    println!("gantry exec, 10 tool rounds + final answer, {runs} runs");
+    println!(
+        "  wall ms: median {:.1}  min {:.1}  max {:.1}",
+        walls[walls.len() / 2],
+        walls[0],
+        walls[walls.len() - 1]
+    );
+    println!("  peak RSS: {:.1} MB", peak_kb as f64 / 1024.0);
+}
