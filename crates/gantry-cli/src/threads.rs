@@ -77,7 +77,7 @@ fn print_transcript(view: &ThreadView) {
             match &item.kind {
                 ItemKind::UserMessage { text } => println!("user: {text}"),
                 ItemKind::AgentMessage { text } => println!("agent: {text}"),
-                ItemKind::Reasoning { text } => println!("thinking: {text}"),
+                ItemKind::Reasoning { text, .. } => println!("thinking: {text}"),
                 ItemKind::CommandExecution {
                     command, exit_code, ..
                 } => match exit_code {

@@ -4,10 +4,14 @@
 //! (which also serves Ollama, vLLM and any other OpenAI-compatible server).
 
 mod error;
+mod http;
 mod model;
 pub mod openai_chat;
 mod retry;
+mod sse;
 
 pub use error::ModelError;
-pub use model::{Message, ModelClient, ModelEvent, ModelRequest, ModelStream, ToolCall};
+pub use model::{
+    Message, ModelClient, ModelEvent, ModelRequest, ModelStream, ReasoningBlock, ToolCall,
+};
 pub use retry::RetryPolicy;

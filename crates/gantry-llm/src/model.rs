@@ -16,8 +16,10 @@ pub enum Message {
         /// Text.
         text: String,
     },
-    /// An earlier answer of the model: text and/or tool calls.
+    /// An earlier answer of the model: reasoning, text and/or tool calls.
     Assistant {
+        /// Its reasoning blocks, in order (sent back where the API wants them).
+        reasoning: Vec<ReasoningBlock>,
         /// What it said (may be empty when it only called tools).
         text: String,
         /// The tools it called.
@@ -30,6 +32,18 @@ pub enum Message {
         /// The result text.
         output: String,
     },
+}
+
+/// One reasoning block of an answer, as the provider needs it back.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReasoningBlock {
+    /// The visible reasoning text (or its summary).
+    pub text: String,
+    /// Anthropic `thinking.signature`.
+    pub signature: Option<String>,
+    /// Opaque data returned unchanged: Anthropic `redacted_thinking.data`,
+    /// OpenAI Responses `encrypted_content`.
+    pub opaque: Option<String>,
 }
 
 /// A tool call the model made.
@@ -77,6 +91,15 @@ pub enum ModelEvent {
     TextDelta(String),
     /// Visible reasoning text.
     ReasoningDelta(String),
+    /// The reasoning block whose deltas came before is complete; carries what
+    /// must be sent back with it. Also sent alone for blocks without text
+    /// (redacted thinking, encrypted reasoning).
+    ReasoningEnd {
+        /// Anthropic `thinking.signature`.
+        signature: Option<String>,
+        /// Opaque data returned unchanged.
+        opaque: Option<String>,
+    },
     /// A complete tool call (its argument deltas are assembled by the client).
     ToolCall(ToolCall),
     /// Token usage of the request.

@@ -193,7 +193,8 @@ async fn usage_reports_cached_and_reasoning_tokens() {
             input_tokens: 1200,
             output_tokens: 80,
             cached_input_tokens: 1024,
-            reasoning_tokens: 64
+            reasoning_tokens: 64,
+            ..Usage::default()
         })
     );
     assert!(matches!(events[n - 1], ModelEvent::Finished { .. }));
@@ -313,6 +314,7 @@ async fn request_has_openai_shape() {
                 text: "list files".into(),
             },
             Message::Assistant {
+                reasoning: Vec::new(),
                 text: String::new(),
                 tool_calls: vec![ToolCall {
                     id: "call_1".into(),
@@ -325,6 +327,7 @@ async fn request_has_openai_shape() {
                 output: "a.txt\n".into(),
             },
             Message::Assistant {
+                reasoning: Vec::new(),
                 text: "One file.".into(),
                 tool_calls: vec![],
             },

@@ -77,10 +77,10 @@
 //! # Ok(()) }
 //! ```
 
-mod chunks;
 pub mod process;
 mod script;
 mod server;
+mod wire;
 
 pub use script::{HttpError, Reply, Script, ScriptError, Step, ToolCallSpec, UsageSpec};
 pub use server::{MockLlm, RecordedRequest};

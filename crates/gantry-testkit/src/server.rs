@@ -15,8 +15,9 @@ use axum::routing::post;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::chunks::{Context, Frame, completion, stream_frames};
-use crate::script::{HttpError, Reply, Script, Step};
+use crate::script::{HttpError, Script, Step};
+use crate::wire::openai_chat::completion;
+use crate::wire::{Context, Frame, Wire, anthropic, openai_chat, openai_responses};
 
 /// One request the server received.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,6 +109,10 @@ impl MockLlm {
         let app = Router::new()
             .route("/v1/chat/completions", post(handle))
             .route("/chat/completions", post(handle))
+            .route("/v1/responses", post(handle))
+            .route("/responses", post(handle))
+            .route("/v1/messages", post(handle))
+            .route("/messages", post(handle))
             .with_state(shared.clone());
         let mut stop = rx;
         let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
@@ -198,18 +203,30 @@ async fn handle(
         }
         Some(Step::Error(e)) => http_error(&e),
         Some(Step::Reply(reply)) => {
+            let wire = Wire::from_path(uri.path()).unwrap_or(Wire::OpenAiChat);
+            let prefix = match wire {
+                Wire::OpenAiChat => "chatcmpl",
+                Wire::OpenAiResponses => "resp",
+                Wire::Anthropic => "msg",
+            };
             let ctx = Context {
-                id: format!("chatcmpl-gantry-{served}"),
+                id: format!("{prefix}-gantry-{served}"),
                 model: body["model"].as_str().unwrap_or("scripted").to_owned(),
                 created: SystemTime::now()
                     .duration_since(UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs()),
                 first_call,
                 include_usage: body["stream_options"]["include_usage"] == true,
-                prompt_chars: body["messages"].to_string().len(),
+                prompt_chars: body["messages"].to_string().len() + body["input"].to_string().len(),
+                request: body.clone(),
             };
             if body["stream"] == true {
-                sse_response(&reply, &ctx, shared.shutdown.clone())
+                let frames = match wire {
+                    Wire::OpenAiChat => openai_chat::stream_frames(&reply, &ctx),
+                    Wire::OpenAiResponses => openai_responses::stream_frames(&reply, &ctx),
+                    Wire::Anthropic => anthropic::stream_frames(&reply, &ctx),
+                };
+                sse_response(frames, reply.delay_ms, shared.shutdown.clone())
             } else {
                 axum::Json(completion(&reply, &ctx)).into_response()
             }
@@ -238,9 +255,9 @@ fn http_error(e: &HttpError) -> Response {
     response
 }
 
-fn sse_response(reply: &Reply, ctx: &Context, shutdown: watch::Receiver<()>) -> Response {
-    let frames: VecDeque<Frame> = stream_frames(reply, ctx).into();
-    let delay = Duration::from_millis(reply.delay_ms);
+fn sse_response(frames: Vec<Frame>, delay_ms: u64, shutdown: watch::Receiver<()>) -> Response {
+    let frames: VecDeque<Frame> = frames.into();
+    let delay = Duration::from_millis(delay_ms);
     let body = futures_util::stream::unfold(
         (frames, shutdown),
         move |(mut frames, mut shutdown)| async move {
@@ -257,6 +274,9 @@ fn sse_response(reply: &Reply, ctx: &Context, shutdown: watch::Receiver<()>) -> 
             }
             let item = match frame {
                 Frame::Data(data) => Ok(Bytes::from(format!("data: {data}\n\n"))),
+                Frame::Event { event, data } => {
+                    Ok(Bytes::from(format!("event: {event}\ndata: {data}\n\n")))
+                }
                 // An error item makes hyper drop the connection mid-body,
                 // which is what a real network cut looks like to a client.
                 // Yielding first lets hyper flush the events written so far;

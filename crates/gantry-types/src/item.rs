@@ -50,8 +50,16 @@ pub enum ItemKind {
     },
     /// The model's visible reasoning.
     Reasoning {
-        /// The reasoning text.
+        /// The reasoning text (a summary, for models that hide the raw text).
         text: String,
+        /// Provider signature that must accompany the block when it is sent
+        /// back (Anthropic `thinking.signature`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+        /// Opaque provider data sent back unchanged (Anthropic
+        /// `redacted_thinking.data`, OpenAI Responses `encrypted_content`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        opaque: Option<String>,
     },
     /// A shell command run for the agent.
     CommandExecution {

@@ -28,13 +28,17 @@ impl TurnStatus {
 /// Token usage, summed over the model requests it covers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens, cached ones included.
+    /// Prompt tokens, cached and cache-written ones included.
     pub input_tokens: u64,
     /// Completion tokens, reasoning ones included.
     pub output_tokens: u64,
-    /// Prompt tokens served from the provider's cache.
+    /// Prompt tokens served from the provider's cache (part of `input_tokens`).
     #[serde(default)]
     pub cached_input_tokens: u64,
+    /// Prompt tokens written to the provider's cache (part of `input_tokens`;
+    /// Anthropic bills them apart).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     /// Completion tokens spent on reasoning.
     #[serde(default)]
     pub reasoning_tokens: u64,
@@ -46,6 +50,7 @@ impl Usage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
     }
 

@@ -1,6 +1,6 @@
 //! Rebuilds the conversation the model saw from a thread's items.
 
-use gantry_llm::{Message, ToolCall};
+use gantry_llm::{Message, ReasoningBlock, ToolCall};
 use gantry_types::{ItemKind, ThreadView};
 
 /// Said to the model for a call whose result never came (interrupt, crash).
@@ -30,6 +30,7 @@ pub(crate) fn history(view: &ThreadView) -> Vec<Message> {
         let r = round.get_or_insert_with(|| Round {
             turn: key.0.clone(),
             round: key.1,
+            reasoning: Vec::new(),
             text: String::new(),
             calls: Vec::new(),
             results: Vec::new(),
@@ -47,8 +48,20 @@ pub(crate) fn history(view: &ThreadView) -> Vec<Message> {
                     .clone()
                     .unwrap_or_else(|| NO_RESULT.to_owned()),
             });
-        } else if let ItemKind::AgentMessage { text } = &item.kind {
-            r.text.push_str(text);
+        } else {
+            match &item.kind {
+                ItemKind::AgentMessage { text } => r.text.push_str(text),
+                ItemKind::Reasoning {
+                    text,
+                    signature,
+                    opaque,
+                } => r.reasoning.push(ReasoningBlock {
+                    text: text.clone(),
+                    signature: signature.clone(),
+                    opaque: opaque.clone(),
+                }),
+                _ => {}
+            }
         }
     }
     if let Some(r) = round {
@@ -60,6 +73,7 @@ pub(crate) fn history(view: &ThreadView) -> Vec<Message> {
 struct Round {
     turn: gantry_types::TurnId,
     round: u32,
+    reasoning: Vec<ReasoningBlock>,
     text: String,
     calls: Vec<ToolCall>,
     results: Vec<Message>,
@@ -67,10 +81,11 @@ struct Round {
 
 impl Round {
     fn flush(self, out: &mut Vec<Message>) {
-        if self.text.is_empty() && self.calls.is_empty() {
+        if self.text.is_empty() && self.calls.is_empty() && self.reasoning.is_empty() {
             return;
         }
         out.push(Message::Assistant {
+            reasoning: self.reasoning,
             text: self.text,
             tool_calls: self.calls,
         });

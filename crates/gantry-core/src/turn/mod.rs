@@ -130,6 +130,7 @@ impl Loop<'_> {
             // The request (and its clone of the Arc) is gone by now, so this
             // appends in place.
             Arc::make_mut(&mut self.messages).push(Message::Assistant {
+                reasoning: answer.reasoning,
                 text: answer.text,
                 tool_calls: answer.tool_calls.clone(),
             });

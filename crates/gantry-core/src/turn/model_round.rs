@@ -1,61 +1,60 @@
 //! One model request: stream the answer into items and collect its tool calls.
 
 use futures_util::StreamExt;
-use gantry_llm::{ModelClient, ModelEvent, ModelRequest, ToolCall};
+use gantry_llm::{ModelClient, ModelEvent, ModelRequest, ReasoningBlock, ToolCall};
 use gantry_types::{DeltaKind, Item, ItemKind, ItemStatus, Usage};
 
 use super::{Emitter, Loop, Outcome};
 
 /// The model's complete answer of one round.
 pub(super) struct Answer {
+    pub reasoning: Vec<ReasoningBlock>,
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
 }
 
-/// An item being streamed into.
+/// An item being streamed into: the agent message, or the current reasoning block.
 struct Streaming {
     item: Item,
     text: String,
 }
 
 impl Streaming {
-    fn push(em: &Emitter, slot: &mut Option<Streaming>, round: u32, delta: String, agent: bool) {
-        let s = slot.get_or_insert_with(|| {
-            let kind = if agent {
-                ItemKind::AgentMessage {
-                    text: String::new(),
-                }
-            } else {
-                ItemKind::Reasoning {
-                    text: String::new(),
-                }
-            };
-            Streaming {
-                item: em.start_item(round, kind),
-                text: String::new(),
-            }
-        });
-        s.text.push_str(&delta);
-        let kind = if agent {
-            DeltaKind::AgentText(delta)
-        } else {
-            DeltaKind::Reasoning(delta)
+    fn start(em: &Emitter, round: u32, kind: ItemKind) -> Self {
+        Streaming {
+            item: em.start_item(round, kind),
+            text: String::new(),
+        }
+    }
+
+    fn push(&mut self, em: &Emitter, delta: String) {
+        self.text.push_str(&delta);
+        let kind = match self.item.kind {
+            ItemKind::AgentMessage { .. } => DeltaKind::AgentText(delta),
+            _ => DeltaKind::Reasoning(delta),
         };
-        em.delta(&s.item.id, kind);
+        em.delta(&self.item.id, kind);
     }
 
     /// Completes the item with the text streamed so far.
-    fn finish(slot: Option<Streaming>, em: &Emitter, status: ItemStatus) -> String {
-        let Some(Streaming { mut item, text }) = slot else {
-            return String::new();
-        };
-        item.kind = match item.kind {
-            ItemKind::AgentMessage { .. } => ItemKind::AgentMessage { text: text.clone() },
-            _ => ItemKind::Reasoning { text: text.clone() },
-        };
-        em.complete_item(item, status);
-        text
+    fn finish(mut self, em: &Emitter, status: ItemStatus) -> String {
+        match &mut self.item.kind {
+            ItemKind::AgentMessage { text } | ItemKind::Reasoning { text, .. } => {
+                text.clone_from(&self.text);
+            }
+            _ => {}
+        }
+        em.complete_item(self.item, status);
+        self.text
+    }
+}
+
+fn reasoning_kind() -> ItemKind {
+    ItemKind::Reasoning {
+        text: String::new(),
+        signature: None,
+        opaque: None,
     }
 }
 
@@ -71,7 +70,8 @@ impl Loop<'_> {
         let em = self.em;
         let mut stream = client.stream(request);
         let mut text: Option<Streaming> = None;
-        let mut reasoning: Option<Streaming> = None;
+        let mut thinking: Option<Streaming> = None;
+        let mut reasoning = Vec::new();
         let mut tool_calls = Vec::new();
         let mut usage = Usage::default();
         let end = loop {
@@ -81,11 +81,37 @@ impl Loop<'_> {
                 event = stream.next() => event,
             };
             match event {
-                Some(Ok(ModelEvent::TextDelta(t))) => {
-                    Streaming::push(em, &mut text, round, t, true)
-                }
-                Some(Ok(ModelEvent::ReasoningDelta(t))) => {
-                    Streaming::push(em, &mut reasoning, round, t, false)
+                Some(Ok(ModelEvent::TextDelta(t))) => text
+                    .get_or_insert_with(|| {
+                        Streaming::start(
+                            em,
+                            round,
+                            ItemKind::AgentMessage {
+                                text: String::new(),
+                            },
+                        )
+                    })
+                    .push(em, t),
+                Some(Ok(ModelEvent::ReasoningDelta(t))) => thinking
+                    .get_or_insert_with(|| Streaming::start(em, round, reasoning_kind()))
+                    .push(em, t),
+                Some(Ok(ModelEvent::ReasoningEnd { signature, opaque })) => {
+                    // Ends the current block (or stands alone for blocks
+                    // without text); the next deltas start a new item.
+                    let mut block = thinking
+                        .take()
+                        .unwrap_or_else(|| Streaming::start(em, round, reasoning_kind()));
+                    block.item.kind = ItemKind::Reasoning {
+                        text: String::new(),
+                        signature: signature.clone(),
+                        opaque: opaque.clone(),
+                    };
+                    let text = block.finish(em, ItemStatus::Completed);
+                    reasoning.push(ReasoningBlock {
+                        text,
+                        signature,
+                        opaque,
+                    });
                 }
                 Some(Ok(ModelEvent::ToolCall(call))) => tool_calls.push(call),
                 Some(Ok(ModelEvent::Usage(u))) => usage = u,
@@ -112,10 +138,17 @@ impl Loop<'_> {
             Some(Outcome::Interrupted) => ItemStatus::Interrupted,
             Some(_) => ItemStatus::Failed,
         };
-        Streaming::finish(reasoning, em, status);
-        let text = Streaming::finish(text, em, status);
+        if let Some(block) = thinking {
+            let text = block.finish(em, status);
+            reasoning.push(ReasoningBlock {
+                text,
+                ..ReasoningBlock::default()
+            });
+        }
+        let text = text.map(|t| t.finish(em, status)).unwrap_or_default();
         match end {
             None => Ok(Answer {
+                reasoning,
                 text,
                 tool_calls,
                 usage,

@@ -6,7 +6,8 @@ use gantry_types::Usage;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::http::excerpt;
+use crate::http::excerpt;
+use crate::sse::{Progress, SseParser};
 use crate::{ModelError, ModelEvent, ToolCall};
 
 #[derive(Deserialize)]
@@ -72,15 +73,6 @@ struct PartialCall {
     arguments: String,
 }
 
-/// Whether the answer is complete after an event.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Progress {
-    /// More events are expected.
-    More,
-    /// `Finished` was emitted; the stream is over.
-    Done,
-}
-
 /// The state of one streamed answer.
 #[derive(Default)]
 pub(super) struct ChunkParser {
@@ -89,9 +81,9 @@ pub(super) struct ChunkParser {
     finish_reason: Option<String>,
 }
 
-impl ChunkParser {
+impl SseParser for ChunkParser {
     /// Handles one SSE event (`kind` is its `event:` field, usually empty).
-    pub(super) fn on_event(
+    fn on_event(
         &mut self,
         kind: &str,
         data: &str,
@@ -139,13 +131,14 @@ impl ChunkParser {
                     .completion_tokens_details
                     .and_then(|d| d.reasoning_tokens)
                     .unwrap_or(0),
+                ..Usage::default()
             }));
         }
         Ok(Progress::More)
     }
 
     /// Handles the end of the body: complete if a finish reason came, else cut.
-    pub(super) fn on_eof(&mut self, out: &mut VecDeque<ModelEvent>) -> Result<(), ModelError> {
+    fn on_eof(&mut self, out: &mut VecDeque<ModelEvent>) -> Result<(), ModelError> {
         if self.finish_reason.is_none() {
             return Err(ModelError::StreamCut(
                 "connection closed before the answer finished (no finish_reason, no [DONE])".into(),
@@ -154,7 +147,9 @@ impl ChunkParser {
         self.finish(out);
         Ok(())
     }
+}
 
+impl ChunkParser {
     fn on_delta(&mut self, delta: Delta, out: &mut VecDeque<ModelEvent>) {
         if let Some(r) = delta
             .reasoning_content

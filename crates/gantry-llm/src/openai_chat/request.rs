@@ -42,7 +42,10 @@ pub(super) fn body(request: &ModelRequest) -> Value {
 fn message(m: &Message) -> Value {
     match m {
         Message::User { text } => json!({"role": "user", "content": text}),
-        Message::Assistant { text, tool_calls } => {
+        // Chat Completions takes no reasoning back.
+        Message::Assistant {
+            text, tool_calls, ..
+        } => {
             // An assistant turn that only called tools has `content: null`.
             let content = if text.is_empty() {
                 Value::Null
@@ -95,6 +98,7 @@ mod tests {
             arguments: "{}".into(),
         };
         let v = message(&Message::Assistant {
+            reasoning: Vec::new(),
             text: String::new(),
             tool_calls: vec![call],
         });

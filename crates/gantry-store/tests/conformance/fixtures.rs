@@ -32,6 +32,7 @@ pub fn thread(id: &ThreadId, status: ThreadStatus, archived: bool) -> Thread {
             input_tokens: 10,
             output_tokens: 20,
             cached_input_tokens: 3,
+            cache_write_tokens: 5,
             reasoning_tokens: 4,
         },
         last_seq: 7,
@@ -61,6 +62,8 @@ fn item_kinds() -> Vec<ItemKind> {
         },
         ItemKind::Reasoning {
             text: "thinking…".into(),
+            signature: Some("sig".into()),
+            opaque: Some("opaque".into()),
         },
         ItemKind::CommandExecution {
             command: "cargo build".into(),

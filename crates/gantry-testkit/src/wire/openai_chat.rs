@@ -1,33 +1,10 @@
-//! Turns a scripted reply into the exact chunks OpenAI streams (pure, no I/O).
+//! OpenAI Chat Completions: a scripted reply as the exact chunks OpenAI
+//! streams (pure, no I/O).
 
 use serde_json::{Value, json};
 
+use super::{Context, Frame};
 use crate::script::{Reply, UsageSpec};
-
-/// One thing the SSE body does next.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Frame {
-    /// A `data: ...` event (JSON, or the invalid text of `malformed_after`).
-    Data(String),
-    /// Close the connection abruptly.
-    Cut,
-}
-
-/// Facts about the request a reply answers.
-pub(crate) struct Context {
-    /// `chatcmpl-...` id shared by every chunk.
-    pub id: String,
-    /// Echoed model name.
-    pub model: String,
-    /// Unix seconds.
-    pub created: u64,
-    /// Number for the first default call id (`call_<n>`).
-    pub first_call: usize,
-    /// Whether `stream_options.include_usage` was set.
-    pub include_usage: bool,
-    /// Rough size of the prompt, for default usage.
-    pub prompt_chars: usize,
-}
 
 /// A tool call with its id and arguments resolved.
 struct Call {
@@ -216,6 +193,7 @@ mod tests {
             first_call: 1,
             include_usage,
             prompt_chars: 40,
+            request: Value::Null,
         }
     }
 

@@ -1,0 +1,168 @@
+//! The streaming request every client shares: lazy (nothing happens until
+//! polled), retried per [`RetryPolicy`] before the first streamed byte,
+//! aborted when dropped. Each API plugs in its body builder and its parser.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures_util::{Stream, StreamExt};
+use reqwest::Url;
+use reqwest::header::HeaderMap;
+
+use crate::{ModelError, ModelEvent, ModelRequest, ModelStream, RetryPolicy, http};
+
+/// Whether the answer is complete after an event.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Progress {
+    /// More events are expected.
+    More,
+    /// `Finished` was emitted; the stream is over.
+    Done,
+}
+
+/// Turns one API's SSE events into [`ModelEvent`]s.
+pub(crate) trait SseParser: Default + Send + 'static {
+    /// Handles one SSE event (`kind` is its `event:` field, empty if none).
+    fn on_event(
+        &mut self,
+        kind: &str,
+        data: &str,
+        out: &mut VecDeque<ModelEvent>,
+    ) -> Result<Progress, ModelError>;
+
+    /// The body ended: finish, or fail with [`ModelError::StreamCut`].
+    fn on_eof(&mut self, out: &mut VecDeque<ModelEvent>) -> Result<(), ModelError>;
+}
+
+/// Where and how one client sends its requests.
+pub(crate) struct Endpoint {
+    pub http: reqwest::Client,
+    pub url: Url,
+    pub headers: HeaderMap,
+    pub retry: RetryPolicy,
+    /// The API's request body for a [`ModelRequest`].
+    pub body: fn(&ModelRequest) -> serde_json::Value,
+}
+
+/// Starts a lazy streaming request to `endpoint`, parsed by `P`.
+pub(crate) fn stream<P: SseParser>(endpoint: Arc<Endpoint>, request: ModelRequest) -> ModelStream {
+    let run = Run::<P> {
+        endpoint,
+        request: Some(request),
+        body: Bytes::new(),
+        attempts: 0,
+        phase: Phase::Connect,
+        pending: VecDeque::new(),
+        failure: None,
+    };
+    Box::pin(futures_util::stream::unfold(run, Run::next))
+}
+
+type SseStream =
+    Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Send>>;
+
+/// Where one request is in its life.
+enum Phase<P> {
+    /// (Re)send the request.
+    Connect,
+    /// Wait before the next attempt.
+    Backoff(Duration),
+    /// Read the answer.
+    Streaming(SseStream, P),
+    /// Nothing more to yield once `pending` is empty.
+    Done,
+}
+
+/// The state behind a [`ModelStream`]: dropping it drops the HTTP response,
+/// which aborts the request.
+struct Run<P> {
+    endpoint: Arc<Endpoint>,
+    /// Serialized lazily, on first poll, into `body`.
+    request: Option<ModelRequest>,
+    body: Bytes,
+    /// Failed attempts so far.
+    attempts: u32,
+    phase: Phase<P>,
+    pending: VecDeque<ModelEvent>,
+    /// The error that ends the stream, yielded after `pending`.
+    failure: Option<ModelError>,
+}
+
+type Item = Result<ModelEvent, ModelError>;
+
+impl<P: SseParser> Run<P> {
+    async fn next(mut self) -> Option<(Item, Self)> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Some((Ok(event), self));
+            }
+            if let Some(error) = self.failure.take() {
+                return Some((Err(error), self));
+            }
+            match std::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Done => return None,
+                Phase::Backoff(delay) => {
+                    tokio::time::sleep(delay).await;
+                    self.phase = Phase::Connect;
+                }
+                Phase::Connect => {
+                    if let Some(request) = self.request.take() {
+                        self.body = Bytes::from((self.endpoint.body)(&request).to_string());
+                    }
+                    let e = &self.endpoint;
+                    match http::send(&e.http, &e.url, &e.headers, self.body.clone()).await {
+                        Ok(response) => {
+                            let events = response.bytes_stream().eventsource();
+                            self.phase = Phase::Streaming(Box::pin(events), P::default());
+                        }
+                        Err(error) => return Some((self.retry_or_fail(error), self)),
+                    }
+                }
+                Phase::Streaming(mut events, mut parser) => {
+                    let result = match events.next().await {
+                        Some(Ok(event)) => {
+                            parser.on_event(&event.event, &event.data, &mut self.pending)
+                        }
+                        Some(Err(e)) => Err(stream_error(e)),
+                        None => parser.on_eof(&mut self.pending).map(|()| Progress::Done),
+                    };
+                    match result {
+                        Ok(Progress::More) => self.phase = Phase::Streaming(events, parser),
+                        Ok(Progress::Done) => {}
+                        // Events parsed before the error are still delivered first.
+                        Err(error) => self.failure = Some(error),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Schedules a retry (yielding `Retrying`) or gives up with `error`.
+    fn retry_or_fail(&mut self, error: ModelError) -> Item {
+        self.attempts += 1;
+        match self.endpoint.retry.delay(self.attempts, &error) {
+            Some(delay) => {
+                self.phase = Phase::Backoff(delay);
+                Ok(ModelEvent::Retrying {
+                    attempt: self.attempts,
+                    delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    reason: error.to_string(),
+                })
+            }
+            None => Err(error),
+        }
+    }
+}
+
+/// A failure while reading the body: the answer is incomplete.
+fn stream_error(e: EventStreamError<reqwest::Error>) -> ModelError {
+    match e {
+        EventStreamError::Transport(e) => ModelError::StreamCut(http::error_chain(&e)),
+        EventStreamError::Utf8(e) => ModelError::MalformedStream(format!("invalid UTF-8: {e}")),
+        EventStreamError::Parser(e) => ModelError::MalformedStream(format!("bad SSE framing: {e}")),
+    }
+}

@@ -1,0 +1,10 @@
+//! OpenAI Responses API: a scripted reply as the exact SSE events of
+//! `POST /v1/responses` with `stream: true` (pure, no I/O).
+
+use super::{Context, Frame};
+use crate::script::Reply;
+
+/// The frames of a streamed response.
+pub(crate) fn stream_frames(_reply: &Reply, _ctx: &Context) -> Vec<Frame> {
+    Vec::new()
+}
