@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use gantry_core::{ModelResolver, SingleModel};
-use gantry_llm::openai_chat::{OpenAiChatClient, OpenAiChatConfig};
+use gantry_llm::ClientConfig;
+use gantry_llm::openai_chat::OpenAiChatClient;
 use gantry_testkit::{MockLlm, Script};
 
 use crate::args::ExecArgs;
@@ -26,7 +27,7 @@ pub fn setup(model: &str, args: &ExecArgs) -> Result<ModelSetup> {
         let script = Script::from_file(Path::new(file))
             .with_context(|| format!("cannot load the model script {file}"))?;
         let mock = MockLlm::start(script).context("cannot start the scripted model server")?;
-        let mut config = OpenAiChatConfig::new(mock.base_url());
+        let mut config = ClientConfig::new(mock.base_url());
         config.retry.max_retries = args.max_retries;
         let client = OpenAiChatClient::new(config)?;
         return Ok(ModelSetup {
@@ -43,7 +44,7 @@ pub fn setup(model: &str, args: &ExecArgs) -> Result<ModelSetup> {
             args.api_key_env
         );
     }
-    let mut config = OpenAiChatConfig::new(args.base_url.clone());
+    let mut config = ClientConfig::new(args.base_url.clone());
     config.api_key = api_key;
     config.retry.max_retries = args.max_retries;
     let client = OpenAiChatClient::new(config)?;

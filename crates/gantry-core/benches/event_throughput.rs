@@ -15,7 +15,8 @@ use std::time::Instant;
 
 use futures_util::stream;
 use gantry_core::{CreateThread, EngineBuilder, IfBusy, Notification, SingleModel};
-use gantry_llm::openai_chat::{OpenAiChatClient, OpenAiChatConfig};
+use gantry_llm::ClientConfig;
+use gantry_llm::openai_chat::OpenAiChatClient;
 use gantry_llm::{Message, ModelClient, ModelEvent, ModelRequest, ModelStream, ToolCall};
 use gantry_store::SqliteStore;
 use gantry_testkit::{MockLlm, Script, Step};
@@ -55,7 +56,7 @@ impl ModelClient for InstantModel {
 
 async fn measure_http(name: &str, steps: Vec<Step>) {
     let llm = MockLlm::start(Script::new(steps)).expect("mock");
-    let client = OpenAiChatClient::new(OpenAiChatConfig::new(llm.base_url())).expect("client");
+    let client = OpenAiChatClient::new(ClientConfig::new(llm.base_url())).expect("client");
     measure(name, Arc::new(client)).await;
 }
 

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use gantry_llm::ModelClient;
 use gantry_tools::ToolLimits;
+use gantry_types::ModelInfo;
 
 /// Tunables of the engine.
 #[derive(Debug, Clone)]
@@ -34,6 +35,11 @@ impl Default for EngineConfig {
 pub trait ModelResolver: Send + Sync {
     /// The client for `model`, or a one-line reason it has none.
     fn resolve(&self, model: &str) -> Result<Arc<dyn ModelClient>, String>;
+
+    /// What the catalog knows about `model` (prices, context window), if anything.
+    fn model_info(&self, _model: &str) -> Option<ModelInfo> {
+        None
+    }
 }
 
 /// Serves every model id with one client (one provider).

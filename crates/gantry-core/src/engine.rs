@@ -164,6 +164,7 @@ impl Engine {
             updated_at: now,
             forked_from: None,
             usage: Usage::default(),
+            cost_usd: 0.0,
             last_seq: 0,
         };
         self.spawn_new(vec![EventPayload::ThreadCreated {
@@ -291,6 +292,7 @@ impl Engine {
         thread_meta.created_at = now;
         thread_meta.updated_at = now;
         thread_meta.usage = Usage::default();
+        thread_meta.cost_usd = 0.0;
         thread_meta.last_seq = 0;
         thread_meta.forked_from = turns.last().map(|t| ForkOrigin {
             thread_id: thread.clone(),
@@ -318,6 +320,7 @@ impl Engine {
                 status: tv.turn.status,
                 rounds: tv.turn.rounds,
                 usage: tv.turn.usage,
+                cost_usd: tv.turn.cost_usd,
                 error: tv.turn.error.clone(),
             });
         }

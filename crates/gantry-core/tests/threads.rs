@@ -169,6 +169,7 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
         updated_at: 1,
         forked_from: None,
         usage: Usage::default(),
+        cost_usd: 0.0,
         last_seq: 0,
     };
     let item = |kind, status| Item {
@@ -212,6 +213,7 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
                 completed_at: None,
                 rounds: 0,
                 usage: Usage::default(),
+                cost_usd: 0.0,
                 error: None,
             },
         },

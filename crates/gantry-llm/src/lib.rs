@@ -1,15 +1,21 @@
 //! Model clients. The engine talks to any LLM through [`ModelClient`]; this
 //! crate holds that port, the provider-neutral request/response model, the
-//! error taxonomy with its retry policy, and the OpenAI Chat Completions client
-//! (which also serves Ollama, vLLM and any other OpenAI-compatible server).
+//! error taxonomy with its retry policy, the shared streaming transport, and
+//! one client per API: OpenAI Chat Completions (which also serves Ollama, vLLM
+//! and any other OpenAI-compatible server), OpenAI Responses, and Anthropic
+//! Messages.
 
+pub mod anthropic;
+mod config;
 mod error;
 mod http;
 mod model;
 pub mod openai_chat;
+pub mod openai_responses;
 mod retry;
 mod sse;
 
+pub use config::ClientConfig;
 pub use error::ModelError;
 pub use model::{
     Message, ModelClient, ModelEvent, ModelRequest, ModelStream, ReasoningBlock, ToolCall,

@@ -11,45 +11,7 @@ use reqwest::header::AUTHORIZATION;
 
 use self::parse::ChunkParser;
 use crate::sse::{self, Endpoint};
-use crate::{ModelClient, ModelError, ModelRequest, ModelStream, RetryPolicy, http};
-
-/// How to reach an OpenAI-compatible server.
-#[derive(Clone, PartialEq)]
-pub struct OpenAiChatConfig {
-    /// Server URL, with or without the version segment: `http://localhost:11434`,
-    /// `https://api.openai.com/v1` and `https://openrouter.ai/api/v1` all work.
-    pub base_url: String,
-    /// Sent as `Authorization: Bearer KEY` when set.
-    pub api_key: Option<String>,
-    /// Retries of failed requests (before the first streamed byte).
-    pub retry: RetryPolicy,
-    /// Extra headers sent with every request (e.g. `HTTP-Referer` for OpenRouter).
-    pub extra_headers: Vec<(String, String)>,
-}
-
-impl OpenAiChatConfig {
-    /// A config for `base_url` with no key, default retries and no extra headers.
-    pub fn new(base_url: impl Into<String>) -> Self {
-        Self {
-            base_url: base_url.into(),
-            api_key: None,
-            retry: RetryPolicy::default(),
-            extra_headers: Vec::new(),
-        }
-    }
-}
-
-// Hand-written so the API key never lands in logs.
-impl std::fmt::Debug for OpenAiChatConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiChatConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("retry", &self.retry)
-            .field("extra_headers", &self.extra_headers)
-            .finish()
-    }
-}
+use crate::{ClientConfig, ModelClient, ModelError, ModelRequest, ModelStream, http};
 
 /// A [`ModelClient`] for the Chat Completions API. Cheap to clone.
 #[derive(Clone)]
@@ -67,7 +29,7 @@ impl std::fmt::Debug for OpenAiChatClient {
 
 impl OpenAiChatClient {
     /// Builds a client; fails with [`ModelError::Config`] on a bad URL or header.
-    pub fn new(config: OpenAiChatConfig) -> Result<Self, ModelError> {
+    pub fn new(config: ClientConfig) -> Result<Self, ModelError> {
         let url = http::endpoint(&config.base_url, "/chat/completions")?;
         let secret = config
             .api_key
@@ -144,7 +106,7 @@ mod tests {
                 "{bad}"
             );
         }
-        let mut config = OpenAiChatConfig::new("http://h:1");
+        let mut config = ClientConfig::new("http://h:1");
         config.extra_headers.push(("bad name".into(), "x".into()));
         assert!(matches!(
             OpenAiChatClient::new(config),
@@ -154,7 +116,7 @@ mod tests {
 
     #[test]
     fn debug_hides_the_key() {
-        let mut config = OpenAiChatConfig::new("http://h:1");
+        let mut config = ClientConfig::new("http://h:1");
         config.api_key = Some("sk-secret".into());
         assert!(!format!("{config:?}").contains("sk-secret"));
     }

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use gantry_llm::openai_chat::{OpenAiChatClient, OpenAiChatConfig};
+use gantry_llm::ClientConfig;
+use gantry_llm::openai_chat::OpenAiChatClient;
 use gantry_llm::{
     Message, ModelClient, ModelError, ModelEvent, ModelRequest, RetryPolicy, ToolCall,
 };
@@ -21,7 +22,7 @@ fn fast_retry(max_retries: u32) -> RetryPolicy {
 }
 
 fn client_for(base_url: &str, max_retries: u32) -> OpenAiChatClient {
-    let mut config = OpenAiChatConfig::new(base_url);
+    let mut config = ClientConfig::new(base_url);
     config.api_key = Some("test-key".into());
     config.retry = fast_retry(max_retries);
     config

@@ -78,6 +78,7 @@ async fn commit_all(store: &dyn Store) -> Result<(), gantry_store::StoreError> {
         updated_at: 1_700_000_000_000,
         forked_from: None,
         usage: Usage::default(),
+        cost_usd: 0.0,
         last_seq: 0,
     };
     for start in (1..=EVENTS).step_by(BATCH as usize) {

@@ -82,5 +82,5 @@ mod script;
 mod server;
 mod wire;
 
-pub use script::{HttpError, Reply, Script, ScriptError, Step, ToolCallSpec, UsageSpec};
+pub use script::{HttpError, RawReply, Reply, Script, ScriptError, Step, ToolCallSpec, UsageSpec};
 pub use server::{MockLlm, RecordedRequest};

@@ -21,6 +21,16 @@ pub enum Step {
     Reply(Reply),
     /// An HTTP error answered before any streaming.
     Error(HttpError),
+    /// A recorded transcript, streamed byte for byte (real-format fixtures).
+    Raw(RawReply),
+}
+
+/// A recorded response body, replayed verbatim with a 200 status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReply {
+    /// The whole SSE body, `event:`/`data:` lines and blank lines included.
+    pub sse: String,
 }
 
 /// A scripted assistant reply and how to stream it.
@@ -164,7 +174,12 @@ impl Step {
         })
     }
 
-    /// An HTTP error with the default OpenAI-style body.
+    /// A recorded SSE transcript, replayed byte for byte.
+    pub fn raw_sse(sse: impl Into<String>) -> Self {
+        Step::Raw(RawReply { sse: sse.into() })
+    }
+
+    /// An HTTP error with the wire's default error body.
     pub fn http_error(status: u16) -> Self {
         Step::Error(HttpError {
             status,

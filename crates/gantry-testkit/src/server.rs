@@ -201,7 +201,17 @@ async fn handle(
             let msg = format!("gantry-testkit: script exhausted after {served} requests");
             error_response(StatusCode::BAD_REQUEST, &msg, "invalid_request_error")
         }
-        Some(Step::Error(e)) => http_error(&e),
+        Some(Step::Error(e)) => {
+            http_error(&e, Wire::from_path(uri.path()).unwrap_or(Wire::OpenAiChat))
+        }
+        Some(Step::Raw(raw)) => {
+            let mut response = Body::from(raw.sse).into_response();
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            response
+        }
         Some(Step::Reply(reply)) => {
             let wire = Wire::from_path(uri.path()).unwrap_or(Wire::OpenAiChat);
             let prefix = match wire {
@@ -234,17 +244,11 @@ async fn handle(
     }
 }
 
-fn http_error(e: &HttpError) -> Response {
+fn http_error(e: &HttpError, wire: Wire) -> Response {
     let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let body = e.body.clone().unwrap_or_else(|| {
-        let (kind, code) = match e.status {
-            401 | 403 => ("invalid_request_error", "invalid_api_key"),
-            429 => ("requests", "rate_limit_exceeded"),
-            s if s >= 500 => ("server_error", "server_error"),
-            _ => ("invalid_request_error", "invalid_request"),
-        };
-        let message = format!("gantry-testkit: scripted HTTP {}", e.status);
-        json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+    let body = e.body.clone().unwrap_or_else(|| match wire {
+        Wire::Anthropic => anthropic::error_body(e.status),
+        Wire::OpenAiChat | Wire::OpenAiResponses => openai_error_body(e.status),
     });
     let mut response = (status, axum::Json(body)).into_response();
     if let Some(secs) = e.retry_after {
@@ -253,6 +257,18 @@ fn http_error(e: &HttpError) -> Response {
             .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     response
+}
+
+/// OpenAI's error body (Chat Completions and Responses).
+fn openai_error_body(status: u16) -> Value {
+    let (kind, code) = match status {
+        401 | 403 => ("invalid_request_error", "invalid_api_key"),
+        429 => ("requests", "rate_limit_exceeded"),
+        s if s >= 500 => ("server_error", "server_error"),
+        _ => ("invalid_request_error", "invalid_request"),
+    };
+    let message = format!("gantry-testkit: scripted HTTP {status}");
+    json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
 }
 
 fn sse_response(frames: Vec<Frame>, delay_ms: u64, shutdown: watch::Receiver<()>) -> Response {

@@ -56,6 +56,9 @@ pub enum EventPayload {
         rounds: u32,
         /// Tokens it used.
         usage: Usage,
+        /// What they cost in USD (0 when the model's price is unknown).
+        #[serde(default)]
+        cost_usd: f64,
         /// Why it failed or was interrupted.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,

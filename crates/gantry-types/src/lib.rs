@@ -7,6 +7,7 @@
 mod event;
 mod ids;
 mod item;
+mod model_info;
 mod thread;
 mod tool;
 mod turn;
@@ -15,6 +16,7 @@ mod view;
 pub use event::{Delta, DeltaKind, Event, EventPayload};
 pub use ids::{ItemId, ThreadId, TurnId, new_id};
 pub use item::{Item, ItemKind, ItemStatus, ToolCallOrigin};
+pub use model_info::{Modalities, ModelCost, ModelInfo, ModelLimit};
 pub use thread::{ForkOrigin, QueuedInput, Thread, ThreadStatus};
 pub use tool::ToolSpec;
 pub use turn::{Turn, TurnStatus, Usage};

@@ -69,6 +69,9 @@ pub struct Thread {
     /// Tokens used by all turns so far.
     #[serde(default)]
     pub usage: Usage,
+    /// What those tokens cost in USD, from the model catalog.
+    #[serde(default)]
+    pub cost_usd: f64,
     /// Seq of the last event applied.
     #[serde(default)]
     pub last_seq: u64,

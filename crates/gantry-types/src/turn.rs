@@ -61,7 +61,7 @@ impl Usage {
 }
 
 /// A turn's metadata (its items live in [`crate::TurnView`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Turn {
     /// UUIDv7 id.
     pub id: TurnId,
@@ -82,6 +82,9 @@ pub struct Turn {
     /// Tokens used by the turn's model requests.
     #[serde(default)]
     pub usage: Usage,
+    /// What those tokens cost in USD, from the model catalog (0 when unknown).
+    #[serde(default)]
+    pub cost_usd: f64,
     /// Why the turn failed or was interrupted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -81,6 +81,7 @@ impl ThreadView {
                 status,
                 rounds,
                 usage,
+                cost_usd,
                 error,
             } => {
                 thread.status = match status {
@@ -88,10 +89,12 @@ impl ThreadView {
                     _ => ThreadStatus::Idle,
                 };
                 thread.usage.add(usage);
+                thread.cost_usd += cost_usd;
                 if let Some(tv) = self.turns.iter_mut().rev().find(|t| &t.turn.id == turn_id) {
                     tv.turn.status = *status;
                     tv.turn.rounds = *rounds;
                     tv.turn.usage = *usage;
+                    tv.turn.cost_usd = *cost_usd;
                     tv.turn.error = error.clone();
                     tv.turn.completed_at = Some(event.ts);
                 }
@@ -159,6 +162,7 @@ mod tests {
             updated_at: 0,
             forked_from: None,
             usage: Usage::default(),
+            cost_usd: 0.0,
             last_seq: 0,
         };
         let turn_id = TurnId::from("u");
@@ -171,6 +175,7 @@ mod tests {
             completed_at: None,
             rounds: 0,
             usage: Usage::default(),
+            cost_usd: 0.0,
             error: None,
         };
         let mut item = Item {
@@ -207,6 +212,7 @@ mod tests {
                 status: TurnStatus::Completed,
                 rounds: 1,
                 usage,
+                cost_usd: 0.5,
                 error: None,
             },
         ));
@@ -216,6 +222,7 @@ mod tests {
         assert_eq!(view.thread.last_seq, 5);
         assert_eq!(view.thread.status, ThreadStatus::Idle);
         assert_eq!(view.thread.usage.total(), 15);
+        assert_eq!(view.thread.cost_usd, 0.5);
         assert_eq!(view.turns.len(), 1);
         assert_eq!(
             view.turns[0].items.len(),

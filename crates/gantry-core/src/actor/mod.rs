@@ -222,6 +222,7 @@ impl ThreadActor {
             completed_at: None,
             rounds: 0,
             usage: Usage::default(),
+            cost_usd: 0.0,
             error: None,
         };
         self.emit(EventPayload::TurnStarted { turn }).await;
@@ -303,6 +304,7 @@ impl ThreadActor {
                 status: TurnStatus::Failed,
                 rounds: 0,
                 usage: Usage::default(),
+                cost_usd: 0.0,
                 error: Some("the turn's task stopped unexpectedly".to_owned()),
             })
             .await;

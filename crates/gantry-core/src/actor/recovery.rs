@@ -50,6 +50,7 @@ impl ThreadActor {
             status: gantry_types::TurnStatus::Interrupted,
             rounds: turn.rounds,
             usage: turn.usage,
+            cost_usd: turn.cost_usd,
             error: Some(CRASHED.to_owned()),
         })
         .await;

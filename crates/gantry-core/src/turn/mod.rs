@@ -91,11 +91,16 @@ pub(crate) async fn run(
             (TurnStatus::Failed, Some(message))
         }
     };
+    let cost_usd = shared
+        .models
+        .model_info(&spec.model)
+        .map_or(0.0, |info| info.cost.of(&lp.usage));
     em.emit(EventPayload::TurnCompleted {
         turn_id: spec.turn_id.clone(),
         status,
         rounds: lp.rounds,
         usage: lp.usage,
+        cost_usd,
         error,
     });
 }

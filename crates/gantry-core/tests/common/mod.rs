@@ -8,8 +8,9 @@ use std::sync::Arc;
 use gantry_core::{
     CreateThread, Engine, EngineBuilder, EngineConfig, Notification, SingleModel, Subscription,
 };
+use gantry_llm::ClientConfig;
 use gantry_llm::RetryPolicy;
-use gantry_llm::openai_chat::{OpenAiChatClient, OpenAiChatConfig};
+use gantry_llm::openai_chat::OpenAiChatClient;
 use gantry_store::SqliteStore;
 use gantry_testkit::{MockLlm, Script, Step};
 use gantry_types::{Event, EventPayload, ItemKind, Thread, ThreadView, TurnId, TurnStatus};
@@ -80,7 +81,7 @@ pub async fn engine_at(dir: &Path, llm: &MockLlm, config: EngineConfig) -> Engin
     let store = SqliteStore::open(&dir.join("gantry.db"))
         .await
         .expect("store");
-    let mut llm_config = OpenAiChatConfig::new(llm.base_url());
+    let mut llm_config = ClientConfig::new(llm.base_url());
     llm_config.retry = fast_retries();
     let client = OpenAiChatClient::new(llm_config).expect("client");
     EngineBuilder::new(Arc::new(store), Arc::new(SingleModel(Arc::new(client))))

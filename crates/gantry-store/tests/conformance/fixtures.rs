@@ -35,6 +35,7 @@ pub fn thread(id: &ThreadId, status: ThreadStatus, archived: bool) -> Thread {
             cache_write_tokens: 5,
             reasoning_tokens: 4,
         },
+        cost_usd: 0.25,
         last_seq: 7,
     }
 }
@@ -114,6 +115,7 @@ pub fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
                 completed_at: None,
                 rounds: 0,
                 usage: Usage::default(),
+                cost_usd: 0.0,
                 error: None,
             },
         },
@@ -141,6 +143,7 @@ pub fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
             output_tokens: 2,
             ..Usage::default()
         },
+        cost_usd: 0.125,
         error: Some("boom".into()),
     });
     (1..)

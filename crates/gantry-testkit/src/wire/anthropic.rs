@@ -8,3 +8,8 @@ use crate::script::Reply;
 pub(crate) fn stream_frames(_reply: &Reply, _ctx: &Context) -> Vec<Frame> {
     Vec::new()
 }
+
+/// Anthropic's error body for an HTTP status.
+pub(crate) fn error_body(status: u16) -> serde_json::Value {
+    serde_json::json!({"type": "error", "error": {"type": "api_error", "message": format!("gantry-testkit: scripted HTTP {status}")}})
+}
