@@ -28,6 +28,11 @@ pub struct Global {
     /// Where threads are stored [default: $XDG_DATA_HOME/gantry, else ~/.local/share/gantry].
     #[arg(long, global = true, env = "GANTRY_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+
+    /// Configuration file: providers, models, default model
+    /// [default: $XDG_CONFIG_HOME/gantry/config.toml, else ~/.config/gantry/config.toml].
+    #[arg(long, global = true, env = "GANTRY_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// The commands.
@@ -49,18 +54,17 @@ pub struct ExecArgs {
     /// What to ask the agent.
     pub prompt: String,
 
-    /// Model id, or `scripted:FILE` for a deterministic scripted model
-    /// (the gantry-testkit script format, served in-process: no key, no network).
-    #[arg(long, short, env = "GANTRY_MODEL", default_value = "gpt-4.1")]
-    pub model: String,
+    /// Model id: `PROVIDER/MODEL` or a plain id with a config file, or
+    /// `scripted:FILE` for a deterministic scripted model (the gantry-testkit
+    /// script format, served in-process: no key, no network)
+    /// [default: the config's default_model, else gpt-4.1].
+    #[arg(long, short, env = "GANTRY_MODEL")]
+    pub model: Option<String>,
 
-    /// Base URL of an OpenAI-compatible server (with or without the trailing /v1).
-    #[arg(
-        long,
-        env = "GANTRY_BASE_URL",
-        default_value = "https://api.openai.com/v1"
-    )]
-    pub base_url: String,
+    /// Base URL of an OpenAI-compatible server (with or without the trailing /v1);
+    /// bypasses the config's providers [default: https://api.openai.com/v1].
+    #[arg(long, env = "GANTRY_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
 
     /// Environment variable that holds the API key.
     #[arg(long, default_value = "OPENAI_API_KEY", value_name = "VAR")]
@@ -81,6 +85,10 @@ pub struct ExecArgs {
     /// Retries of a failed model request (rate limits, 5xx, unreachable server).
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub max_retries: u32,
+
+    /// Reasoning effort, for models that support it (others get none).
+    #[arg(long, value_name = "LEVEL", value_parser = ["minimal", "low", "medium", "high"])]
+    pub reasoning: Option<String>,
 
     /// Extra instructions for the model.
     #[arg(long, value_name = "TEXT")]

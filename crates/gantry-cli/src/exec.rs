@@ -4,7 +4,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use gantry_core::{CreateThread, EngineConfig, IfBusy, Notification};
+use std::sync::Arc;
+
+use gantry_core::{CreateThread, EngineBuilder, EngineConfig, IfBusy, Notification, Providers};
 use gantry_store::Store;
 use gantry_types::{EventPayload, ItemKind, ThreadId, TurnStatus};
 
@@ -14,7 +16,11 @@ use crate::setup::DataDir;
 
 /// Runs the turn and maps its end to an exit code.
 pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
+    // The config first: its errors are the user's to fix before anything runs.
+    let mut file = crate::config::load(global.config.as_deref())?;
+    file.retry.max_retries = args.max_retries;
     let data = DataDir::open(&global).await?;
+    let registry = Arc::new(Providers::load(data.store.clone(), file).await?);
     let resume = args.resume.as_deref().map(ThreadId::from);
     let model = match &resume {
         Some(id) => {
@@ -24,15 +30,30 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
                 .with_context(|| format!("thread {id} not found in {}", data.path.display()))?
                 .model
         }
-        None => args.model.clone(),
+        None => args
+            .model
+            .clone()
+            .filter(|m| !m.trim().is_empty())
+            .or_else(|| registry.default_model())
+            .unwrap_or_else(|| EngineConfig::default().default_model),
     };
-    let models = crate::model::setup(&model, &args)?;
+    let models = crate::model::setup(&model, &args, registry)?;
     let config = EngineConfig {
         max_rounds: args.max_rounds.max(1),
         default_model: model.clone(),
+        reasoning: args.reasoning.clone(),
         ..EngineConfig::default()
     };
-    let engine = data.engine(models.resolver.clone(), config).await?;
+    let engine = match &models.registry {
+        Some(registry) => {
+            EngineBuilder::new(data.store.clone(), models.resolver.clone())
+                .providers(registry.clone())
+                .config(config)
+                .start()
+                .await?
+        }
+        None => data.engine(models.resolver.clone(), config).await?,
+    };
 
     let thread = match resume {
         Some(id) => engine.read(&id).await?.thread,
@@ -111,7 +132,7 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     engine.flush().await;
     let ended = engine.read(&thread.id).await?;
     if let Some(turn) = ended.turns.iter().find(|t| t.turn.id == turn_id) {
-        view.summary(&thread.id, &turn.turn, &ended.thread.usage);
+        view.summary(&turn.turn, &ended.thread);
     }
     if !args.json && status == TurnStatus::Completed {
         let mut out = std::io::stdout().lock();

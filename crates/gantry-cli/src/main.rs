@@ -1,6 +1,7 @@
 //! `gantry`: run coding agents headless, inspect their threads.
 
 mod args;
+mod config;
 mod exec;
 mod model;
 mod render;

@@ -1,28 +1,40 @@
-//! Turning `--model`, `--base-url` and the API key into a model client.
+//! Turning `--model`, the config's providers, `--base-url` and the API key
+//! into a model resolver.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
-use gantry_core::{ModelResolver, SingleModel};
-use gantry_llm::ClientConfig;
+use anyhow::{Context, Result, anyhow, bail};
+use gantry_core::{ModelResolver, Providers, SingleModel};
+use gantry_llm::catalog::Catalog;
 use gantry_llm::openai_chat::OpenAiChatClient;
+use gantry_llm::{ClientConfig, ModelClient};
 use gantry_testkit::{MockLlm, Script};
+use gantry_types::ModelInfo;
 
 use crate::args::ExecArgs;
 
 /// The prefix of scripted models.
 const SCRIPTED: &str = "scripted:";
 
+/// Where requests go without a config or `--base-url`.
+const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
 /// A resolver for `model`, and the in-process mock server that backs it when
 /// the model is scripted (kept alive as long as the resolver is used).
 pub struct ModelSetup {
     pub resolver: Arc<dyn ModelResolver>,
+    /// Set when the config's providers serve the model: the engine manages them.
+    pub registry: Option<Arc<Providers>>,
     pub _mock: Option<MockLlm>,
 }
 
-/// Builds the client for `model` from the exec flags.
-pub fn setup(model: &str, args: &ExecArgs) -> Result<ModelSetup> {
+/// Builds the resolver for `model`: a scripted model; else the flags' single
+/// OpenAI-compatible server when `--base-url` is given or no provider is
+/// configured (as before there was a config); else the config's providers.
+/// Fails with one line when the model cannot be served (unknown provider,
+/// missing key variable).
+pub fn setup(model: &str, args: &ExecArgs, registry: Arc<Providers>) -> Result<ModelSetup> {
     if let Some(file) = model.strip_prefix(SCRIPTED) {
         let script = Script::from_file(Path::new(file))
             .with_context(|| format!("cannot load the model script {file}"))?;
@@ -32,26 +44,57 @@ pub fn setup(model: &str, args: &ExecArgs) -> Result<ModelSetup> {
         let client = OpenAiChatClient::new(config)?;
         return Ok(ModelSetup {
             resolver: Arc::new(SingleModel(Arc::new(client))),
+            registry: None,
             _mock: Some(mock),
         });
     }
+    if args.base_url.is_none() && !registry.is_empty() {
+        registry.resolve(model).map_err(|e| anyhow!(e))?;
+        return Ok(ModelSetup {
+            resolver: registry.clone(),
+            registry: Some(registry),
+            _mock: None,
+        });
+    }
+    let base_url = args.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
     let api_key = std::env::var(&args.api_key_env)
         .ok()
         .filter(|k| !k.trim().is_empty());
-    if api_key.is_none() && !is_local(&args.base_url) {
+    if api_key.is_none() && !is_local(base_url) {
         bail!(
             "no API key: set {} (or name another variable with --api-key-env), or try the scripted demo: gantry exec --model scripted:examples/demo.json \"...\"",
             args.api_key_env
         );
     }
-    let mut config = ClientConfig::new(args.base_url.clone());
+    let mut config = ClientConfig::new(base_url);
     config.api_key = api_key;
     config.retry.max_retries = args.max_retries;
     let client = OpenAiChatClient::new(config)?;
     Ok(ModelSetup {
-        resolver: Arc::new(SingleModel(Arc::new(client))),
+        resolver: Arc::new(Catalogued {
+            client: Arc::new(client),
+            catalog: registry.catalog().clone(),
+        }),
+        registry: None,
         _mock: None,
     })
+}
+
+/// One client for every model id, with what the catalog knows about each
+/// (so turns get a cost and reasoning goes only where it is accepted).
+struct Catalogued {
+    client: Arc<dyn ModelClient>,
+    catalog: Catalog,
+}
+
+impl ModelResolver for Catalogued {
+    fn resolve(&self, _model: &str) -> Result<Arc<dyn ModelClient>, String> {
+        Ok(self.client.clone())
+    }
+
+    fn model_info(&self, model: &str) -> Option<ModelInfo> {
+        self.catalog.get(model).cloned()
+    }
 }
 
 /// For commands that run no turn: any model request is refused.

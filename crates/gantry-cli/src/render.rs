@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 
 use gantry_core::Notification;
-use gantry_types::{DeltaKind, EventPayload, Item, ItemKind, ItemStatus, ThreadId, Turn, Usage};
+use gantry_types::{DeltaKind, EventPayload, Item, ItemKind, ItemStatus, Thread, Turn};
 
 /// Lines of command output shown under a finished command.
 const OUTPUT_LINES: usize = 6;
@@ -61,22 +61,34 @@ impl LiveView {
         }
     }
 
-    /// The closing line: status, rounds, tokens, time.
-    pub fn summary(&mut self, thread: &ThreadId, turn: &Turn, thread_usage: &Usage) {
+    /// The closing line: status, rounds, tokens, cost (when the catalog
+    /// knows the model's prices), time.
+    pub fn summary(&mut self, turn: &Turn, thread: &Thread) {
         if self.json {
             return;
         }
         let u = &turn.usage;
         let secs = turn.duration_ms().unwrap_or(0) as f64 / 1000.0;
+        // Zero means the catalog has no prices for the model: say nothing.
+        let cost = if turn.cost_usd > 0.0 || thread.cost_usd > 0.0 {
+            format!(
+                " · cost {} (thread {})",
+                dollars(turn.cost_usd),
+                dollars(thread.cost_usd)
+            )
+        } else {
+            String::new()
+        };
         let text = format!(
-            "turn {:?} · {} rounds · {secs:.1}s · tokens in {} (cached {}) out {} (reasoning {}) · thread total {} · thread {thread}",
+            "turn {:?} · {} rounds · {secs:.1}s · tokens in {} (cached {}) out {} (reasoning {}){cost} · thread total {} · thread {}",
             turn.status,
             turn.rounds,
             u.input_tokens,
             u.cached_input_tokens,
             u.output_tokens,
             u.reasoning_tokens,
-            thread_usage.total(),
+            thread.usage.total(),
+            thread.id,
         )
         .to_lowercase();
         self.line(&self.dim(&text));
@@ -144,6 +156,14 @@ impl LiveView {
                 self.line(&format!("{} {text}", self.bold("tool")));
             }
             ItemKind::Error { message } => self.line(&format!("{} {message}", self.red("error:"))),
+            ItemKind::ContextCompaction {
+                tokens_before,
+                tokens_after,
+                trigger,
+                ..
+            } => self.line(&self.dim(&format!(
+                "context compacted ({trigger}): ~{tokens_before} -> ~{tokens_after} tokens"
+            ))),
             ItemKind::UserMessage { .. } | ItemKind::Reasoning { .. } => {}
         }
         // A failed command or edit: its first line says why.
@@ -184,5 +204,14 @@ impl LiveView {
 
     fn red(&self, text: &str) -> String {
         self.paint("31", text)
+    }
+}
+
+/// `$0.0123`; amounts below a hundredth of a cent are not rounded to zero.
+fn dollars(usd: f64) -> String {
+    if usd > 0.0 && usd < 0.0001 {
+        "<$0.0001".to_owned()
+    } else {
+        format!("${usd:.4}")
     }
 }

@@ -90,6 +90,11 @@ fn print_transcript(view: &ThreadView) {
                     None => println!("tool {name}"),
                 },
                 ItemKind::Error { message } => println!("error: {message}"),
+                ItemKind::ContextCompaction {
+                    trigger, summary, ..
+                } => {
+                    println!("context compacted ({trigger}): {summary}")
+                }
             }
         }
     }

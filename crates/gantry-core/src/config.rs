@@ -18,6 +18,12 @@ pub struct EngineConfig {
     /// Per-subscriber buffer of live notifications; a subscriber further
     /// behind is told it lagged.
     pub subscriber_buffer: usize,
+    /// Share of the model's context window (0..1) a request may fill before
+    /// the history is compacted first.
+    pub compact_at: f64,
+    /// Reasoning effort asked of models that support it (`low`, `medium`,
+    /// `high`, ...); `None` leaves it to the provider.
+    pub reasoning: Option<String>,
 }
 
 impl Default for EngineConfig {
@@ -27,6 +33,8 @@ impl Default for EngineConfig {
             default_model: "gpt-4.1".to_owned(),
             tool_limits: ToolLimits::default(),
             subscriber_buffer: 4096,
+            compact_at: 0.8,
+            reasoning: None,
         }
     }
 }
@@ -39,6 +47,16 @@ pub trait ModelResolver: Send + Sync {
     /// What the catalog knows about `model` (prices, context window), if anything.
     fn model_info(&self, _model: &str) -> Option<ModelInfo> {
         None
+    }
+
+    /// The reasoning effort to send for `model` when `requested` is asked:
+    /// `requested` if the catalog says the model takes one, else none (a
+    /// model without the setting, or unknown to the catalog, gets none).
+    fn reasoning_for(&self, model: &str, requested: Option<&str>) -> Option<String> {
+        let requested = requested.filter(|r| !r.trim().is_empty())?;
+        self.model_info(model)
+            .filter(|info| info.reasoning)
+            .map(|_| requested.to_owned())
     }
 }
 

@@ -14,6 +14,9 @@ use tokio::sync::{Mutex, oneshot};
 
 use crate::actor::{ActorHandle, Command, ThreadActor};
 use crate::bus::{Bus, ResumeFrom, Subscription};
+use crate::context::{ContextUsage, Counter};
+use crate::providers::Providers;
+use crate::turn;
 use crate::writer::Writer;
 use crate::{Clock, EngineConfig, EngineError, ModelResolver, SystemClock};
 
@@ -50,6 +53,8 @@ pub(crate) struct Shared {
     pub models: Arc<dyn ModelResolver>,
     pub clock: Arc<dyn Clock>,
     pub config: EngineConfig,
+    /// The provider registry, when the engine manages providers.
+    pub providers: Option<Arc<Providers>>,
     /// Live thread actors. A tokio mutex, held while a thread loads, so one
     /// thread never gets two actors.
     actors: Mutex<HashMap<ThreadId, ActorHandle>>,
@@ -62,6 +67,7 @@ pub struct EngineBuilder {
     tools: ToolRegistry,
     clock: Arc<dyn Clock>,
     config: EngineConfig,
+    providers: Option<Arc<Providers>>,
 }
 
 impl EngineBuilder {
@@ -73,6 +79,7 @@ impl EngineBuilder {
             tools: ToolRegistry::builtin(),
             clock: Arc::new(SystemClock),
             config: EngineConfig::default(),
+            providers: None,
         }
     }
 
@@ -85,6 +92,13 @@ impl EngineBuilder {
     /// Replaces the clock.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Manages providers with `providers`, which also becomes the model resolver.
+    pub fn providers(mut self, providers: Arc<Providers>) -> Self {
+        self.models = providers.clone();
+        self.providers = Some(providers);
         self
     }
 
@@ -108,6 +122,7 @@ impl EngineBuilder {
                 models: self.models,
                 clock: self.clock,
                 config: self.config,
+                providers: self.providers,
                 actors: Mutex::new(HashMap::new()),
             }),
         };
@@ -130,6 +145,11 @@ impl Engine {
         &self.shared.config
     }
 
+    /// The provider registry, if the engine has one.
+    pub fn providers(&self) -> Option<&Arc<Providers>> {
+        self.shared.providers.as_ref()
+    }
+
     /// The tools threads offer their model.
     pub fn tools(&self) -> &ToolRegistry {
         &self.shared.tools
@@ -149,7 +169,7 @@ impl Engine {
         let model = params
             .model
             .filter(|m| !m.trim().is_empty())
-            .unwrap_or_else(|| self.shared.config.default_model.clone());
+            .unwrap_or_else(|| self.default_model());
         let now = self.shared.clock.now_ms();
         let thread = Thread {
             id: ThreadId::new(),
@@ -235,6 +255,42 @@ impl Engine {
             reply,
         })
         .await?
+    }
+
+    /// Compacts the thread's context now: the model summarises the
+    /// conversation, as a turn of its own (`/compact`). Refused while a turn runs.
+    pub async fn compact(&self, thread: &ThreadId) -> Result<TurnId, EngineError> {
+        self.ask(thread, |reply| Command::Compact {
+            clear: false,
+            reply,
+        })
+        .await?
+    }
+
+    /// Clears the thread's context: the model sees nothing before this point
+    /// (the log keeps everything). A turn of its own (`/clear`).
+    pub async fn clear_context(&self, thread: &ThreadId) -> Result<TurnId, EngineError> {
+        self.ask(thread, |reply| Command::Compact { clear: true, reply })
+            .await?
+    }
+
+    /// How full the thread's context would be on its next request.
+    pub async fn context_usage(&self, thread: &ThreadId) -> Result<ContextUsage, EngineError> {
+        let view = self.read(thread).await?;
+        let model = &view.thread.model;
+        let counter = Counter::for_model(model);
+        let used = counter.request(
+            view.thread.instructions.as_deref(),
+            &turn::history(&view),
+            &self.shared.tools.specs(),
+            true,
+        );
+        let limit = self
+            .shared
+            .models
+            .model_info(model)
+            .map_or(0, |i| i.limit.context);
+        Ok(ContextUsage::new(used, limit))
     }
 
     /// The thread with its turns and items.

@@ -38,6 +38,14 @@ pub enum EngineError {
     /// The thread is archived and accepts no input.
     #[error("thread {0} is archived; unarchive it first")]
     Archived(ThreadId),
+    /// No such named thing (a provider, ...).
+    #[error("{what} `{name}` not found")]
+    NotFound {
+        /// What was looked for (`provider`).
+        what: &'static str,
+        /// The name asked for.
+        name: String,
+    },
     /// The command's input is invalid.
     #[error("{0}")]
     InvalidInput(String),

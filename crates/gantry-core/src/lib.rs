@@ -11,14 +11,18 @@ mod actor;
 mod bus;
 mod clock;
 mod config;
+mod context;
 mod engine;
 mod error;
+mod providers;
 mod turn;
 mod writer;
 
 pub use bus::{Notification, ResumeFrom, Subscription};
 pub use clock::{Clock, SystemClock};
 pub use config::{EngineConfig, ModelResolver, SingleModel};
+pub use context::ContextUsage;
 pub use engine::{CreateThread, Engine, EngineBuilder, IfBusy};
 pub use error::EngineError;
 pub use gantry_store::{ThreadPage, ThreadQuery};
+pub use providers::{DEFAULT_MODEL_SETTING, Providers, ProvidersConfig};

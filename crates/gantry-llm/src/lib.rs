@@ -6,12 +6,14 @@
 //! Messages.
 
 pub mod anthropic;
+pub mod catalog;
 mod config;
 mod error;
 mod http;
 mod model;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod providers;
 mod retry;
 mod sse;
 

@@ -171,6 +171,7 @@ async fn usage_reports_cached_and_reasoning_tokens() {
         completion_tokens: 80,
         cached_tokens: 1024,
         reasoning_tokens: 64,
+        ..UsageSpec::default()
     };
     let step = Step::text("ok")
         .with_reasoning("Let me think about it.")

@@ -14,7 +14,7 @@ mod sql;
 pub mod sqlite;
 
 use async_trait::async_trait;
-use gantry_types::{Event, Thread, ThreadId};
+use gantry_types::{Event, ProviderConfig, Thread, ThreadId};
 
 pub use memory::MemoryStore;
 pub use page::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
@@ -83,4 +83,20 @@ pub trait Store: Send + Sync {
 
     /// Threads whose stored status is `running`: the ones to recover after a crash.
     async fn running_threads(&self) -> Result<Vec<ThreadId>, StoreError>;
+
+    /// Every stored provider, by name. Literal keys are returned as stored;
+    /// keys read from the environment never reach the store.
+    async fn providers(&self) -> Result<Vec<ProviderConfig>, StoreError>;
+
+    /// Inserts or replaces the provider named `provider.name`.
+    async fn put_provider(&self, provider: &ProviderConfig) -> Result<(), StoreError>;
+
+    /// Deletes a provider; false if there was none of that name.
+    async fn delete_provider(&self, name: &str) -> Result<bool, StoreError>;
+
+    /// A setting's value (e.g. `default_model`).
+    async fn setting(&self, key: &str) -> Result<Option<String>, StoreError>;
+
+    /// Sets a setting.
+    async fn put_setting(&self, key: &str, value: &str) -> Result<(), StoreError>;
 }

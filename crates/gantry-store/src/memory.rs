@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use gantry_types::{Event, Thread, ThreadId, ThreadStatus};
+use gantry_types::{Event, ProviderConfig, Thread, ThreadId, ThreadStatus};
 
 use crate::codec::seq_to_db;
 use crate::page::{check_cursor, page_limit};
@@ -22,6 +22,8 @@ struct Inner {
     /// Each thread's log, by seq. `ThreadId` orders by bytes, like SQLite TEXT.
     events: BTreeMap<ThreadId, BTreeMap<u64, Event>>,
     threads: BTreeMap<ThreadId, Thread>,
+    providers: BTreeMap<String, ProviderConfig>,
+    settings: BTreeMap<String, String>,
 }
 
 impl MemoryStore {
@@ -134,5 +136,31 @@ impl Store for MemoryStore {
             .filter(|t| t.status == ThreadStatus::Running)
             .map(|t| t.id.clone())
             .collect())
+    }
+
+    async fn providers(&self) -> Result<Vec<ProviderConfig>, StoreError> {
+        Ok(self.lock().providers.values().cloned().collect())
+    }
+
+    async fn put_provider(&self, provider: &ProviderConfig) -> Result<(), StoreError> {
+        self.lock()
+            .providers
+            .insert(provider.name.clone(), provider.clone());
+        Ok(())
+    }
+
+    async fn delete_provider(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.lock().providers.remove(name).is_some())
+    }
+
+    async fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.lock().settings.get(key).cloned())
+    }
+
+    async fn put_setting(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.lock()
+            .settings
+            .insert(key.to_owned(), value.to_owned());
+        Ok(())
     }
 }

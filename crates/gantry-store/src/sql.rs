@@ -40,6 +40,23 @@ pub(crate) const LIST_ARCHIVED: &str =
 pub(crate) const LIST_ARCHIVED_AFTER: &str =
     "SELECT id, data FROM threads WHERE archived = $1 AND id < $2 ORDER BY id DESC LIMIT $3";
 
+/// Every stored provider, by name.
+pub(crate) const PROVIDERS: &str = "SELECT name, data FROM providers ORDER BY name";
+
+/// Inserts or replaces one provider.
+pub(crate) const UPSERT_PROVIDER: &str = "INSERT INTO providers (name, data) VALUES ($1, $2) \
+     ON CONFLICT (name) DO UPDATE SET data = excluded.data";
+
+/// Deletes one provider.
+pub(crate) const DELETE_PROVIDER: &str = "DELETE FROM providers WHERE name = $1";
+
+/// One setting.
+pub(crate) const SETTING: &str = "SELECT value FROM settings WHERE key = $1";
+
+/// Inserts or replaces one setting.
+pub(crate) const UPSERT_SETTING: &str = "INSERT INTO settings (key, value) VALUES ($1, $2) \
+     ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+
 /// Columns bound per event row in [`insert_events`].
 pub(crate) const EVENT_COLUMNS: usize = 7;
 

@@ -189,3 +189,27 @@ async fn concurrent_commits_and_reads() {
     assert_eq!(store.all_events(0).await.unwrap().len(), 800);
     assert_eq!(store.running_threads().await.unwrap().len(), 4);
 }
+
+#[tokio::test]
+async fn providers_and_settings_survive_reopen() {
+    use gantry_types::{ProviderConfig, ProviderKind};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gantry.db");
+    let mut p = ProviderConfig::new("local", ProviderKind::OpenaiChat);
+    p.base_url = Some("http://localhost:11434/v1".into());
+    let store = SqliteStore::open(&path).await.unwrap();
+    store.put_provider(&p).await.unwrap();
+    store
+        .put_setting("default_model", "local/qwen3-coder")
+        .await
+        .unwrap();
+    store.close().await;
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(store.providers().await.unwrap(), vec![p]);
+    assert_eq!(
+        store.setting("default_model").await.unwrap().as_deref(),
+        Some("local/qwen3-coder")
+    );
+    store.close().await;
+}

@@ -1,14 +1,18 @@
-//! A scripted mock LLM: a real HTTP server on 127.0.0.1 that speaks the
-//! OpenAI Chat Completions API with OpenAI's real SSE streaming format, and
-//! answers each request with the next step of a script. Tests, benchmarks and
+//! A scripted mock LLM: a real HTTP server on 127.0.0.1 that speaks three
+//! provider APIs with their real SSE streaming formats (OpenAI Chat
+//! Completions, OpenAI Responses, Anthropic Messages), and answers each
+//! request with the next step of a script, in the format of the path it came
+//! to. Tests, benchmarks and
 //! `gantry --model scripted:FILE` use it, so real clients are exercised over
 //! real HTTP.
 //!
 //! # Script format
 //!
 //! A JSON file holding `{"steps": [STEP, ...]}` (or just the array). Each
-//! request to `POST /v1/chat/completions` (or `/chat/completions`) consumes
-//! the next step. A step is either a reply or an HTTP error:
+//! request to `POST /v1/chat/completions`, `/v1/responses` or `/v1/messages`
+//! (each also without `/v1`) consumes the next step. A step is a reply, an
+//! HTTP error, or a recorded transcript (`{"raw": {"sse": "..."}}`, replayed
+//! byte for byte):
 //!
 //! ```json
 //! {"steps": [
@@ -27,7 +31,7 @@
 //! | `text` | answer text, streamed as `content` deltas |
 //! | `reasoning` | streamed as `reasoning_content` deltas, before the text |
 //! | `tool_calls` | `[{"id": "call_1", "name": "shell", "arguments": {...}}]`; `id` defaults to `call_<n>` (n counts calls over the whole script from 1); `arguments` is a JSON object, or a string sent verbatim (even if it is not valid JSON) |
-//! | `usage` | `{"prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens"}`; default: about 4 characters per token |
+//! | `usage` | `{"prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens"}`; default: about 4 characters per token |
 //! | `chunk_size` | characters per text/reasoning chunk (default 16); tool-call arguments are sent in fragments of at most this size, and in at least two |
 //! | `delay_ms` | sleep before each chunk (default 0) |
 //! | `cut_after` | close the connection abruptly after N `data:` events, without `[DONE]` |
@@ -36,7 +40,9 @@
 //! | `finish_reason` | override (default `tool_calls` when there are calls, else `stop`) |
 //!
 //! "N events" counts every `data:` event, starting with the first one, which
-//! only carries `"role": "assistant"`.
+//! only carries `"role": "assistant"` (for Responses and Anthropic: every SSE
+//! event, from `response.created` / `message_start`). Default tool-call ids
+//! are `call_<n>` (Anthropic: `toolu_<n>`).
 //!
 //! `error` fields: `status` (required), `retry_after` (seconds, sent as the
 //! `Retry-After` header), `body` (any JSON; default an OpenAI-style
@@ -54,7 +60,8 @@
 //! followed by argument fragments carrying only `index`), a chunk with
 //! `finish_reason`, a usage chunk (`choices: []`) when the request set
 //! `stream_options.include_usage`, then `data: [DONE]`. Otherwise one
-//! `chat.completion` JSON object.
+//! `chat.completion` JSON object. The Responses and Anthropic formats follow
+//! their providers' documented event sequences; see `wire/`.
 //!
 //! # In Rust
 //!

@@ -134,6 +134,8 @@ pub struct UsageSpec {
     pub completion_tokens: u64,
     /// Prompt tokens served from cache.
     pub cached_tokens: u64,
+    /// Prompt tokens written to the cache (Anthropic's `cache_creation_input_tokens`).
+    pub cache_write_tokens: u64,
     /// Completion tokens spent reasoning.
     pub reasoning_tokens: u64,
 }

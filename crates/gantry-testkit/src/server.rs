@@ -214,13 +214,14 @@ async fn handle(
         }
         Some(Step::Reply(reply)) => {
             let wire = Wire::from_path(uri.path()).unwrap_or(Wire::OpenAiChat);
+            // Shaped like each provider's ids.
             let prefix = match wire {
-                Wire::OpenAiChat => "chatcmpl",
-                Wire::OpenAiResponses => "resp",
-                Wire::Anthropic => "msg",
+                Wire::OpenAiChat => "chatcmpl-",
+                Wire::OpenAiResponses => "resp_",
+                Wire::Anthropic => "msg_",
             };
             let ctx = Context {
-                id: format!("{prefix}-gantry-{served}"),
+                id: format!("{prefix}gantry{served}"),
                 model: body["model"].as_str().unwrap_or("scripted").to_owned(),
                 created: SystemTime::now()
                     .duration_since(UNIX_EPOCH)

@@ -99,6 +99,21 @@ pub enum ItemKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// The conversation was compacted (or cleared): from here on the model
+    /// sees the summary and the kept user messages instead of what came before.
+    ContextCompaction {
+        /// The model's summary of the earlier conversation (empty when cleared).
+        summary: String,
+        /// The most recent user messages, kept word for word.
+        #[serde(default)]
+        kept_user_messages: Vec<String>,
+        /// Estimated context tokens before.
+        tokens_before: u64,
+        /// Estimated context tokens after.
+        tokens_after: u64,
+        /// `auto` (the context was nearly full), `manual`, or `clear`.
+        trigger: String,
+    },
     /// Something went wrong in the turn (model error, crash recovery, limits).
     Error {
         /// One-line, human-readable cause.
@@ -116,6 +131,7 @@ impl ItemKind {
             ItemKind::CommandExecution { .. } => "command_execution",
             ItemKind::FileChange { .. } => "file_change",
             ItemKind::ToolCall { .. } => "tool_call",
+            ItemKind::ContextCompaction { .. } => "context_compaction",
             ItemKind::Error { .. } => "error",
         }
     }

@@ -15,8 +15,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::EngineError;
+use crate::context::Counter;
 use crate::engine::{IfBusy, Shared};
-use crate::turn::{self, TurnMsg, TurnSpec};
+use crate::turn::{self, TurnMode, TurnMsg, TurnSpec};
 
 /// Mailbox size; senders wait when it is full.
 const MAILBOX: usize = 64;
@@ -45,6 +46,11 @@ pub(crate) enum Command {
     },
     /// A copy of the thread's state.
     Read { reply: oneshot::Sender<ThreadView> },
+    /// Compact (`clear: false`) or clear the context, as a turn of its own.
+    Compact {
+        clear: bool,
+        reply: oneshot::Sender<Result<TurnId, EngineError>>,
+    },
 }
 
 /// Handle to a thread actor's mailbox.
@@ -140,6 +146,9 @@ impl ThreadActor {
             Command::Read { reply } => {
                 let _ = reply.send(self.view.clone());
             }
+            Command::Compact { clear, reply } => {
+                let _ = reply.send(self.compact(clear).await);
+            }
         }
     }
 
@@ -149,7 +158,7 @@ impl ThreadActor {
         }
         let Some(running) = &self.turn else {
             let id = TurnId::new();
-            self.start_turn(id.clone(), text).await;
+            self.start_turn(id.clone(), text, TurnMode::Chat).await;
             return Ok(id);
         };
         match if_busy {
@@ -211,22 +220,85 @@ impl ThreadActor {
         Ok(())
     }
 
-    async fn start_turn(&mut self, id: TurnId, text: String) {
+    /// Compacts the context with the model's help, or clears it, as a turn
+    /// of its own (`/compact`, `/clear`) so clients see it like any other.
+    async fn compact(&mut self, clear: bool) -> Result<TurnId, EngineError> {
+        if self.view.thread.archived {
+            return Err(EngineError::Archived(self.thread_id().clone()));
+        }
+        if let Some(running) = &self.turn {
+            return Err(EngineError::Busy {
+                thread: self.thread_id().clone(),
+                turn: running.id.clone(),
+            });
+        }
+        let id = TurnId::new();
+        if !clear {
+            self.start_turn(id.clone(), "/compact".to_owned(), TurnMode::Compact)
+                .await;
+            return Ok(id);
+        }
+        let before =
+            Counter::for_model(&self.view.thread.model).messages(&turn::history(&self.view), false);
+        self.emit(EventPayload::TurnStarted {
+            turn: self.new_turn(&id, "/clear".to_owned()),
+        })
+        .await;
         let now = self.shared.clock.now_ms();
-        let turn = Turn {
+        let mut item = Item {
+            id: Default::default(),
+            turn_id: id.clone(),
+            round: 0,
+            status: ItemStatus::InProgress,
+            started_at: now,
+            completed_at: None,
+            kind: ItemKind::ContextCompaction {
+                summary: String::new(),
+                kept_user_messages: Vec::new(),
+                tokens_before: before,
+                tokens_after: 0,
+                trigger: "clear".to_owned(),
+            },
+            tool_call: None,
+        };
+        self.emit(EventPayload::ItemStarted { item: item.clone() })
+            .await;
+        item.status = ItemStatus::Completed;
+        item.completed_at = Some(now);
+        self.emit(EventPayload::ItemCompleted { item }).await;
+        self.emit(EventPayload::TurnCompleted {
+            turn_id: id.clone(),
+            status: TurnStatus::Completed,
+            rounds: 0,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            error: None,
+        })
+        .await;
+        Ok(id)
+    }
+
+    fn new_turn(&self, id: &TurnId, input: String) -> Turn {
+        Turn {
             id: id.clone(),
             thread_id: self.thread_id().clone(),
-            input: text.clone(),
+            input,
             status: TurnStatus::Running,
-            started_at: now,
+            started_at: self.shared.clock.now_ms(),
             completed_at: None,
             rounds: 0,
             usage: Usage::default(),
             cost_usd: 0.0,
             error: None,
-        };
+        }
+    }
+
+    async fn start_turn(&mut self, id: TurnId, text: String, mode: TurnMode) {
+        let turn = self.new_turn(&id, text.clone());
         self.emit(EventPayload::TurnStarted { turn }).await;
-        self.emit_user_message(&id, text).await;
+        if mode == TurnMode::Chat {
+            self.emit_user_message(&id, text).await;
+        }
 
         let (tx, rx) = mpsc::unbounded_channel();
         let (steer_tx, steer_rx) = mpsc::unbounded_channel();
@@ -238,6 +310,7 @@ impl ThreadActor {
             instructions: thread.instructions.clone(),
             cwd: PathBuf::from(&thread.cwd),
             history: turn::history(&self.view),
+            mode,
         };
         tokio::spawn(turn::run(
             self.shared.clone(),
@@ -314,7 +387,8 @@ impl ThreadActor {
         }
         if !self.view.thread.archived && !self.view.queued.is_empty() {
             let next = self.view.queued[0].clone();
-            self.start_turn(next.turn_id, next.text).await;
+            self.start_turn(next.turn_id, next.text, TurnMode::Chat)
+                .await;
         }
     }
 

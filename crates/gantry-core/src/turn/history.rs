@@ -1,7 +1,7 @@
 //! Rebuilds the conversation the model saw from a thread's items.
 
 use gantry_llm::{Message, ReasoningBlock, ToolCall};
-use gantry_types::{ItemKind, ThreadView};
+use gantry_types::{ItemKind, ItemStatus, ThreadView};
 
 /// Said to the model for a call whose result never came (interrupt, crash).
 const NO_RESULT: &str = "error: the call was interrupted before it returned a result";
@@ -22,6 +22,19 @@ pub(crate) fn history(view: &ThreadView) -> Vec<Message> {
             && let Some(r) = round.take()
         {
             r.flush(&mut out);
+        }
+        if let ItemKind::ContextCompaction {
+            summary,
+            kept_user_messages,
+            ..
+        } = &item.kind
+        {
+            // Everything before a compaction is replaced by its result.
+            if item.status == ItemStatus::Completed {
+                round = None;
+                out = super::compacted_history(summary, kept_user_messages);
+            }
+            continue;
         }
         if let ItemKind::UserMessage { text } = &item.kind {
             out.push(Message::User { text: text.clone() });

@@ -5,6 +5,7 @@
 //! The task owns no thread state: it reports every change to the thread's
 //! actor as a [`TurnMsg`], which assigns seqs and persists.
 
+mod compaction;
 mod emitter;
 mod history;
 mod model_round;
@@ -18,9 +19,11 @@ use gantry_types::{DeltaKind, EventPayload, ItemId, TurnId, TurnStatus, Usage};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use compaction::compacted_history;
 pub(crate) use emitter::Emitter;
 pub(crate) use history::history;
 
+use crate::context::Counter;
 use crate::engine::Shared;
 
 /// What a turn task tells its thread's actor.
@@ -45,6 +48,17 @@ pub(crate) struct TurnSpec {
     pub cwd: PathBuf,
     /// The conversation so far, this turn's user message included.
     pub history: Vec<Message>,
+    /// What the turn does.
+    pub mode: TurnMode,
+}
+
+/// What a turn does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TurnMode {
+    /// The agent loop on the user's message.
+    Chat,
+    /// Only compact the context (a manual compaction).
+    Compact,
 }
 
 /// How the loop ended, before the turn is closed.
@@ -62,6 +76,10 @@ struct Loop<'a> {
     messages: Arc<Vec<Message>>,
     rounds: u32,
     usage: Usage,
+    counter: Counter,
+    /// The provider's token count of the last request and answer, and the
+    /// history length it covered: the base of the next estimate.
+    known: Option<(u64, usize)>,
 }
 
 /// Runs a turn to its end and closes it.
@@ -81,8 +99,13 @@ pub(crate) async fn run(
         messages: Arc::new(spec.history.clone()),
         rounds: 0,
         usage: Usage::default(),
+        counter: Counter::for_model(&spec.model),
+        known: None,
     };
-    let outcome = lp.drive(&mut steer).await;
+    let outcome = match spec.mode {
+        TurnMode::Chat => lp.drive(&mut steer).await,
+        TurnMode::Compact => lp.compact_now().await,
+    };
     let (status, error) = match outcome {
         Outcome::Completed => (TurnStatus::Completed, None),
         Outcome::Interrupted => (TurnStatus::Interrupted, Some("interrupted".to_owned())),
@@ -119,12 +142,19 @@ impl Loop<'_> {
                     "stopped after {max_rounds} model rounds without a final answer (raise --max-rounds to allow more)"
                 ));
             }
+            if let Err(outcome) = self.compact_if_needed(client.as_ref(), &tools).await {
+                return outcome;
+            }
             self.rounds += 1;
             let request = ModelRequest {
                 model: self.spec.model.clone(),
                 instructions: self.spec.instructions.clone(),
                 messages: self.messages.clone(),
                 tools: tools.clone(),
+                reasoning: self
+                    .shared
+                    .models
+                    .reasoning_for(&self.spec.model, self.shared.config.reasoning.as_deref()),
                 ..ModelRequest::default()
             };
             let answer = match self.model_round(client.as_ref(), request).await {
@@ -139,6 +169,10 @@ impl Loop<'_> {
                 text: answer.text,
                 tool_calls: answer.tool_calls.clone(),
             });
+            if answer.usage.input_tokens > 0 {
+                let tokens = answer.usage.input_tokens + answer.usage.output_tokens;
+                self.known = Some((tokens, self.messages.len()));
+            }
             if answer.tool_calls.is_empty() {
                 // Final answer, unless a steer arrived meanwhile: closing the
                 // channel first means no steer is accepted and then dropped.
@@ -154,6 +188,24 @@ impl Loop<'_> {
                 return Outcome::Interrupted;
             }
             self.take_steers(steer);
+        }
+    }
+
+    /// A manual compaction: summarise now, whatever the fill level.
+    async fn compact_now(&mut self) -> Outcome {
+        let client = match self.shared.models.resolve(&self.spec.model) {
+            Ok(c) => c,
+            Err(reason) => return Outcome::Failed(reason),
+        };
+        let tools = self.shared.tools.specs();
+        let used = self.context_used(&tools);
+        let limit = self.limit();
+        match self
+            .compact(client.as_ref(), "manual", used, limit, &tools)
+            .await
+        {
+            Ok(()) => Outcome::Completed,
+            Err(outcome) => outcome,
         }
     }
 

@@ -5,13 +5,14 @@
 //! WAL lets proceed while a commit is writing.
 
 mod read;
+mod settings;
 mod write;
 
 use std::path::Path;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use gantry_types::{Event, Thread, ThreadId};
+use gantry_types::{Event, ProviderConfig, Thread, ThreadId};
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -108,5 +109,25 @@ impl Store for SqliteStore {
 
     async fn running_threads(&self) -> Result<Vec<ThreadId>, StoreError> {
         read::running_threads(&self.pool).await
+    }
+
+    async fn providers(&self) -> Result<Vec<ProviderConfig>, StoreError> {
+        settings::providers(&self.pool).await
+    }
+
+    async fn put_provider(&self, provider: &ProviderConfig) -> Result<(), StoreError> {
+        settings::put_provider(&self.pool, &self.writer, provider).await
+    }
+
+    async fn delete_provider(&self, name: &str) -> Result<bool, StoreError> {
+        settings::delete_provider(&self.pool, &self.writer, name).await
+    }
+
+    async fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
+        settings::setting(&self.pool, key).await
+    }
+
+    async fn put_setting(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        settings::put_setting(&self.pool, &self.writer, key, value).await
     }
 }

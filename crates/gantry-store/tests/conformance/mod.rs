@@ -4,7 +4,7 @@
 pub mod fixtures;
 
 use gantry_store::{Commit, Store, StoreError, ThreadQuery};
-use gantry_types::{ThreadId, ThreadStatus};
+use gantry_types::{ProviderConfig, ProviderKind, ThreadId, ThreadStatus};
 
 use fixtures::{all_kinds_log, archived_event, thread, thread_id};
 
@@ -16,7 +16,8 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@cases $fixture;
             round_trip, from_seq, all_events_order, duplicate_rejected,
             duplicate_within_commit_rejected, upsert_replaces, listing_pages,
-            archived_filter, bad_cursor, running_threads, empty_store);
+            archived_filter, bad_cursor, running_threads, empty_store,
+            providers_crud, settings_crud);
     };
     (@cases $fixture:path; $($case:ident),*) => {
         $(
@@ -335,4 +336,48 @@ pub async fn empty_store(store: &dyn Store) {
     let page = store.list_threads(&ThreadQuery::default()).await.unwrap();
     assert!(page.threads.is_empty());
     assert_eq!(page.next_cursor, None);
+}
+
+fn provider(name: &str, kind: ProviderKind) -> ProviderConfig {
+    let mut p = ProviderConfig::new(name, kind);
+    p.api_key_env = Some("SOME_KEY_VAR".into());
+    p.headers.insert("x-team".into(), "gantry".into());
+    p.models = vec!["m1".into(), "m2".into()];
+    p
+}
+
+/// Providers: stored exactly, listed by name, replaced by name, deleted once.
+pub async fn providers_crud(store: &dyn Store) {
+    assert!(store.providers().await.unwrap().is_empty());
+    let b = provider("b", ProviderKind::Anthropic);
+    let mut a = provider("a", ProviderKind::OpenaiChat);
+    a.base_url = Some("http://127.0.0.1:1/v1".into());
+    a.api_key = Some("sk-literal-0123456789".into());
+    store.put_provider(&b).await.unwrap();
+    store.put_provider(&a).await.unwrap();
+    assert_eq!(store.providers().await.unwrap(), vec![a.clone(), b.clone()]);
+
+    let mut a2 = a.clone();
+    a2.kind = ProviderKind::OpenaiResponses;
+    a2.api_key = None;
+    store.put_provider(&a2).await.unwrap();
+    assert_eq!(store.providers().await.unwrap(), vec![a2, b.clone()]);
+
+    assert!(store.delete_provider("a").await.unwrap());
+    assert!(!store.delete_provider("a").await.unwrap());
+    assert!(!store.delete_provider("nope").await.unwrap());
+    assert_eq!(store.providers().await.unwrap(), vec![b]);
+}
+
+/// Settings: absent until set, then the last value wins.
+pub async fn settings_crud(store: &dyn Store) {
+    assert_eq!(store.setting("default_model").await.unwrap(), None);
+    store.put_setting("default_model", "a/m1").await.unwrap();
+    store.put_setting("other", "x").await.unwrap();
+    store.put_setting("default_model", "b/m2").await.unwrap();
+    assert_eq!(
+        store.setting("default_model").await.unwrap().as_deref(),
+        Some("b/m2")
+    );
+    assert_eq!(store.setting("other").await.unwrap().as_deref(), Some("x"));
 }

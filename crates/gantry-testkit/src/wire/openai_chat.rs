@@ -53,6 +53,7 @@ pub(crate) fn usage(reply: &Reply, ctx: &Context) -> UsageSpec {
         prompt_tokens: ctx.prompt_chars.div_ceil(4) as u64,
         completion_tokens: out_chars.div_ceil(4) as u64,
         cached_tokens: 0,
+        cache_write_tokens: 0,
         reasoning_tokens: reply.reasoning.chars().count().div_ceil(4) as u64,
     }
 }

@@ -1,0 +1,261 @@
+//! The Messages request body.
+
+use serde_json::{Map, Value, json};
+
+use crate::{Message, ModelRequest, ReasoningBlock, ToolCall};
+
+/// `max_tokens` when the request sets no cap (the API requires one).
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// The extended-thinking budget (`thinking.budget_tokens`) for a reasoning
+/// effort, or `None` when thinking stays off.
+///
+/// | effort | budget |
+/// |---|---|
+/// | `none`, `off`, `disabled`, empty | thinking off |
+/// | `minimal`, `low` | 1024 (the API's minimum) |
+/// | `medium` | 4096 |
+/// | `high` | 16384 |
+/// | `xhigh`, `max` | 32768 |
+/// | a number, e.g. `10000` | that many tokens, at least 1024 |
+/// | anything else | 4096 |
+pub fn thinking_budget(effort: &str) -> Option<u32> {
+    let effort = effort.trim().to_ascii_lowercase();
+    Some(match effort.as_str() {
+        "" | "none" | "off" | "disabled" => return None,
+        "minimal" | "low" => 1024,
+        "medium" => 4096,
+        "high" => 16384,
+        "xhigh" | "max" => 32768,
+        other => other.parse::<u32>().map_or(4096, |n| n.max(1024)),
+    })
+}
+
+/// The JSON body for `request`, always streaming.
+pub(super) fn body(request: &ModelRequest) -> Value {
+    let budget = request.reasoning.as_deref().and_then(thinking_budget);
+    let mut max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    if let Some(budget) = budget
+        && max_tokens <= budget
+    {
+        // The API wants max_tokens > budget_tokens (thinking counts towards
+        // it); the requested cap is kept as room for the answer itself.
+        max_tokens = budget.saturating_add(max_tokens.max(1));
+    }
+
+    let mut body = Map::new();
+    body.insert("model".into(), request.model.clone().into());
+    body.insert("max_tokens".into(), max_tokens.into());
+    if let Some(system) = request.instructions.as_ref().filter(|s| !s.is_empty()) {
+        body.insert("system".into(), system.clone().into());
+    }
+    body.insert("messages".into(), messages(&request.messages).into());
+    if !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect::<Vec<_>>();
+        body.insert("tools".into(), tools.into());
+    }
+    body.insert("stream".into(), true.into());
+    if let Some(budget) = budget {
+        body.insert(
+            "thinking".into(),
+            json!({"type": "enabled", "budget_tokens": budget}),
+        );
+    }
+    Value::Object(body)
+}
+
+/// The conversation as alternating `user`/`assistant` messages of content
+/// blocks: consecutive same-role messages are merged, tool results become
+/// `tool_result` blocks of a user message.
+fn messages(history: &[Message]) -> Vec<Value> {
+    let mut merged: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for m in history {
+        let (role, blocks) = match m {
+            Message::User { text } => ("user", text_block(text).into_iter().collect()),
+            Message::Assistant {
+                reasoning,
+                text,
+                tool_calls,
+            } => ("assistant", assistant_blocks(reasoning, text, tool_calls)),
+            Message::ToolResult { call_id, output } => {
+                let mut block = json!({"type": "tool_result", "tool_use_id": call_id});
+                // `content` is optional; an empty string is left out.
+                if !output.is_empty() {
+                    block["content"] = output.clone().into();
+                }
+                ("user", vec![block])
+            }
+        };
+        // The API rejects empty messages and empty text blocks.
+        if blocks.is_empty() {
+            continue;
+        }
+        match merged.last_mut() {
+            Some((last, content)) if *last == role => content.extend(blocks),
+            _ => merged.push((role, blocks)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(role, mut content)| {
+            if role == "user" {
+                // Tool results must open the user message that answers the
+                // tool calls; a steered user text goes after them. Stable, so
+                // results keep their call order.
+                content.sort_by_key(|b| b["type"] != "tool_result");
+            }
+            json!({"role": role, "content": content})
+        })
+        .collect()
+}
+
+fn text_block(text: &str) -> Option<Value> {
+    (!text.is_empty()).then(|| json!({"type": "text", "text": text}))
+}
+
+/// Reasoning (signed or redacted only), then text, then tool calls.
+fn assistant_blocks(reasoning: &[ReasoningBlock], text: &str, calls: &[ToolCall]) -> Vec<Value> {
+    let mut blocks: Vec<Value> = reasoning.iter().filter_map(thinking_block).collect();
+    blocks.extend(text_block(text));
+    blocks.extend(calls.iter().map(|c| {
+        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": tool_input(&c.arguments)})
+    }));
+    blocks
+}
+
+/// A thinking block as the API wants it back; unsigned thinking (from another
+/// provider, or cut short) is dropped because the API rejects it.
+fn thinking_block(block: &ReasoningBlock) -> Option<Value> {
+    if let Some(data) = &block.opaque {
+        return Some(json!({"type": "redacted_thinking", "data": data}));
+    }
+    let signature = block.signature.as_ref()?;
+    Some(json!({"type": "thinking", "thinking": block.text, "signature": signature}))
+}
+
+/// The arguments as a JSON object. Invalid ones become `{}`: the API only
+/// takes objects, and the tool result already told the model its JSON was bad.
+fn tool_input(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => json!({}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str, args: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "shell".into(),
+            arguments: args.into(),
+        }
+    }
+
+    #[test]
+    fn minimal_body_has_max_tokens_and_no_optional_fields() {
+        let req = ModelRequest {
+            model: "claude".into(),
+            messages: vec![Message::User { text: "hi".into() }].into(),
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&req),
+            json!({"model": "claude", "max_tokens": DEFAULT_MAX_TOKENS, "stream": true,
+                   "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]})
+        );
+    }
+
+    #[test]
+    fn budgets_by_effort_and_max_tokens_above_budget() {
+        assert_eq!(thinking_budget("low"), Some(1024));
+        assert_eq!(thinking_budget("Medium"), Some(4096));
+        assert_eq!(thinking_budget("high"), Some(16384));
+        assert_eq!(thinking_budget("max"), Some(32768));
+        assert_eq!(thinking_budget("500"), Some(1024));
+        assert_eq!(thinking_budget("20000"), Some(20000));
+        assert_eq!(thinking_budget("weird"), Some(4096));
+        assert_eq!(thinking_budget("none"), None);
+
+        let mut req = ModelRequest {
+            reasoning: Some("high".into()),
+            ..ModelRequest::default()
+        };
+        let b = body(&req);
+        assert_eq!(
+            b["thinking"],
+            json!({"type": "enabled", "budget_tokens": 16384})
+        );
+        assert_eq!(b["max_tokens"], 16384 + DEFAULT_MAX_TOKENS);
+        req.max_output_tokens = Some(32000);
+        assert_eq!(body(&req)["max_tokens"], 32000);
+        req.reasoning = Some("none".into());
+        assert!(body(&req).get("thinking").is_none());
+    }
+
+    #[test]
+    fn roles_alternate_and_tool_results_lead_their_user_message() {
+        let history = vec![
+            Message::User { text: "a".into() },
+            Message::User { text: "b".into() },
+            Message::Assistant {
+                reasoning: vec![
+                    ReasoningBlock {
+                        text: "unsigned".into(),
+                        ..ReasoningBlock::default()
+                    },
+                    ReasoningBlock {
+                        text: "t".into(),
+                        signature: Some("sig".into()),
+                        opaque: None,
+                    },
+                    ReasoningBlock {
+                        opaque: Some("blob".into()),
+                        ..ReasoningBlock::default()
+                    },
+                ],
+                text: String::new(),
+                tool_calls: vec![call("t1", r#"{"x":1}"#), call("t2", "{bad")],
+            },
+            Message::User {
+                text: "steer".into(),
+            },
+            Message::ToolResult {
+                call_id: "t1".into(),
+                output: "ok".into(),
+            },
+            Message::ToolResult {
+                call_id: "t2".into(),
+                output: String::new(),
+            },
+        ];
+        let m = messages(&history);
+        assert_eq!(m.len(), 3);
+        assert_eq!(
+            m[0],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "a"}, {"type": "text", "text": "b"}]})
+        );
+        assert_eq!(
+            m[1],
+            json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "t", "signature": "sig"},
+                {"type": "redacted_thinking", "data": "blob"},
+                {"type": "tool_use", "id": "t1", "name": "shell", "input": {"x": 1}},
+                {"type": "tool_use", "id": "t2", "name": "shell", "input": {}}]})
+        );
+        assert_eq!(
+            m[2],
+            json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
+                {"type": "tool_result", "tool_use_id": "t2"},
+                {"type": "text", "text": "steer"}]})
+        );
+    }
+}

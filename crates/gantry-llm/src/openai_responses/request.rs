@@ -1,0 +1,153 @@
+//! The Responses API request body.
+
+use serde_json::{Map, Value, json};
+
+use super::opaque;
+use crate::{Message, ModelRequest, ReasoningBlock};
+
+/// The JSON body for `request`: streaming, stateless (`store: false`, the
+/// whole conversation as `input` every time, no `previous_response_id`).
+pub(super) fn body(request: &ModelRequest) -> Value {
+    let mut input = Vec::with_capacity(request.messages.len() + 2);
+    for m in request.messages.iter() {
+        push_items(m, &mut input);
+    }
+
+    let mut body = Map::new();
+    body.insert("model".into(), request.model.clone().into());
+    if let Some(instructions) = &request.instructions {
+        body.insert("instructions".into(), instructions.clone().into());
+    }
+    body.insert("input".into(), input.into());
+    if !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(|t| {
+                // Not strict: strict mode rejects the optional properties
+                // most tool schemas have.
+                json!({"type": "function", "name": t.name, "description": t.description,
+                       "parameters": t.parameters, "strict": false})
+            })
+            .collect::<Vec<_>>();
+        body.insert("tools".into(), tools.into());
+    }
+    body.insert("stream".into(), true.into());
+    // Nothing is kept server-side, so reasoning must come back encrypted to
+    // be sent again with the next request.
+    body.insert("store".into(), false.into());
+    if let Some(effort) = &request.reasoning {
+        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+        body.insert(
+            "reasoning".into(),
+            json!({"effort": effort, "summary": "auto"}),
+        );
+    }
+    if let Some(max) = request.max_output_tokens {
+        body.insert("max_output_tokens".into(), max.into());
+    }
+    Value::Object(body)
+}
+
+/// Appends the input items of one message, in the order the API produced them.
+fn push_items(m: &Message, input: &mut Vec<Value>) {
+    match m {
+        Message::User { text } => input.push(json!({
+            "type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": text}],
+        })),
+        Message::Assistant {
+            reasoning,
+            text,
+            tool_calls,
+        } => {
+            input.extend(reasoning.iter().filter_map(reasoning_item));
+            if !text.is_empty() {
+                input.push(json!({
+                    "type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": text}],
+                }));
+            }
+            input.extend(tool_calls.iter().map(|c| {
+                json!({"type": "function_call", "call_id": c.id, "name": c.name,
+                       "arguments": c.arguments})
+            }));
+        }
+        Message::ToolResult { call_id, output } => input.push(json!({
+            "type": "function_call_output", "call_id": call_id, "output": output,
+        })),
+    }
+}
+
+/// A `reasoning` input item, for blocks this API produced (others, e.g.
+/// Anthropic thinking, cannot be replayed here and are left out). The item id
+/// is not sent: with `store: false` the server would look it up and fail.
+fn reasoning_item(block: &ReasoningBlock) -> Option<Value> {
+    let encrypted = opaque::decode(block.opaque.as_deref()?)?;
+    let summary: Vec<Value> = if block.text.is_empty() {
+        Vec::new()
+    } else {
+        vec![json!({"type": "summary_text", "text": block.text})]
+    };
+    Some(json!({"type": "reasoning", "summary": summary, "encrypted_content": encrypted}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolCall;
+
+    #[test]
+    fn optional_fields_are_left_out() {
+        let req = ModelRequest {
+            model: "m".into(),
+            messages: vec![Message::User { text: "hi".into() }].into(),
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&req),
+            json!({"model": "m", "input": [
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+            ], "stream": true, "store": false})
+        );
+    }
+
+    #[test]
+    fn only_this_apis_reasoning_is_replayed() {
+        let ours = ReasoningBlock {
+            text: "Thought.".into(),
+            signature: None,
+            opaque: Some(opaque::encode(Some("rs_1"), "gAAAA")),
+        };
+        let anthropic = ReasoningBlock {
+            text: "Claude thought.".into(),
+            signature: Some("sig".into()),
+            opaque: None,
+        };
+        let redacted = ReasoningBlock {
+            opaque: Some("EmwKAhgBEgy".into()),
+            ..ReasoningBlock::default()
+        };
+        let mut input = Vec::new();
+        push_items(
+            &Message::Assistant {
+                reasoning: vec![anthropic, ours, redacted],
+                text: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: "call_1".into(),
+                    name: "shell".into(),
+                    arguments: "{}".into(),
+                }],
+            },
+            &mut input,
+        );
+        assert_eq!(
+            input,
+            vec![
+                json!({"type": "reasoning", "summary": [{"type": "summary_text", "text": "Thought."}],
+                       "encrypted_content": "gAAAA"}),
+                json!({"type": "function_call", "call_id": "call_1", "name": "shell", "arguments": "{}"}),
+            ]
+        );
+    }
+}
