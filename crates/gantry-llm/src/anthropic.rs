@@ -19,7 +19,7 @@ use reqwest::header::HeaderName;
 
 use self::parse::MessageParser;
 use crate::sse::{self, Endpoint};
-use crate::{ClientConfig, ModelClient, ModelError, ModelRequest, ModelStream, http};
+use crate::{ClientConfig, ModelClient, ModelError, ModelRequest, ModelStream};
 
 pub use self::request::{DEFAULT_MAX_TOKENS, thinking_budget};
 
@@ -46,24 +46,13 @@ impl AnthropicClient {
     /// `anthropic-beta`, or another `anthropic-version`) are added last, so
     /// they win.
     pub fn new(config: ClientConfig) -> Result<Self, ModelError> {
-        let url = http::endpoint(&config.base_url, "/messages")?;
         let secret = config
             .api_key
             .as_ref()
             .map(|key| (HeaderName::from_static("x-api-key"), key.clone()));
-        let mut extra = Vec::with_capacity(config.extra_headers.len() + 1);
-        extra.push(("anthropic-version".to_owned(), API_VERSION.to_owned()));
-        extra.extend(config.extra_headers.iter().cloned());
-        let headers = http::headers(secret, &extra)?;
-        Ok(Self {
-            endpoint: Arc::new(Endpoint {
-                http: http::client_for(&url)?,
-                url,
-                headers,
-                retry: config.retry,
-                body: request::body,
-            }),
-        })
+        let version = [("anthropic-version".to_owned(), API_VERSION.to_owned())];
+        let endpoint = Endpoint::new(&config, "/messages", secret, &version, request::body)?;
+        Ok(Self { endpoint })
     }
 
     /// The full `.../messages` URL requests go to.

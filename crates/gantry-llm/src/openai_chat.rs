@@ -11,7 +11,7 @@ use reqwest::header::AUTHORIZATION;
 
 use self::parse::ChunkParser;
 use crate::sse::{self, Endpoint};
-use crate::{ClientConfig, ModelClient, ModelError, ModelRequest, ModelStream, http};
+use crate::{ClientConfig, ModelClient, ModelError, ModelRequest, ModelStream};
 
 /// A [`ModelClient`] for the Chat Completions API. Cheap to clone.
 #[derive(Clone)]
@@ -30,21 +30,12 @@ impl std::fmt::Debug for OpenAiChatClient {
 impl OpenAiChatClient {
     /// Builds a client; fails with [`ModelError::Config`] on a bad URL or header.
     pub fn new(config: ClientConfig) -> Result<Self, ModelError> {
-        let url = http::endpoint(&config.base_url, "/chat/completions")?;
         let secret = config
             .api_key
             .as_ref()
             .map(|key| (AUTHORIZATION, format!("Bearer {key}")));
-        let headers = http::headers(secret, &config.extra_headers)?;
-        Ok(Self {
-            endpoint: Arc::new(Endpoint {
-                http: http::client_for(&url)?,
-                url,
-                headers,
-                retry: config.retry,
-                body: request::body,
-            }),
-        })
+        let endpoint = Endpoint::new(&config, "/chat/completions", secret, &[], request::body)?;
+        Ok(Self { endpoint })
     }
 
     /// The full `.../chat/completions` URL requests go to.

@@ -12,7 +12,7 @@ use reqwest::header::AUTHORIZATION;
 
 use self::parse::EventParser;
 use crate::sse::{self, Endpoint};
-use crate::{ClientConfig, ModelClient, ModelError, ModelRequest, ModelStream, http};
+use crate::{ClientConfig, ModelClient, ModelError, ModelRequest, ModelStream};
 
 /// A [`ModelClient`] for the Responses API. Cheap to clone.
 #[derive(Clone)]
@@ -31,21 +31,12 @@ impl std::fmt::Debug for OpenAiResponsesClient {
 impl OpenAiResponsesClient {
     /// Builds a client; fails with [`ModelError::Config`] on a bad URL or header.
     pub fn new(config: ClientConfig) -> Result<Self, ModelError> {
-        let url = http::endpoint(&config.base_url, "/responses")?;
         let secret = config
             .api_key
             .as_ref()
             .map(|key| (AUTHORIZATION, format!("Bearer {key}")));
-        let headers = http::headers(secret, &config.extra_headers)?;
-        Ok(Self {
-            endpoint: Arc::new(Endpoint {
-                http: http::client_for(&url)?,
-                url,
-                headers,
-                retry: config.retry,
-                body: request::body,
-            }),
-        })
+        let endpoint = Endpoint::new(&config, "/responses", secret, &[], request::body)?;
+        Ok(Self { endpoint })
     }
 
     /// The full `.../responses` URL requests go to.

@@ -11,9 +11,9 @@ use bytes::Bytes;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt};
 use reqwest::Url;
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, HeaderName};
 
-use crate::{ModelError, ModelEvent, ModelRequest, ModelStream, RetryPolicy, http};
+use crate::{ClientConfig, ModelError, ModelEvent, ModelRequest, ModelStream, RetryPolicy, http};
 
 /// Whether the answer is complete after an event.
 #[derive(Debug, PartialEq, Eq)]
@@ -46,6 +46,29 @@ pub(crate) struct Endpoint {
     pub retry: RetryPolicy,
     /// The API's request body for a [`ModelRequest`].
     pub body: fn(&ModelRequest) -> serde_json::Value,
+}
+
+impl Endpoint {
+    /// The endpoint `{base_url}{api_path}` of `config`, sending `secret`
+    /// (header name and value) and `extra` headers (later ones win).
+    pub(crate) fn new(
+        config: &ClientConfig,
+        api_path: &str,
+        secret: Option<(HeaderName, String)>,
+        extra: &[(String, String)],
+        body: fn(&ModelRequest) -> serde_json::Value,
+    ) -> Result<Arc<Self>, ModelError> {
+        let url = http::endpoint(&config.base_url, api_path)?;
+        let mut headers_in = extra.to_vec();
+        headers_in.extend(config.extra_headers.iter().cloned());
+        Ok(Arc::new(Self {
+            http: http::client_for(&url)?,
+            headers: http::headers(secret, &headers_in)?,
+            url,
+            retry: config.retry,
+            body,
+        }))
+    }
 }
 
 /// Starts a lazy streaming request to `endpoint`, parsed by `P`.

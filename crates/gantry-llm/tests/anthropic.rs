@@ -1,25 +1,17 @@
 //! The Anthropic Messages client against the real testkit server over HTTP.
 
-use std::time::Duration;
-
-use futures_util::StreamExt;
 use gantry_llm::anthropic::{API_VERSION, AnthropicClient, DEFAULT_MAX_TOKENS};
 use gantry_llm::{
-    ClientConfig, Message, ModelClient, ModelError, ModelEvent, ModelRequest, ReasoningBlock,
-    RetryPolicy, ToolCall,
+    ClientConfig, Message, ModelError, ModelEvent, ModelRequest, ReasoningBlock, ToolCall,
 };
 use gantry_testkit::{MockLlm, Step, ToolCallSpec, UsageSpec};
 use gantry_types::{ToolSpec, Usage};
 use serde_json::json;
 
-fn fast_retry(max_retries: u32) -> RetryPolicy {
-    RetryPolicy {
-        max_retries,
-        base_delay: Duration::from_millis(1),
-        max_delay: Duration::from_millis(5),
-        max_retry_after: Duration::from_secs(5),
-    }
-}
+mod common;
+use common::*;
+
+const MODEL: &str = "claude-test";
 
 fn client_with(llm: &MockLlm, max_retries: u32) -> AnthropicClient {
     let mut config = ClientConfig::new(llm.base_url());
@@ -36,87 +28,11 @@ fn client(llm: &MockLlm) -> AnthropicClient {
     client_with(llm, 3)
 }
 
-fn hello() -> ModelRequest {
-    ModelRequest {
-        model: "claude-test".into(),
-        messages: vec![Message::User {
-            text: "hello".into(),
-        }]
-        .into(),
-        ..ModelRequest::default()
-    }
-}
-
-/// Every event until the end, and the error that ended it, if any.
-async fn run(
-    client: &AnthropicClient,
-    request: ModelRequest,
-) -> (Vec<ModelEvent>, Option<ModelError>) {
-    let mut stream = client.stream(request);
-    let mut events = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => {
-                assert!(stream.next().await.is_none(), "nothing may follow an error");
-                return (events, Some(error));
-            }
-        }
-    }
-    (events, None)
-}
-
-fn text_of(events: &[ModelEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::TextDelta(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn reasoning_of(events: &[ModelEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::ReasoningDelta(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn calls_of(events: &[ModelEvent]) -> Vec<ToolCall> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::ToolCall(c) => Some(c.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn usage_of(events: &[ModelEvent]) -> Vec<Usage> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::Usage(u) => Some(*u),
-            _ => None,
-        })
-        .collect()
-}
-
-fn finished(reason: &str) -> ModelEvent {
-    ModelEvent::Finished {
-        finish_reason: Some(reason.into()),
-    }
-}
-
 #[tokio::test]
 async fn text_streamed_in_many_chunks_reassembles() {
     let text = "The quick brown fox jumps over the lazy dog. Ünïcödé ✓ survives chunking too.";
     let llm = MockLlm::start(vec![Step::text(text).with_chunk_size(3)]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     let deltas = events
         .iter()
@@ -143,7 +59,7 @@ async fn parallel_tool_use_blocks_with_fragmented_input_arrive_whole_and_in_orde
     .with_text("Looking.")
     .with_chunk_size(3);
     let llm = MockLlm::start(vec![step]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     assert_eq!(text_of(&events), "Looking.");
     assert_eq!(
@@ -184,7 +100,7 @@ async fn thinking_signature_is_sent_back_before_the_tool_use() {
     ])
     .unwrap();
     let client = client(&llm);
-    let mut request = hello();
+    let mut request = hello(MODEL);
     request.reasoning = Some("medium".into());
     let (events, error) = run(&client, request.clone()).await;
     assert_eq!(error, None);
@@ -265,7 +181,7 @@ async fn usage_is_normalized_from_the_wire() {
         reasoning_tokens: 0,
     })])
     .unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     // The wire sends input_tokens 30 + cache_read 60 + cache_creation 10;
     // Gantry counts them together.
@@ -284,7 +200,7 @@ async fn usage_is_normalized_from_the_wire() {
 #[tokio::test]
 async fn headers_carry_key_version_and_extras() {
     let llm = MockLlm::start(vec![Step::text("ok")]).unwrap();
-    let (_, error) = run(&client(&llm), hello()).await;
+    let (_, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     let req = &llm.requests()[0];
     assert_eq!(req.path, "/v1/messages");
@@ -301,7 +217,7 @@ async fn headers_carry_key_version_and_extras() {
 #[tokio::test]
 async fn unauthorized_is_final_and_keeps_the_anthropic_error_body() {
     let llm = MockLlm::start(vec![Step::http_error(401), Step::text("never")]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert!(events.is_empty(), "{events:?}");
     match error {
         Some(ModelError::Auth { status: 401, body }) => {
@@ -321,7 +237,7 @@ async fn rate_limit_honours_retry_after_then_succeeds() {
         Step::text("after the wait"),
     ])
     .unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     match &events[0] {
         ModelEvent::Retrying {
@@ -344,7 +260,7 @@ async fn overloaded_529_beyond_max_retries_is_a_server_error() {
         Step::text("never"),
     ])
     .unwrap();
-    let (events, error) = run(&client_with(&llm, 2), hello()).await;
+    let (events, error) = run(&client_with(&llm, 2), hello(MODEL)).await;
     let retries = events
         .iter()
         .filter(|e| matches!(e, ModelEvent::Retrying { .. }))
@@ -362,7 +278,7 @@ async fn overloaded_529_beyond_max_retries_is_a_server_error() {
 #[tokio::test]
 async fn malformed_event_is_a_malformed_stream() {
     let llm = MockLlm::start(vec![Step::text("hello there").malformed_after(3)]).unwrap();
-    let (_, error) = run(&client(&llm), hello()).await;
+    let (_, error) = run(&client(&llm), hello(MODEL)).await;
     assert!(
         matches!(&error, Some(ModelError::MalformedStream(m)) if m.contains("{not json")),
         "{error:?}"
@@ -376,7 +292,7 @@ async fn cut_stream_delivers_earlier_text_then_stream_cut() {
         Step::text("abcdefghijkl").with_chunk_size(3).cut_after(5),
     ])
     .unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(text_of(&events), "abcdef");
     assert!(matches!(error, Some(ModelError::StreamCut(_))), "{error:?}");
     assert!(
@@ -391,7 +307,7 @@ async fn cut_stream_delivers_earlier_text_then_stream_cut() {
 #[tokio::test]
 async fn in_stream_overloaded_error_is_a_server_error() {
     let llm = MockLlm::start(vec![Step::text("abcdef").with_chunk_size(2).error_after(4)]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(text_of(&events), "ab");
     match error {
         Some(ModelError::Server { status: 529, body }) => {
@@ -505,7 +421,7 @@ async fn recorded_plain_text_stream_replays() {
         "fixtures/anthropic/text.sse"
     ))])
     .unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     assert_eq!(
         events,
@@ -528,7 +444,7 @@ async fn recorded_tool_use_with_thinking_replays() {
         "fixtures/anthropic/tool_use_with_thinking.sse"
     ))])
     .unwrap();
-    let mut request = hello();
+    let mut request = hello(MODEL);
     request.reasoning = Some("low".into());
     let (events, error) = run(&client(&llm), request).await;
     assert_eq!(error, None);

@@ -1,25 +1,17 @@
 //! The Chat Completions client against the real testkit server over HTTP.
 
-use std::time::Duration;
-
 use futures_util::StreamExt;
 use gantry_llm::ClientConfig;
 use gantry_llm::openai_chat::OpenAiChatClient;
-use gantry_llm::{
-    Message, ModelClient, ModelError, ModelEvent, ModelRequest, RetryPolicy, ToolCall,
-};
+use gantry_llm::{Message, ModelClient, ModelError, ModelEvent, ModelRequest, ToolCall};
 use gantry_testkit::{MockLlm, Step, ToolCallSpec, UsageSpec};
 use gantry_types::{ToolSpec, Usage};
 use serde_json::json;
 
-fn fast_retry(max_retries: u32) -> RetryPolicy {
-    RetryPolicy {
-        max_retries,
-        base_delay: Duration::from_millis(1),
-        max_delay: Duration::from_millis(5),
-        max_retry_after: Duration::from_secs(5),
-    }
-}
+mod common;
+use common::*;
+
+const MODEL: &str = "test-model";
 
 fn client_for(base_url: &str, max_retries: u32) -> OpenAiChatClient {
     let mut config = ClientConfig::new(base_url);
@@ -33,56 +25,6 @@ fn client_for(base_url: &str, max_retries: u32) -> OpenAiChatClient {
 
 fn client(llm: &MockLlm) -> OpenAiChatClient {
     client_for(&llm.base_url(), 3)
-}
-
-fn hello() -> ModelRequest {
-    ModelRequest {
-        model: "test-model".into(),
-        messages: vec![Message::User {
-            text: "hello".into(),
-        }]
-        .into(),
-        ..ModelRequest::default()
-    }
-}
-
-/// Every event until the end, and the error that ended it, if any.
-async fn run(
-    client: &OpenAiChatClient,
-    request: ModelRequest,
-) -> (Vec<ModelEvent>, Option<ModelError>) {
-    let mut stream = client.stream(request);
-    let mut events = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => {
-                assert!(stream.next().await.is_none(), "nothing may follow an error");
-                return (events, Some(error));
-            }
-        }
-    }
-    (events, None)
-}
-
-fn text_of(events: &[ModelEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::TextDelta(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn calls_of(events: &[ModelEvent]) -> Vec<ToolCall> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::ToolCall(c) => Some(c.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn retries_of(events: &[ModelEvent]) -> Vec<(u32, u64)> {
@@ -101,7 +43,7 @@ fn retries_of(events: &[ModelEvent]) -> Vec<(u32, u64)> {
 async fn text_streamed_in_many_chunks_reassembles() {
     let text = "The quick brown fox jumps over the lazy dog. Ünïcödé ✓ survives chunking too.";
     let llm = MockLlm::start(vec![Step::text(text).with_chunk_size(3)]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     let deltas = events
         .iter()
@@ -132,7 +74,7 @@ async fn parallel_tool_calls_with_split_arguments_arrive_whole() {
     .with_text("Looking.")
     .with_chunk_size(4);
     let llm = MockLlm::start(vec![step]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     assert_eq!(text_of(&events), "Looking.");
     assert_eq!(
@@ -178,7 +120,7 @@ async fn usage_reports_cached_and_reasoning_tokens() {
         .with_chunk_size(5)
         .with_usage(usage);
     let llm = MockLlm::start(vec![step]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     let reasoning: String = events
         .iter()
@@ -205,7 +147,7 @@ async fn usage_reports_cached_and_reasoning_tokens() {
 #[tokio::test]
 async fn unauthorized_fails_at_once_without_retry() {
     let llm = MockLlm::start(vec![Step::http_error(401), Step::text("never")]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(events, vec![]);
     match error {
         Some(ModelError::Auth { status: 401, body }) => {
@@ -223,7 +165,7 @@ async fn rate_limit_honours_retry_after_then_succeeds() {
         Step::text("made it"),
     ])
     .unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     assert_eq!(retries_of(&events), vec![(1, 1000)]);
     match &events[0] {
@@ -240,7 +182,7 @@ async fn server_errors_beyond_max_retries_fail() {
     let mut steps: Vec<Step> = (0..=max_retries).map(|_| Step::http_error(503)).collect();
     steps.push(Step::text("too late"));
     let llm = MockLlm::start(steps).unwrap();
-    let (events, error) = run(&client_for(&llm.base_url(), max_retries), hello()).await;
+    let (events, error) = run(&client_for(&llm.base_url(), max_retries), hello(MODEL)).await;
     assert_eq!(
         retries_of(&events).iter().map(|r| r.0).collect::<Vec<_>>(),
         vec![1, 2]
@@ -259,7 +201,7 @@ async fn malformed_event_is_reported() {
         Step::text("abcdef").with_chunk_size(2).malformed_after(2),
     ])
     .unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(text_of(&events), "ab");
     match error {
         Some(ModelError::MalformedStream(m)) => assert!(m.contains("{not json"), "{m}"),
@@ -277,7 +219,7 @@ async fn cut_stream_keeps_text_received_before() {
             .cut_after(3),
     ])
     .unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(text_of(&events), "hello world ");
     assert!(matches!(error, Some(ModelError::StreamCut(_))), "{error:?}");
     assert!(
@@ -295,7 +237,7 @@ async fn cut_stream_keeps_text_received_before() {
 #[tokio::test]
 async fn error_inside_the_stream_is_a_server_error() {
     let llm = MockLlm::start(vec![Step::text("partial").error_after(2)]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(text_of(&events), "partial");
     match error {
         Some(ModelError::Server { status: 500, body }) => {
@@ -384,7 +326,7 @@ async fn request_has_openai_shape() {
 async fn base_url_without_version_reaches_the_same_endpoint() {
     let llm = MockLlm::start(vec![Step::text("hi")]).unwrap();
     let root = format!("http://{}", llm.addr());
-    let (events, error) = run(&client_for(&root, 0), hello()).await;
+    let (events, error) = run(&client_for(&root, 0), hello(MODEL)).await;
     assert_eq!(error, None);
     assert_eq!(text_of(&events), "hi");
     assert_eq!(llm.requests()[0].path, "/v1/chat/completions");
@@ -400,7 +342,7 @@ async fn connection_refused_is_a_connect_error() {
         .port();
     let (events, error) = run(
         &client_for(&format!("http://127.0.0.1:{port}/v1"), 1),
-        hello(),
+        hello(MODEL),
     )
     .await;
     assert_eq!(retries_of(&events).len(), 1, "connect failures are retried");
@@ -416,7 +358,7 @@ async fn connection_refused_is_a_connect_error() {
 #[tokio::test]
 async fn exhausted_script_is_a_bad_request_not_retried() {
     let llm = MockLlm::start(Vec::<Step>::new()).unwrap();
-    let (_, error) = run(&client(&llm), hello()).await;
+    let (_, error) = run(&client(&llm), hello(MODEL)).await;
     match error {
         Some(ModelError::BadRequest { status: 400, body }) => {
             assert!(body.contains("script exhausted after 0 requests"), "{body}")
@@ -434,7 +376,7 @@ async fn stream_is_lazy_and_can_be_dropped_midway() {
     ])
     .unwrap();
     let client = client(&llm);
-    let stream = client.stream(hello());
+    let stream = client.stream(hello(MODEL));
     assert_eq!(
         llm.request_count(),
         0,
@@ -442,14 +384,14 @@ async fn stream_is_lazy_and_can_be_dropped_midway() {
     );
     drop(stream);
 
-    let mut stream = client.stream(hello());
+    let mut stream = client.stream(hello(MODEL));
     assert!(matches!(
         stream.next().await,
         Some(Ok(ModelEvent::TextDelta(_)))
     ));
     drop(stream);
     // The client is still usable after abandoning a request.
-    let (events, error) = run(&client, hello()).await;
+    let (events, error) = run(&client, hello(MODEL)).await;
     assert_eq!(error, None);
     assert_eq!(text_of(&events), "next");
 }

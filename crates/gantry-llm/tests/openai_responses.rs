@@ -1,105 +1,25 @@
 //! The Responses API client against the real testkit server over HTTP.
 
-use std::time::Duration;
-
-use futures_util::StreamExt;
 use gantry_llm::openai_responses::OpenAiResponsesClient;
-use gantry_llm::{
-    ClientConfig, Message, ModelClient, ModelError, ModelEvent, ModelRequest, ReasoningBlock,
-    RetryPolicy, ToolCall,
-};
+use gantry_llm::{ClientConfig, Message, ModelError, ModelEvent, ModelRequest, ReasoningBlock};
 use gantry_testkit::{MockLlm, Step, ToolCallSpec, UsageSpec};
 use gantry_types::{ToolSpec, Usage};
 use serde_json::{Value, json};
 
+mod common;
+use common::*;
+
+const MODEL: &str = "gpt-test";
+
 fn client_for(base_url: &str, max_retries: u32) -> OpenAiResponsesClient {
     let mut config = ClientConfig::new(base_url);
     config.api_key = Some("test-key".into());
-    config.retry = RetryPolicy {
-        max_retries,
-        base_delay: Duration::from_millis(1),
-        max_delay: Duration::from_millis(5),
-        max_retry_after: Duration::from_secs(5),
-    };
+    config.retry = fast_retry(max_retries);
     OpenAiResponsesClient::new(config).unwrap()
 }
 
 fn client(llm: &MockLlm) -> OpenAiResponsesClient {
     client_for(&llm.base_url(), 3)
-}
-
-fn hello() -> ModelRequest {
-    ModelRequest {
-        model: "gpt-test".into(),
-        messages: vec![Message::User {
-            text: "hello".into(),
-        }]
-        .into(),
-        ..ModelRequest::default()
-    }
-}
-
-/// Every event until the end, and the error that ended it, if any.
-async fn run(
-    client: &OpenAiResponsesClient,
-    request: ModelRequest,
-) -> (Vec<ModelEvent>, Option<ModelError>) {
-    let mut stream = client.stream(request);
-    let mut events = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => {
-                assert!(stream.next().await.is_none(), "nothing may follow an error");
-                return (events, Some(error));
-            }
-        }
-    }
-    (events, None)
-}
-
-fn text_of(events: &[ModelEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::TextDelta(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn reasoning_of(events: &[ModelEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::ReasoningDelta(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn calls_of(events: &[ModelEvent]) -> Vec<ToolCall> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::ToolCall(c) => Some(c.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
-    ToolCall {
-        id: id.into(),
-        name: name.into(),
-        arguments: arguments.into(),
-    }
-}
-
-fn finished(reason: &str) -> ModelEvent {
-    ModelEvent::Finished {
-        finish_reason: Some(reason.into()),
-    }
 }
 
 fn retries_of(events: &[ModelEvent]) -> Vec<u32> {
@@ -116,7 +36,7 @@ fn retries_of(events: &[ModelEvent]) -> Vec<u32> {
 async fn text_streamed_in_many_chunks_reassembles() {
     let text = "The quick brown fox jumps over the lazy dog. Ünïcödé ✓ survives chunking too.";
     let llm = MockLlm::start(vec![Step::text(text).with_chunk_size(3)]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     let deltas = events
         .iter()
@@ -143,7 +63,7 @@ async fn parallel_tool_calls_with_split_arguments_arrive_whole_and_in_order() {
     .with_text("Looking.")
     .with_chunk_size(4);
     let llm = MockLlm::start(vec![step]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     assert_eq!(text_of(&events), "Looking.");
     assert_eq!(
@@ -169,7 +89,7 @@ async fn reasoning_streams_and_its_encrypted_content_is_sent_back() {
     ])
     .unwrap();
     let client = client(&llm);
-    let mut first = hello();
+    let mut first = hello(MODEL);
     first.reasoning = Some("high".into());
     let (events, error) = run(&client, first.clone()).await;
     assert_eq!(error, None);
@@ -259,7 +179,7 @@ async fn usage_reports_cached_and_reasoning_tokens() {
         .with_reasoning("Let me think about it.")
         .with_usage(usage);
     let llm = MockLlm::start(vec![step]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     let n = events.len();
     assert_eq!(
@@ -278,7 +198,7 @@ async fn usage_reports_cached_and_reasoning_tokens() {
 #[tokio::test]
 async fn incomplete_response_finishes_with_its_reason() {
     let llm = MockLlm::start(vec![Step::text("cut short").with_finish_reason("length")]).unwrap();
-    let mut request = hello();
+    let mut request = hello(MODEL);
     request.max_output_tokens = Some(3);
     let (events, error) = run(&client(&llm), request).await;
     assert_eq!(error, None);
@@ -291,7 +211,7 @@ async fn incomplete_response_finishes_with_its_reason() {
 #[tokio::test]
 async fn unauthorized_fails_at_once_without_retry() {
     let llm = MockLlm::start(vec![Step::http_error(401), Step::text("never")]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(events, vec![]);
     match error {
         Some(ModelError::Auth { status: 401, body }) => {
@@ -309,7 +229,7 @@ async fn rate_limit_honours_retry_after_then_succeeds() {
         Step::text("made it"),
     ])
     .unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     match &events[0] {
         ModelEvent::Retrying {
@@ -329,7 +249,7 @@ async fn server_errors_beyond_max_retries_fail() {
     let mut steps: Vec<Step> = (0..=max_retries).map(|_| Step::http_error(500)).collect();
     steps.push(Step::text("too late"));
     let llm = MockLlm::start(steps).unwrap();
-    let (events, error) = run(&client_for(&llm.base_url(), max_retries), hello()).await;
+    let (events, error) = run(&client_for(&llm.base_url(), max_retries), hello(MODEL)).await;
     assert_eq!(retries_of(&events), vec![1, 2]);
     assert!(
         matches!(error, Some(ModelError::Server { status: 500, .. })),
@@ -346,7 +266,7 @@ async fn malformed_event_is_reported() {
         Step::text("abcdef").with_chunk_size(2).malformed_after(5),
     ])
     .unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(text_of(&events), "ab");
     match error {
         Some(ModelError::MalformedStream(m)) => assert!(m.contains("{not json"), "{m}"),
@@ -364,7 +284,7 @@ async fn cut_stream_keeps_text_received_before() {
             .cut_after(6),
     ])
     .unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(text_of(&events), "hello world ");
     assert!(matches!(error, Some(ModelError::StreamCut(_))), "{error:?}");
     assert!(
@@ -382,7 +302,7 @@ async fn cut_stream_keeps_text_received_before() {
 #[tokio::test]
 async fn error_event_inside_the_stream_is_a_server_error() {
     let llm = MockLlm::start(vec![Step::text("partial").error_after(5)]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(text_of(&events), "partial");
     match error {
         Some(ModelError::Server { status: 500, body }) => {
@@ -403,7 +323,7 @@ async fn failed_response_is_a_server_error_with_its_message() {
         "\n\n",
     );
     let llm = MockLlm::start(vec![Step::raw_sse(sse)]).unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(events, vec![]);
     match error {
         Some(ModelError::Server { body, .. }) => {
@@ -463,7 +383,7 @@ async fn request_has_responses_shape() {
     let client = client(&llm);
     let (_, error) = run(&client, request).await;
     assert_eq!(error, None);
-    let (_, error) = run(&client, hello()).await;
+    let (_, error) = run(&client, hello(MODEL)).await;
     assert_eq!(error, None);
 
     let requests = llm.requests();
@@ -514,7 +434,7 @@ async fn recorded_tool_calls_and_text_replay() {
         "fixtures/openai_responses/tool_call_and_text.sse"
     ))])
     .unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     let deltas: Vec<ModelEvent> = [
         "I'll", " check", " the", " weather", " in", " both", " cities", ".",
@@ -552,7 +472,7 @@ async fn recorded_reasoning_and_text_replay() {
         "fixtures/openai_responses/reasoning_and_text.sse"
     ))])
     .unwrap();
-    let (events, error) = run(&client(&llm), hello()).await;
+    let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
     assert_eq!(
         reasoning_of(&events),

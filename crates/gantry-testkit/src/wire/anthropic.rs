@@ -16,15 +16,8 @@
 use serde_json::{Value, json};
 
 use super::openai_chat::usage;
-use super::{Context, Frame};
+use super::{Context, Frame, place_faults, split_arguments, split_chars};
 use crate::script::Reply;
-
-/// Splits `text` into pieces of at most `size` characters.
-fn split_chars(text: &str, size: usize) -> Vec<String> {
-    let size = size.max(1);
-    let chars: Vec<char> = text.chars().collect();
-    chars.chunks(size).map(|c| c.iter().collect()).collect()
-}
 
 /// A stand-in for Anthropic's opaque signature: base64-looking, and the same
 /// for the same thinking so tests can predict it.
@@ -112,12 +105,9 @@ pub(crate) fn stream_frames(reply: &Reply, ctx: &Context) -> Vec<Frame> {
             .id
             .clone()
             .unwrap_or_else(|| format!("toolu_{}", ctx.first_call + i));
-        let args = call.arguments_text();
-        // At least two fragments whenever possible, so clients must concatenate.
-        let size = reply.chunk_size.min(args.chars().count().div_ceil(2));
         // The API opens every tool input with an empty fragment.
         let deltas = std::iter::once(String::new())
-            .chain(split_chars(&args, size))
+            .chain(split_arguments(&call.arguments_text(), reply.chunk_size))
             .map(|p| json!({"type": "input_json_delta", "partial_json": p}))
             .collect();
         block(
@@ -134,33 +124,26 @@ pub(crate) fn stream_frames(reply: &Reply, ctx: &Context) -> Vec<Frame> {
     ));
     events.push(("message_stop", json!({"type": "message_stop"})));
 
-    let mut frames = Vec::with_capacity(events.len() + 1);
-    for (sent, (event, data)) in events.into_iter().enumerate() {
-        if reply.cut_after == Some(sent) {
-            frames.push(Frame::Cut);
-            return frames;
-        }
-        if reply.error_after == Some(sent) {
-            let err = json!({"type": "error",
-                             "error": {"type": "overloaded_error", "message": "Overloaded"}});
-            frames.push(Frame::Event {
-                event: "error".into(),
-                data: err.to_string(),
-            });
-            return frames;
-        }
-        if reply.malformed_after == Some(sent) {
-            frames.push(Frame::Event {
-                event: "content_block_delta".into(),
-                data: "{not json".into(),
-            });
-        }
-        frames.push(Frame::Event {
+    let events = events
+        .into_iter()
+        .map(|(event, data)| Frame::Event {
             event: event.into(),
             data: data.to_string(),
-        });
-    }
-    frames
+        })
+        .collect();
+    let error = |_| {
+        let err = json!({"type": "error",
+                         "error": {"type": "overloaded_error", "message": "Overloaded"}});
+        Frame::Event {
+            event: "error".into(),
+            data: err.to_string(),
+        }
+    };
+    let malformed = |_: &Frame| Frame::Event {
+        event: "content_block_delta".into(),
+        data: "{not json".into(),
+    };
+    place_faults(reply, events, error, malformed, None)
 }
 
 /// Anthropic's error body for an HTTP status.

@@ -8,6 +8,8 @@ pub(crate) mod openai_responses;
 
 use serde_json::Value;
 
+use crate::script::Reply;
+
 /// The API a request was made to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wire {
@@ -64,4 +66,50 @@ pub(crate) struct Context {
     pub prompt_chars: usize,
     /// The request body, for wire-specific options.
     pub request: Value,
+}
+
+/// Splits `text` into pieces of at most `size` characters.
+pub(crate) fn split_chars(text: &str, size: usize) -> Vec<String> {
+    let size = size.max(1);
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+/// Argument fragments: at most `chunk_size` chars, and at least two fragments
+/// whenever possible so clients must really concatenate.
+pub(crate) fn split_arguments(args: &str, chunk_size: usize) -> Vec<String> {
+    let len = args.chars().count();
+    split_chars(args, chunk_size.min(len.div_ceil(2)))
+}
+
+/// The frames of a stream's events with the reply's scripted faults placed,
+/// counting events from 0: before event `cut_after` the connection is cut;
+/// before event `error_after` the wire's `error` frame (given that number) is
+/// sent and the body ends; before event `malformed_after` the wire's
+/// `malformed` frame (given that event) is inserted. `end` follows the last
+/// event when the stream was not cut short (the `[DONE]` of Chat Completions).
+pub(crate) fn place_faults(
+    reply: &Reply,
+    events: Vec<Frame>,
+    error: impl FnOnce(usize) -> Frame,
+    malformed: impl Fn(&Frame) -> Frame,
+    end: Option<Frame>,
+) -> Vec<Frame> {
+    let mut frames = Vec::with_capacity(events.len() + 2);
+    for (sent, event) in events.into_iter().enumerate() {
+        if reply.cut_after == Some(sent) {
+            frames.push(Frame::Cut);
+            return frames;
+        }
+        if reply.error_after == Some(sent) {
+            frames.push(error(sent));
+            return frames;
+        }
+        if reply.malformed_after == Some(sent) {
+            frames.push(malformed(&event));
+        }
+        frames.push(event);
+    }
+    frames.extend(end);
+    frames
 }

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Context, Frame};
+use super::{Context, Frame, place_faults, split_arguments, split_chars};
 use crate::script::{Reply, UsageSpec};
 
 /// A tool call with its id and arguments resolved.
@@ -68,20 +68,6 @@ fn usage_json(u: UsageSpec) -> Value {
     })
 }
 
-/// Splits `text` into pieces of at most `size` characters.
-fn split_chars(text: &str, size: usize) -> Vec<String> {
-    let size = size.max(1);
-    let chars: Vec<char> = text.chars().collect();
-    chars.chunks(size).map(|c| c.iter().collect()).collect()
-}
-
-/// Argument fragments: at most `chunk_size` chars, and at least two fragments
-/// whenever possible so clients must really concatenate.
-fn split_arguments(args: &str, chunk_size: usize) -> Vec<String> {
-    let len = args.chars().count();
-    split_chars(args, chunk_size.min(len.div_ceil(2)))
-}
-
 /// Every SSE frame of a streamed reply, `[DONE]` included.
 pub(crate) fn stream_frames(reply: &Reply, ctx: &Context) -> Vec<Frame> {
     let chunk = |delta: Value, finish: Option<&str>| {
@@ -128,27 +114,20 @@ pub(crate) fn stream_frames(reply: &Reply, ctx: &Context) -> Vec<Frame> {
         events.push(u.to_string());
     }
 
-    let mut frames = Vec::with_capacity(events.len() + 2);
-    for (sent, event) in events.into_iter().enumerate() {
-        if reply.cut_after == Some(sent) {
-            frames.push(Frame::Cut);
-            return frames;
-        }
-        if reply.error_after == Some(sent) {
-            let err = json!({"error": {
-                "message": "gantry-testkit: scripted stream error",
-                "type": "server_error", "code": 500,
-            }});
-            frames.push(Frame::Data(err.to_string()));
-            return frames;
-        }
-        if reply.malformed_after == Some(sent) {
-            frames.push(Frame::Data("{not json".into()));
-        }
-        frames.push(Frame::Data(event));
-    }
-    frames.push(Frame::Data("[DONE]".into()));
-    frames
+    let error = |_| {
+        let err = json!({"error": {
+            "message": "gantry-testkit: scripted stream error",
+            "type": "server_error", "code": 500,
+        }});
+        Frame::Data(err.to_string())
+    };
+    place_faults(
+        reply,
+        events.into_iter().map(Frame::Data).collect(),
+        error,
+        |_| Frame::Data("{not json".into()),
+        Some(Frame::Data("[DONE]".into())),
+    )
 }
 
 /// The `chat.completion` object answering a `"stream": false` request.

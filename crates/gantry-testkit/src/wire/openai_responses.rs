@@ -17,7 +17,7 @@
 use serde_json::{Value, json};
 
 use super::openai_chat::usage;
-use super::{Context, Frame};
+use super::{Context, Frame, place_faults, split_arguments, split_chars};
 use crate::script::{Reply, UsageSpec};
 
 /// One event before sequence numbering: its type and its data object.
@@ -72,40 +72,39 @@ pub(crate) fn stream_frames(reply: &Reply, ctx: &Context) -> Vec<Frame> {
 
 /// Numbers the events and applies the scripted cut, malformed event and error.
 fn frames(events: Vec<Event>, reply: &Reply) -> Vec<Frame> {
-    let mut frames = Vec::with_capacity(events.len() + 1);
-    for (sent, (kind, mut data)) in events.into_iter().enumerate() {
-        if reply.cut_after == Some(sent) {
-            frames.push(Frame::Cut);
-            return frames;
-        }
-        if reply.error_after == Some(sent) {
-            let error = json!({
-                "type": "error", "code": "server_error",
-                "message": "gantry-testkit: scripted stream error",
-                "param": null, "sequence_number": sent,
-            });
-            frames.push(Frame::Event {
-                event: "error".into(),
-                data: error.to_string(),
-            });
-            return frames;
-        }
-        if reply.malformed_after == Some(sent) {
-            // A corrupted data line under a valid event name: clients must
-            // not trust the name alone.
-            frames.push(Frame::Event {
+    let events = events
+        .into_iter()
+        .enumerate()
+        .map(|(sequence_number, (kind, mut data))| {
+            data["type"] = kind.into();
+            data["sequence_number"] = sequence_number.into();
+            Frame::Event {
                 event: kind.into(),
-                data: "{not json".into(),
-            });
-        }
-        data["type"] = kind.into();
-        data["sequence_number"] = sent.into();
-        frames.push(Frame::Event {
-            event: kind.into(),
-            data: data.to_string(),
+                data: data.to_string(),
+            }
+        })
+        .collect();
+    let error = |sent: usize| {
+        let error = json!({
+            "type": "error", "code": "server_error",
+            "message": "gantry-testkit: scripted stream error",
+            "param": null, "sequence_number": sent,
         });
-    }
-    frames
+        Frame::Event {
+            event: "error".into(),
+            data: error.to_string(),
+        }
+    };
+    // A corrupted data line under a valid event name: clients must not trust
+    // the name alone.
+    let malformed = |event: &Frame| match event {
+        Frame::Event { event, .. } => Frame::Event {
+            event: event.clone(),
+            data: "{not json".into(),
+        },
+        other => other.clone(),
+    };
+    place_faults(reply, events, error, malformed, None)
 }
 
 /// Builds the events of one response in order.
@@ -315,20 +314,6 @@ fn encrypted_content(item_id: &str, text: &str) -> String {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
         });
     format!("gAAAAABgantry-{item_id}-{hash:016x}")
-}
-
-/// Splits `text` into pieces of at most `size` characters.
-fn split_chars(text: &str, size: usize) -> Vec<String> {
-    let size = size.max(1);
-    let chars: Vec<char> = text.chars().collect();
-    chars.chunks(size).map(|c| c.iter().collect()).collect()
-}
-
-/// Argument fragments: at most `chunk_size` chars, and at least two fragments
-/// whenever possible so clients must really concatenate.
-fn split_arguments(args: &str, chunk_size: usize) -> Vec<String> {
-    let len = args.chars().count();
-    split_chars(args, chunk_size.min(len.div_ceil(2)))
 }
 
 #[cfg(test)]
