@@ -90,6 +90,14 @@ pub struct ExecArgs {
     #[arg(long, value_name = "LEVEL", value_parser = ["minimal", "low", "medium", "high"])]
     pub reasoning: Option<String>,
 
+    /// OS sandbox for the agent's shell commands: `workspace-write` (writes
+    /// only in the workspace and the temp dir, no network), `read-only`, or
+    /// `danger-full-access` (no sandbox). A sandboxed mode refuses to start
+    /// where the kernel cannot enforce it.
+    #[arg(long, value_name = "MODE", default_value = "workspace-write",
+          value_parser = ["read-only", "workspace-write", "danger-full-access"])]
+    pub sandbox: String,
+
     /// Extra instructions for the model.
     #[arg(long, value_name = "TEXT")]
     pub instructions: Option<String>,

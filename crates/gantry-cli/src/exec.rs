@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use gantry_core::{CreateThread, EngineBuilder, EngineConfig, IfBusy, Notification, Providers};
 use gantry_store::Store;
+use gantry_tools::SandboxSupport;
 use gantry_types::{EventPayload, ItemKind, ThreadId, TurnStatus};
+use gantry_types::{SandboxMode, ThreadPolicy};
 
 use crate::args::{ExecArgs, Global};
 use crate::render::LiveView;
@@ -55,8 +57,19 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
         None => data.engine(models.resolver.clone(), config).await?,
     };
 
+    let sandbox = sandbox_mode(&args.sandbox);
+    // Never pretend: a sandbox the kernel cannot enforce is an error.
+    SandboxSupport::probe().check(sandbox).map_err(|e| {
+        anyhow::anyhow!("{e}; pass --sandbox danger-full-access to run without a sandbox")
+    })?;
     let thread = match resume {
-        Some(id) => engine.read(&id).await?.thread,
+        Some(id) => {
+            let thread = engine.read(&id).await?.thread;
+            let mut policy = thread.policy.clone();
+            policy.sandbox = sandbox;
+            engine.set_policy(&id, policy).await?;
+            thread
+        }
         None => {
             let cwd = match &args.cwd {
                 Some(dir) => {
@@ -74,6 +87,10 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
                     model: Some(model),
                     instructions: args.instructions.clone(),
                     name: None,
+                    policy: ThreadPolicy {
+                        sandbox,
+                        ..ThreadPolicy::default()
+                    },
                 })
                 .await?
         }
@@ -143,4 +160,12 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
         TurnStatus::Interrupted => ExitCode::from(130),
         _ => ExitCode::from(1),
     })
+}
+
+fn sandbox_mode(name: &str) -> SandboxMode {
+    match name {
+        "read-only" => SandboxMode::ReadOnly,
+        "danger-full-access" => SandboxMode::DangerFullAccess,
+        _ => SandboxMode::WorkspaceWrite,
+    }
 }

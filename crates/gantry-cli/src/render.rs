@@ -156,6 +156,29 @@ impl LiveView {
                 self.line(&format!("{} {text}", self.bold("tool")));
             }
             ItemKind::Error { message } => self.line(&format!("{} {message}", self.red("error:"))),
+            ItemKind::Approval {
+                request,
+                decision,
+                resolved_by,
+                ..
+            } => {
+                let what = request.command.as_deref().unwrap_or(&request.tool);
+                let answer = decision.as_ref().map_or("unanswered".to_owned(), |d| {
+                    format!("{:?}", d.kind()).to_lowercase()
+                });
+                let by = resolved_by.as_deref().unwrap_or("-");
+                self.line(&format!(
+                    "{} {what}: {answer} (by {by})",
+                    self.bold("approval")
+                ));
+            }
+            ItemKind::ExternalTask { tool, error, .. } => {
+                let text = match error {
+                    Some(e) => format!("{tool}: error: {e}"),
+                    None => format!("{tool}: completed by a client"),
+                };
+                self.line(&format!("{} {text}", self.bold("external")));
+            }
             ItemKind::ContextCompaction {
                 tokens_before,
                 tokens_after,

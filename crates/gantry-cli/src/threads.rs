@@ -90,6 +90,22 @@ fn print_transcript(view: &ThreadView) {
                     None => println!("tool {name}"),
                 },
                 ItemKind::Error { message } => println!("error: {message}"),
+                ItemKind::Approval {
+                    request, decision, ..
+                } => println!(
+                    "approval for {}: {:?}",
+                    request.command.as_deref().unwrap_or(&request.tool),
+                    decision
+                ),
+                ItemKind::ExternalTask {
+                    tool,
+                    result,
+                    error,
+                    ..
+                } => println!(
+                    "external task {tool}: {}",
+                    result.as_deref().or(error.as_deref()).unwrap_or("pending")
+                ),
                 ItemKind::ContextCompaction {
                     trigger, summary, ..
                 } => {

@@ -7,14 +7,15 @@ use std::sync::Arc;
 use gantry_store::{Store, ThreadPage, ThreadQuery};
 use gantry_tools::ToolRegistry;
 use gantry_types::{
-    Event, EventPayload, ForkOrigin, ItemId, Thread, ThreadId, ThreadStatus, ThreadView, TurnId,
-    TurnStatus, Usage,
+    ApprovalDecision, Event, EventPayload, ForkOrigin, ItemId, LaneHandler, RuleDecision, Thread,
+    ThreadId, ThreadPolicy, ThreadStatus, ThreadView, TurnId, TurnStatus, Usage,
 };
 use tokio::sync::{Mutex, oneshot};
 
-use crate::actor::{ActorHandle, Command, ThreadActor};
+use crate::actor::{ActorHandle, Command, ExternalTaskInfo, Resolution, ThreadActor};
 use crate::bus::{Bus, ResumeFrom, Subscription};
 use crate::context::{ContextUsage, Counter};
+use crate::policy;
 use crate::providers::Providers;
 use crate::turn;
 use crate::writer::Writer;
@@ -42,6 +43,8 @@ pub struct CreateThread {
     pub instructions: Option<String>,
     /// Optional name.
     pub name: Option<String>,
+    /// What its tool calls may do (the default allows everything, as before).
+    pub policy: ThreadPolicy,
 }
 
 /// State shared by the engine handle, the actors and the turn tasks.
@@ -185,6 +188,9 @@ impl Engine {
             forked_from: None,
             usage: Usage::default(),
             cost_usd: 0.0,
+            paused: false,
+            policy: params.policy,
+            lane_handlers: Vec::new(),
             last_seq: 0,
         };
         self.spawn_new(vec![EventPayload::ThreadCreated {
@@ -291,6 +297,109 @@ impl Engine {
             .model_info(model)
             .map_or(0, |i| i.limit.context);
         Ok(ContextUsage::new(used, limit))
+    }
+
+    /// Answers a pending approval. The first answer wins; a later one (or
+    /// one after a timeout resolved it) gets an "already resolved" error.
+    pub async fn resolve_approval(
+        &self,
+        thread: &ThreadId,
+        approval_id: &str,
+        decision: ApprovalDecision,
+    ) -> Result<(), EngineError> {
+        let resolution = Resolution::Approval {
+            decision,
+            by: "client",
+        };
+        self.ask(thread, |reply| Command::Answer {
+            id: approval_id.to_owned(),
+            resolution,
+            reply,
+        })
+        .await?
+    }
+
+    /// Completes an external task with the tool's result (`Ok`) or an error
+    /// (`Err`); the model gets it as the call's result.
+    pub async fn complete_external_task(
+        &self,
+        thread: &ThreadId,
+        task_id: &str,
+        result: Result<String, String>,
+    ) -> Result<(), EngineError> {
+        self.ask(thread, |reply| Command::Answer {
+            id: task_id.to_owned(),
+            resolution: Resolution::Task(result),
+            reply,
+        })
+        .await?
+    }
+
+    /// External tasks waiting for a client, with their time left.
+    pub async fn pending_external_tasks(
+        &self,
+        thread: &ThreadId,
+    ) -> Result<Vec<ExternalTaskInfo>, EngineError> {
+        self.ask(thread, |reply| Command::ListTasks { reply }).await
+    }
+
+    /// Replaces the thread's policy (persisted; applies from the next tool call,
+    /// also inside a running turn).
+    pub async fn set_policy(
+        &self,
+        thread: &ThreadId,
+        policy: ThreadPolicy,
+    ) -> Result<(), EngineError> {
+        self.ask(thread, |reply| Command::SetPolicy { policy, reply })
+            .await?
+    }
+
+    /// Sets how a lane's tool calls are handled (persisted).
+    pub async fn set_lane_handler(
+        &self,
+        thread: &ThreadId,
+        handler: LaneHandler,
+    ) -> Result<(), EngineError> {
+        self.ask(thread, |reply| Command::SetLaneHandler { handler, reply })
+            .await?
+    }
+
+    /// Pauses the thread: no new model call or tool call starts until resumed.
+    pub async fn pause(&self, thread: &ThreadId) -> Result<(), EngineError> {
+        self.ask(thread, |reply| Command::SetPaused {
+            paused: true,
+            reply,
+        })
+        .await?
+    }
+
+    /// Resumes a paused thread.
+    pub async fn resume(&self, thread: &ThreadId) -> Result<(), EngineError> {
+        self.ask(thread, |reply| Command::SetPaused {
+            paused: false,
+            reply,
+        })
+        .await?
+    }
+
+    /// What the thread's permission rules say about a tool call, and the
+    /// rules that matched (the `CheckPermission` rpc).
+    pub async fn check_permission(
+        &self,
+        thread: &ThreadId,
+        tool: &str,
+        args: &serde_json::Value,
+    ) -> Result<(RuleDecision, Vec<String>), EngineError> {
+        let view = self.read(thread).await?;
+        let request = policy::ToolRequest {
+            tool,
+            args,
+            workspace: std::path::Path::new(&view.thread.cwd),
+        };
+        Ok(policy::check_permission(
+            &view.thread.policy.permissions,
+            &request,
+        ))
     }
 
     /// The thread with its turns and items.

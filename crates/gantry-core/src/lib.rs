@@ -14,10 +14,13 @@ mod config;
 mod context;
 mod engine;
 mod error;
+mod live;
+pub mod policy;
 mod providers;
 mod turn;
 mod writer;
 
+pub use actor::ExternalTaskInfo;
 pub use bus::{Notification, ResumeFrom, Subscription};
 pub use clock::{Clock, SystemClock};
 pub use config::{EngineConfig, ModelResolver, SingleModel};

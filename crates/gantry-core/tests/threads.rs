@@ -170,6 +170,9 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
         forked_from: None,
         usage: Usage::default(),
         cost_usd: 0.0,
+        paused: false,
+        policy: Default::default(),
+        lane_handlers: Vec::new(),
         last_seq: 0,
     };
     let item = |kind, status| Item {

@@ -79,6 +79,9 @@ async fn commit_all(store: &dyn Store) -> Result<(), gantry_store::StoreError> {
         forked_from: None,
         usage: Usage::default(),
         cost_usd: 0.0,
+        paused: false,
+        policy: Default::default(),
+        lane_handlers: Vec::new(),
         last_seq: 0,
     };
     for start in (1..=EVENTS).step_by(BATCH as usize) {

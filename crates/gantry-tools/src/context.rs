@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::sandbox::SandboxPolicy;
+
 /// Receives streaming output (command output chunks) while a tool runs.
 pub type OutputSink = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -39,16 +41,26 @@ pub struct ToolContext {
     pub output: OutputSink,
     /// Limits.
     pub limits: ToolLimits,
+    /// The OS sandbox for shell commands; `read-only` also stops the file
+    /// tools from writing. The engine sets it from the thread's policy.
+    pub sandbox: SandboxPolicy,
 }
 
 impl ToolContext {
-    /// A context with no output sink and default limits (tests, one-off calls).
+    /// A context with no output sink, default limits and NO sandbox
+    /// (`danger-full-access`), for tests and one-off calls. Whoever runs
+    /// an agent's calls sets `sandbox` from the thread's policy (e.g.
+    /// [`SandboxPolicy::new`]`(mode, &workspace)`); it is not defaulted to
+    /// `workspace-write` here so that a context built without a policy
+    /// behaves as it always did rather than failing on a machine that
+    /// cannot sandbox.
     pub fn new(workspace: PathBuf) -> Self {
         Self {
             workspace,
             cancel: CancellationToken::new(),
             output: Arc::new(|_| {}),
             limits: ToolLimits::default(),
+            sandbox: SandboxPolicy::danger_full_access(),
         }
     }
 }

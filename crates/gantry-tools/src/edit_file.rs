@@ -60,6 +60,12 @@ impl Tool for EditFileTool {
             Ok(a) => a,
             Err(msg) => return file_change_error(&args, msg),
         };
+        if !ctx.sandbox.allows_writes() {
+            return file_change_error(
+                &args,
+                format!("{NAME}: the sandbox is read-only; files cannot be changed in this thread"),
+            );
+        }
         let path = match workspace_path::resolve(&ctx.workspace, &a.path) {
             Ok(p) => p,
             Err(e) => return file_change_error(&args, format!("{NAME}: {e}")),

@@ -10,6 +10,7 @@ mod grep;
 mod list_dir;
 mod read_file;
 mod registry;
+pub mod sandbox;
 mod shell;
 mod walk;
 pub mod workspace_path;
@@ -22,6 +23,7 @@ pub use grep::GrepTool;
 pub use list_dir::ListDirTool;
 pub use read_file::ReadFileTool;
 pub use registry::ToolRegistry;
+pub use sandbox::{SandboxError, SandboxPolicy, SandboxSupport};
 pub use shell::ShellTool;
 pub use write_file::WriteFileTool;
 

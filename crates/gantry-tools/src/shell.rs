@@ -1,5 +1,7 @@
 //! `shell`: runs `bash -lc COMMAND` in the workspace, in its own process
-//! group, streaming merged stdout/stderr with a time limit and an output cap.
+//! group, streaming merged stdout/stderr with a time limit and an output cap,
+//! inside the OS sandbox of `ctx.sandbox` (see [`crate::sandbox`]). A command
+//! whose sandbox cannot be enforced is not run.
 //!
 //! `-l` makes the user's login scripts run first (PATH, version managers),
 //! which costs some startup time; a command killed while they run (a very
@@ -22,6 +24,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use crate::common::parse_args;
+use crate::sandbox::{self, PreparedSandbox};
 use crate::workspace_path;
 use crate::{Tool, ToolContext, ToolOutput, ToolStatus};
 
@@ -150,8 +153,29 @@ impl Tool for ShellTool {
                 Err(e) => return fail(&ctx.workspace, format!("shell: workdir: {e}")),
             },
         };
-        match run_command(&parsed.command, &cwd, timeout, &ctx, started).await {
+        // Built before the fork (it allocates and opens files, which the
+        // child must not); off the async threads since it touches the disk.
+        let jail = if ctx.sandbox.is_sandboxed() {
+            let policy = ctx.sandbox.clone();
+            let workspace = ctx.workspace.clone();
+            match tokio::task::spawn_blocking(move || sandbox::prepare(&policy, &workspace)).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => return fail(&cwd, format!("shell: {e}")),
+                Err(e) => return fail(&cwd, format!("shell: sandbox setup failed: {e}")),
+            }
+        } else {
+            None
+        };
+        let sandboxed = jail.is_some();
+        match run_command(&parsed.command, &cwd, timeout, &ctx, jail, started).await {
             Ok(out) => out,
+            Err(e) if sandboxed => fail(
+                &cwd,
+                format!(
+                    "shell: could not start bash in the {} sandbox: {e}",
+                    ctx.sandbox.mode.as_str()
+                ),
+            ),
             Err(e) => fail(&cwd, format!("shell: could not run bash: {e}")),
         }
     }
@@ -183,6 +207,7 @@ async fn run_command(
     cwd: &Path,
     timeout: Duration,
     ctx: &ToolContext,
+    sandbox: Option<PreparedSandbox>,
     started: Instant,
 ) -> std::io::Result<ToolOutput> {
     // One pipe for both stdout and stderr, like `2>&1`: the kernel keeps the
@@ -200,6 +225,18 @@ async fn run_command(
         // with one killpg, and a terminal's signals do not reach it.
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(sandbox) = sandbox {
+        // SAFETY: the hook runs in the child between fork and exec, where
+        // only async-signal-safe work is allowed (another thread of ours may
+        // have held the allocator's lock at fork time). `apply_in_child`
+        // only makes raw system calls on the ruleset fd and filter built
+        // above, before the fork; it allocates nothing and takes no lock.
+        // It runs after std has set up stdio, the cwd and the process
+        // group, so the sandbox covers exactly the exec of bash and on.
+        unsafe {
+            cmd.pre_exec(move || sandbox.apply_in_child());
+        }
+    }
     let spawned = cmd.spawn();
     // The Command holds our copies of the write end; drop them or the pipe
     // never reports EOF.

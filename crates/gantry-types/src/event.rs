@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Item, ItemId, QueuedInput, Thread, ThreadId, Turn, TurnId, TurnStatus, Usage};
+use crate::{
+    Item, ItemId, LaneHandler, QueuedInput, Thread, ThreadId, ThreadPolicy, Turn, TurnId,
+    TurnStatus, Usage,
+};
 
 /// A durable state change. `seq` is dense and increasing per thread, from 1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,6 +39,20 @@ pub enum EventPayload {
     ThreadArchived,
     /// The thread was unarchived.
     ThreadUnarchived,
+    /// Work on the thread was paused: no model or tool call starts until resumed.
+    ThreadPaused,
+    /// Work on the thread was resumed.
+    ThreadResumed,
+    /// The thread's policy was replaced (it applies from the next tool call).
+    PolicyChanged {
+        /// The new policy.
+        policy: ThreadPolicy,
+    },
+    /// A lane's handler was set.
+    LaneHandlerSet {
+        /// The lane and its handler.
+        handler: LaneHandler,
+    },
     /// A user input was queued behind the running turn.
     InputQueued {
         /// The queued input.
@@ -82,6 +99,10 @@ impl EventPayload {
             EventPayload::ThreadCreated { .. } => "thread_created",
             EventPayload::ThreadArchived => "thread_archived",
             EventPayload::ThreadUnarchived => "thread_unarchived",
+            EventPayload::ThreadPaused => "thread_paused",
+            EventPayload::ThreadResumed => "thread_resumed",
+            EventPayload::PolicyChanged { .. } => "policy_changed",
+            EventPayload::LaneHandlerSet { .. } => "lane_handler_set",
             EventPayload::InputQueued { .. } => "input_queued",
             EventPayload::TurnStarted { .. } => "turn_started",
             EventPayload::TurnCompleted { .. } => "turn_completed",

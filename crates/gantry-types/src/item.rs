@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ItemId, TurnId};
+use crate::{ApprovalDecision, ApprovalRequest, HandlerMode, ItemId, Lane, TurnId};
 
 /// Where an item is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,6 +114,40 @@ pub enum ItemKind {
         /// `auto` (the context was nearly full), `manual`, or `clear`.
         trigger: String,
     },
+    /// A tool call waits for a human's approval.
+    Approval {
+        /// Id to answer with.
+        approval_id: String,
+        /// What is asked.
+        request: ApprovalRequest,
+        /// The answer, once given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<ApprovalDecision>,
+        /// `client`, `timeout`, or `interrupt`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resolved_by: Option<String>,
+    },
+    /// A tool call handed to a client (an external or hybrid lane).
+    ExternalTask {
+        /// Id to complete it with.
+        task_id: String,
+        /// The call's lane.
+        lane: Lane,
+        /// Gantry tool name.
+        tool: String,
+        /// `external` (a client runs it) or `hybrid` (the engine runs it too).
+        mode: HandlerMode,
+        /// The call's arguments.
+        payload: Value,
+        /// How long it waits for its client.
+        timeout_ms: u64,
+        /// The result the client (or, for hybrid, the engine) gave.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        /// The error, if it failed or timed out.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// Something went wrong in the turn (model error, crash recovery, limits).
     Error {
         /// One-line, human-readable cause.
@@ -132,6 +166,8 @@ impl ItemKind {
             ItemKind::FileChange { .. } => "file_change",
             ItemKind::ToolCall { .. } => "tool_call",
             ItemKind::ContextCompaction { .. } => "context_compaction",
+            ItemKind::Approval { .. } => "approval",
+            ItemKind::ExternalTask { .. } => "external_task",
             ItemKind::Error { .. } => "error",
         }
     }

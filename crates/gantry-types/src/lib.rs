@@ -7,8 +7,11 @@
 mod event;
 mod ids;
 mod item;
+mod lanes;
 mod model_info;
+mod policy;
 mod provider;
+mod sandbox;
 mod thread;
 mod tool;
 mod turn;
@@ -17,8 +20,15 @@ mod view;
 pub use event::{Delta, DeltaKind, Event, EventPayload};
 pub use ids::{ItemId, ThreadId, TurnId, new_id};
 pub use item::{Item, ItemKind, ItemStatus, ToolCallOrigin};
+pub use lanes::{DEFAULT_EXTERNAL_TIMEOUT_MS, HandlerMode, LaneHandler};
 pub use model_info::{Modalities, ModelCost, ModelInfo, ModelLimit};
+pub use policy::{
+    ApprovalDecision, ApprovalDecisionKind, ApprovalPolicy, ApprovalRequest, ConfirmationPolicy,
+    DEFAULT_CONFIRMATION_TIMEOUT_MS, Lane, PermissionRules, RejectConfig, RuleDecision,
+    ThreadPolicy, TimeoutAction,
+};
 pub use provider::{ProviderConfig, ProviderKind, mask_key};
+pub use sandbox::SandboxMode;
 pub use thread::{ForkOrigin, QueuedInput, Thread, ThreadStatus};
 pub use tool::ToolSpec;
 pub use turn::{Turn, TurnStatus, Usage};

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ThreadId, TurnId, Usage};
+use crate::{LaneHandler, ThreadId, ThreadPolicy, TurnId, Usage};
 
 /// What a thread is doing right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,6 +72,15 @@ pub struct Thread {
     /// What those tokens cost in USD, from the model catalog.
     #[serde(default)]
     pub cost_usd: f64,
+    /// Paused: no model or tool call starts until resumed.
+    #[serde(default)]
+    pub paused: bool,
+    /// What the thread's tool calls may do.
+    #[serde(default)]
+    pub policy: ThreadPolicy,
+    /// Lanes not handled by the engine alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lane_handlers: Vec<LaneHandler>,
     /// Seq of the last event applied.
     #[serde(default)]
     pub last_seq: u64,

@@ -64,13 +64,36 @@ impl ThreadView {
             EventPayload::ThreadCreated { .. } => {}
             EventPayload::ThreadArchived => thread.archived = true,
             EventPayload::ThreadUnarchived => thread.archived = false,
+            EventPayload::ThreadPaused => {
+                thread.paused = true;
+                thread.status = ThreadStatus::Paused;
+            }
+            EventPayload::ThreadResumed => {
+                thread.paused = false;
+                let running = self
+                    .turns
+                    .last()
+                    .is_some_and(|t| t.turn.status == TurnStatus::Running);
+                thread.status = if running {
+                    ThreadStatus::Running
+                } else {
+                    ThreadStatus::Idle
+                };
+            }
+            EventPayload::PolicyChanged { policy } => thread.policy = policy.clone(),
+            EventPayload::LaneHandlerSet { handler } => {
+                thread.lane_handlers.retain(|h| h.lane != handler.lane);
+                thread.lane_handlers.push(*handler);
+            }
             EventPayload::InputQueued { input } => self.queued.push(input.clone()),
             EventPayload::TurnStarted { turn } => {
                 self.queued.retain(|q| q.turn_id != turn.id);
                 if thread.preview.is_empty() {
                     thread.preview = preview_of(&turn.input);
                 }
-                thread.status = ThreadStatus::Running;
+                if !thread.paused {
+                    thread.status = ThreadStatus::Running;
+                }
                 self.turns.push(TurnView {
                     turn: turn.clone(),
                     items: Vec::new(),
@@ -85,6 +108,7 @@ impl ThreadView {
                 error,
             } => {
                 thread.status = match status {
+                    _ if thread.paused => ThreadStatus::Paused,
                     TurnStatus::Failed => ThreadStatus::Failed,
                     _ => ThreadStatus::Idle,
                 };
@@ -163,6 +187,9 @@ mod tests {
             forked_from: None,
             usage: Usage::default(),
             cost_usd: 0.0,
+            paused: false,
+            policy: Default::default(),
+            lane_handlers: Vec::new(),
             last_seq: 0,
         };
         let turn_id = TurnId::from("u");

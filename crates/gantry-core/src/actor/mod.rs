@@ -2,21 +2,27 @@
 //! events) and a mailbox. Every event of the thread is appended here, in seq
 //! order, so no lock guards thread state.
 
+mod pending;
 mod recovery;
+
+pub use pending::ExternalTaskInfo;
+pub(crate) use pending::{Resolution, Waiting};
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use gantry_types::{
-    Delta, Event, EventPayload, Item, ItemKind, ItemStatus, QueuedInput, ThreadId, ThreadView,
-    Turn, TurnId, TurnStatus, Usage,
+    Delta, Event, EventPayload, Item, ItemKind, ItemStatus, LaneHandler, QueuedInput, ThreadId,
+    ThreadPolicy, ThreadView, Turn, TurnId, TurnStatus, Usage,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use self::pending::Pending;
 use crate::EngineError;
 use crate::context::Counter;
 use crate::engine::{IfBusy, Shared};
+use crate::live::{Grants, Live};
 use crate::turn::{self, TurnMode, TurnMsg, TurnSpec};
 
 /// Mailbox size; senders wait when it is full.
@@ -46,6 +52,31 @@ pub(crate) enum Command {
     },
     /// A copy of the thread's state.
     Read { reply: oneshot::Sender<ThreadView> },
+    /// Answer a pending approval or external task.
+    Answer {
+        id: String,
+        resolution: Resolution,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    /// External tasks waiting for a client.
+    ListTasks {
+        reply: oneshot::Sender<Vec<ExternalTaskInfo>>,
+    },
+    /// Replace the thread's policy.
+    SetPolicy {
+        policy: ThreadPolicy,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    /// Pause or resume the thread.
+    SetPaused {
+        paused: bool,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
+    /// Set a lane's handler.
+    SetLaneHandler {
+        handler: LaneHandler,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
     /// Compact (`clear: false`) or clear the context, as a turn of its own.
     Compact {
         clear: bool,
@@ -68,6 +99,9 @@ pub(crate) struct ThreadActor {
     shared: Arc<Shared>,
     view: ThreadView,
     turn: Option<RunningTurn>,
+    live: watch::Sender<Live>,
+    grants: Grants,
+    pending: Pending,
 }
 
 impl ThreadActor {
@@ -80,10 +114,14 @@ impl ThreadActor {
         fresh: Vec<Event>,
     ) -> ActorHandle {
         let (tx, rx) = mpsc::channel(MAILBOX);
+        let live = watch::Sender::new(Live::of(&view.thread));
         let mut actor = ThreadActor {
             shared,
             view,
             turn: None,
+            live,
+            grants: Grants::default(),
+            pending: Pending::default(),
         };
         for event in fresh {
             actor.persist(Arc::new(event)).await;
@@ -134,6 +172,7 @@ impl ThreadActor {
             Command::Interrupt { reply } => match &mut self.turn {
                 Some(turn) => {
                     turn.cancel.cancel();
+                    self.pending.abort_all();
                     turn.interrupt_waiters.push(reply);
                 }
                 None => {
@@ -145,6 +184,39 @@ impl ThreadActor {
             }
             Command::Read { reply } => {
                 let _ = reply.send(self.view.clone());
+            }
+            Command::Answer {
+                id,
+                resolution,
+                reply,
+            } => {
+                let _ = reply.send(self.pending.answer(&id, resolution));
+            }
+            Command::ListTasks { reply } => {
+                let _ = reply.send(self.pending.tasks());
+            }
+            Command::SetPolicy { policy, reply } => {
+                if self.view.thread.policy != policy {
+                    self.emit(EventPayload::PolicyChanged { policy }).await;
+                }
+                let _ = reply.send(Ok(()));
+            }
+            Command::SetPaused { paused, reply } => {
+                if self.view.thread.paused != paused {
+                    let payload = if paused {
+                        EventPayload::ThreadPaused
+                    } else {
+                        EventPayload::ThreadResumed
+                    };
+                    self.emit(payload).await;
+                }
+                let _ = reply.send(Ok(()));
+            }
+            Command::SetLaneHandler { handler, reply } => {
+                if !self.view.thread.lane_handlers.contains(&handler) {
+                    self.emit(EventPayload::LaneHandlerSet { handler }).await;
+                }
+                let _ = reply.send(Ok(()));
             }
             Command::Compact { clear, reply } => {
                 let _ = reply.send(self.compact(clear).await);
@@ -311,6 +383,8 @@ impl ThreadActor {
             cwd: PathBuf::from(&thread.cwd),
             history: turn::history(&self.view),
             mode,
+            live: self.live.subscribe(),
+            grants: self.grants.clone(),
         };
         tokio::spawn(turn::run(
             self.shared.clone(),
@@ -361,6 +435,8 @@ impl ThreadActor {
                 after_seq: self.view.thread.last_seq,
                 kind,
             }),
+            TurnMsg::Await { id, waiting, reply } => self.pending.register(id, waiting, reply),
+            TurnMsg::Expire { id } => self.pending.expire(&id),
         }
     }
 
@@ -369,6 +445,8 @@ impl ThreadActor {
         let Some(turn) = self.turn.take() else {
             return;
         };
+        // Nothing can wait on the turn any more.
+        self.pending = Pending::default();
         if self.view.running_turn().is_some() {
             // The task died without closing its turn (a bug or a panic):
             // close it here so the thread does not stay "running" forever.
@@ -408,6 +486,15 @@ impl ThreadActor {
 
     async fn append(&mut self, event: Event) {
         self.view.apply(&event);
+        if matches!(
+            event.payload,
+            EventPayload::PolicyChanged { .. }
+                | EventPayload::ThreadPaused
+                | EventPayload::ThreadResumed
+                | EventPayload::LaneHandlerSet { .. }
+        ) {
+            self.live.send_replace(Live::of(&self.view.thread));
+        }
         self.persist(Arc::new(event)).await;
     }
 

@@ -35,6 +35,11 @@ impl Emitter {
         let _ = self.tx.send(TurnMsg::Emit(payload));
     }
 
+    /// Sends any message to the actor.
+    pub(crate) fn send(&self, msg: TurnMsg) {
+        let _ = self.tx.send(msg);
+    }
+
     pub(crate) fn delta(&self, item_id: &ItemId, kind: DeltaKind) {
         let _ = self.tx.send(TurnMsg::Delta {
             turn_id: self.turn_id.clone(),

@@ -7,6 +7,7 @@
 
 mod compaction;
 mod emitter;
+mod gate;
 mod history;
 mod model_round;
 mod tool_calls;
@@ -16,15 +17,17 @@ use std::sync::Arc;
 
 use gantry_llm::{Message, ModelRequest};
 use gantry_types::{DeltaKind, EventPayload, ItemId, TurnId, TurnStatus, Usage};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use compaction::compacted_history;
 pub(crate) use emitter::Emitter;
 pub(crate) use history::history;
 
+use crate::actor::{Resolution, Waiting};
 use crate::context::Counter;
 use crate::engine::Shared;
+use crate::live::{Grants, LiveRx};
 
 /// What a turn task tells its thread's actor.
 // Both variants are frequent; boxing the larger would allocate per event.
@@ -38,6 +41,14 @@ pub(crate) enum TurnMsg {
         item_id: ItemId,
         kind: DeltaKind,
     },
+    /// Hold this request open for clients to answer (approval, external task).
+    Await {
+        id: String,
+        waiting: Waiting,
+        reply: oneshot::Sender<Resolution>,
+    },
+    /// The request's time is up: resolve it by policy unless answered.
+    Expire { id: String },
 }
 
 /// What a turn needs to know about its thread.
@@ -50,6 +61,10 @@ pub(crate) struct TurnSpec {
     pub history: Vec<Message>,
     /// What the turn does.
     pub mode: TurnMode,
+    /// The thread's live policy, lanes and pause switch.
+    pub live: LiveRx,
+    /// The thread's "approve for this session" answers.
+    pub grants: Grants,
 }
 
 /// What a turn does.
@@ -77,6 +92,8 @@ struct Loop<'a> {
     rounds: u32,
     usage: Usage,
     counter: Counter,
+    live: LiveRx,
+    grants: Grants,
     /// The provider's token count of the last request and answer, and the
     /// history length it covered: the base of the next estimate.
     known: Option<(u64, usize)>,
@@ -100,6 +117,8 @@ pub(crate) async fn run(
         rounds: 0,
         usage: Usage::default(),
         counter: Counter::for_model(&spec.model),
+        live: spec.live.clone(),
+        grants: spec.grants.clone(),
         known: None,
     };
     let outcome = match spec.mode {
@@ -141,6 +160,9 @@ impl Loop<'_> {
                 return Outcome::Failed(format!(
                     "stopped after {max_rounds} model rounds without a final answer (raise --max-rounds to allow more)"
                 ));
+            }
+            if !self.wait_unpaused().await {
+                return Outcome::Interrupted;
             }
             if let Err(outcome) = self.compact_if_needed(client.as_ref(), &tools).await {
                 return outcome;

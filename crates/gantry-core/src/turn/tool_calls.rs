@@ -1,20 +1,28 @@
-//! Running the tool calls of one answer, in parallel, each as an item.
+//! Running the tool calls of one answer, in parallel, each as an item. Each
+//! call passes the gate first (pause, policy, approval), then runs where its
+//! lane says: in the engine, at a client (external), or both (hybrid).
 
 use std::sync::Arc;
 
 use futures_util::future::join_all;
 use gantry_llm::{Message, ToolCall};
+use gantry_tools::sandbox::SandboxPolicy;
 use gantry_tools::{Tool, ToolContext, ToolStatus};
-use gantry_types::{DeltaKind, Item, ItemKind, ItemStatus, ToolCallOrigin};
+use gantry_types::{DeltaKind, HandlerMode, Item, ItemKind, ItemStatus, ToolCallOrigin};
 use serde_json::Value;
 
 use super::Loop;
+use super::gate::Gate;
+use crate::policy;
 
-/// A call checked and announced, ready to run.
+/// A call checked, ready for the gate.
 enum Prepared {
     Run {
         tool: Arc<dyn Tool>,
+        name: String,
+        call_id: String,
         args: Value,
+        /// Not announced yet: an approval, if any, comes first.
         item: Item,
     },
     /// Not runnable (unknown tool, invalid JSON): answered with this error.
@@ -22,13 +30,14 @@ enum Prepared {
 }
 
 impl Loop<'_> {
-    /// Runs every call and returns their results in call order; every call
-    /// gets an answer, even when refused or interrupted.
+    /// Runs every call concurrently and returns their results in call order;
+    /// every call gets an answer, even when refused or interrupted.
+    // Calls start in the model's order, so a rebuilt history matches what the
+    // model saw; lane priority needs no reordering here since all run at once.
     pub(super) async fn run_tools(&mut self, calls: &[ToolCall]) -> Vec<Message> {
         let round = self.rounds;
         let prepared: Vec<Prepared> = calls.iter().map(|c| self.prepare(round, c)).collect();
-        let runs = prepared.into_iter().map(|p| self.run_one(p));
-        let outputs = join_all(runs).await;
+        let outputs = join_all(prepared.into_iter().map(|p| self.run_one(p))).await;
         calls
             .iter()
             .zip(outputs)
@@ -51,19 +60,19 @@ impl Loop<'_> {
         } else {
             serde_json::from_str(&call.arguments)
         };
-        let announce = |kind: ItemKind| {
+        let new_item = |kind: ItemKind| {
             let mut item = self.em.new_item(round, kind);
             item.tool_call = Some(origin.clone());
-            self.em.announce(&item);
             item
         };
         let refuse = |arguments: Value, error: String| {
-            let item = announce(ItemKind::ToolCall {
+            let item = new_item(ItemKind::ToolCall {
                 name: call.name.clone(),
                 arguments,
                 result: None,
                 error: None,
             });
+            self.em.announce(&item);
             Prepared::Refuse { item, error }
         };
         let Some(tool) = self.shared.tools.get(&call.name).cloned() else {
@@ -96,14 +105,22 @@ impl Loop<'_> {
                 );
             }
         };
-        let item = announce(tool.start_item(&args, &self.tool_context(None)));
-        Prepared::Run { tool, args, item }
+        let item = new_item(tool.start_item(&args, &self.tool_context(None)));
+        Prepared::Run {
+            tool,
+            name: call.name.clone(),
+            call_id: call.id.clone(),
+            args,
+            item,
+        }
     }
 
     fn tool_context(&self, item: Option<&Item>) -> ToolContext {
         let mut ctx = ToolContext::new(self.spec.cwd.clone());
         ctx.cancel = self.cancel.child_token();
         ctx.limits = self.shared.config.tool_limits;
+        let mode = self.live.borrow().policy.sandbox;
+        ctx.sandbox = SandboxPolicy::new(mode, &self.spec.cwd);
         if let Some(item) = item {
             let em = self.em.clone();
             let id = item.id.clone();
@@ -115,34 +132,100 @@ impl Loop<'_> {
     }
 
     async fn run_one(&self, prepared: Prepared) -> String {
-        match prepared {
-            Prepared::Refuse { mut item, error } => {
-                if let ItemKind::ToolCall { error: e, .. } = &mut item.kind {
-                    *e = Some(error.clone());
-                }
-                let output = format!("error: {error}");
-                set_output(&mut item, &output);
-                self.em.complete_item(item, ItemStatus::Failed);
-                output
-            }
+        let (tool, name, call_id, args, item) = match prepared {
+            Prepared::Refuse { item, error } => return self.refuse(item, &error),
             Prepared::Run {
                 tool,
+                name,
+                call_id,
                 args,
-                mut item,
-            } => {
-                let ctx = self.tool_context(Some(&item));
-                let out = tool.run(args, ctx).await;
-                item.kind = out.item;
-                set_output(&mut item, &out.model_output);
-                let status = match out.status {
-                    ToolStatus::Ok => ItemStatus::Completed,
-                    ToolStatus::Error => ItemStatus::Failed,
-                    ToolStatus::Interrupted => ItemStatus::Interrupted,
-                };
-                self.em.complete_item(item, status);
-                out.model_output
+                item,
+            } => (tool, name, call_id, args, item),
+        };
+        if !self.wait_unpaused().await {
+            self.em.announce(&item);
+            return self.refuse_as(item, "interrupted before it ran", ItemStatus::Interrupted);
+        }
+        let cwd = self.spec.cwd.display().to_string();
+        match self.check(&name, &call_id, &args, &cwd).await {
+            Gate::Run => {}
+            Gate::Refuse(reason) => {
+                self.em.announce(&item);
+                return self.refuse(item, &reason);
+            }
+            Gate::Stop => {
+                self.em.announce(&item);
+                return self.refuse_as(item, "interrupted before it ran", ItemStatus::Interrupted);
             }
         }
+        let handler = self.live.borrow().handler(policy::lane_of(&name));
+        match handler {
+            Some(h) if h.mode == HandlerMode::External => {
+                let (mut item, status, output) = self.external(h, &name, &args, item).await;
+                set_output(&mut item, &output);
+                self.em.complete_item(item, status);
+                output
+            }
+            Some(h) => {
+                // Hybrid: clients see the call as a task; the engine runs it.
+                let note = self.em.start_item(
+                    self.rounds,
+                    ItemKind::ExternalTask {
+                        task_id: gantry_types::new_id(),
+                        lane: h.lane,
+                        tool: name.clone(),
+                        mode: HandlerMode::Hybrid,
+                        payload: args.clone(),
+                        timeout_ms: h.timeout_ms,
+                        result: None,
+                        error: None,
+                    },
+                );
+                let (output, status) = self.run_internal(tool, args, item).await;
+                let mut note = note;
+                if let ItemKind::ExternalTask { result, .. } = &mut note.kind {
+                    *result = Some(output.clone());
+                }
+                self.em.complete_item(note, status);
+                output
+            }
+            None => self.run_internal(tool, args, item).await.0,
+        }
+    }
+
+    async fn run_internal(
+        &self,
+        tool: Arc<dyn Tool>,
+        args: Value,
+        mut item: Item,
+    ) -> (String, ItemStatus) {
+        self.em.announce(&item);
+        let ctx = self.tool_context(Some(&item));
+        let out = tool.run(args, ctx).await;
+        item.kind = out.item;
+        set_output(&mut item, &out.model_output);
+        let status = match out.status {
+            ToolStatus::Ok => ItemStatus::Completed,
+            ToolStatus::Error => ItemStatus::Failed,
+            ToolStatus::Interrupted => ItemStatus::Interrupted,
+        };
+        self.em.complete_item(item, status);
+        (out.model_output, status)
+    }
+
+    /// Answers a call that did not run; the item (already announced) fails.
+    fn refuse(&self, item: Item, error: &str) -> String {
+        self.refuse_as(item, error, ItemStatus::Failed)
+    }
+
+    fn refuse_as(&self, mut item: Item, error: &str, status: ItemStatus) -> String {
+        if let ItemKind::ToolCall { error: e, .. } = &mut item.kind {
+            *e = Some(error.to_owned());
+        }
+        let output = format!("error: {error}");
+        set_output(&mut item, &output);
+        self.em.complete_item(item, status);
+        output
     }
 }
 

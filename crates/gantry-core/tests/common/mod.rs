@@ -38,6 +38,7 @@ impl Harness {
                 model: Some("test-model".into()),
                 instructions: Some("be brief".into()),
                 name: None,
+                ..Default::default()
             })
             .await
             .expect("create thread");

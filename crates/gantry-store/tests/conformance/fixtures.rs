@@ -36,6 +36,9 @@ pub fn thread(id: &ThreadId, status: ThreadStatus, archived: bool) -> Thread {
             reasoning_tokens: 4,
         },
         cost_usd: 0.25,
+        paused: false,
+        policy: Default::default(),
+        lane_handlers: Vec::new(),
         last_seq: 7,
     }
 }

@@ -1,0 +1,211 @@
+//! What stands between a tool call and its run: the pause switch, the
+//! thread's policy (allow, deny, or ask a human), and the lane's handler
+//! (the engine, or a client completing an external task).
+
+use std::time::{Duration, Instant};
+
+use gantry_types::{
+    ApprovalDecision, ApprovalDecisionKind, ApprovalRequest, HandlerMode, Item, ItemKind,
+    ItemStatus, LaneHandler, new_id,
+};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::{Loop, TurnMsg};
+use crate::actor::{ExternalTaskInfo, Resolution, Waiting};
+use crate::policy::{self, ToolRequest, Verdict};
+
+/// What the gate lets through.
+pub(super) enum Gate {
+    /// Run the call.
+    Run,
+    /// Do not run it; tell the model this.
+    Refuse(String),
+    /// Do not run it; the turn ends (an abort at an approval, or an interrupt).
+    Stop,
+}
+
+impl Loop<'_> {
+    /// Waits while the thread is paused. False if the turn was interrupted meanwhile.
+    pub(super) async fn wait_unpaused(&self) -> bool {
+        let mut live = self.live.clone();
+        loop {
+            if self.cancel.is_cancelled() {
+                return false;
+            }
+            if !live.borrow_and_update().paused {
+                return true;
+            }
+            tokio::select! {
+                () = self.cancel.cancelled() => return false,
+                changed = live.changed() => if changed.is_err() { return false },
+            }
+        }
+    }
+
+    /// Applies the policy to a call, asking a human when it says so.
+    pub(super) async fn check(&self, tool: &str, call_id: &str, args: &Value, cwd: &str) -> Gate {
+        let policy = self.live.borrow().policy.clone();
+        let request = ToolRequest {
+            tool,
+            args,
+            workspace: &self.spec.cwd,
+        };
+        let verdict = {
+            let grants = self.grants.lock().unwrap_or_else(|p| p.into_inner());
+            policy::decide(&policy, &grants, &request)
+        };
+        let (reason, rules, timeout_ms, on_timeout) = match verdict {
+            Verdict::Allow => return Gate::Run,
+            Verdict::Deny { reason, .. } => {
+                return Gate::Refuse(format!("denied by policy: {reason}"));
+            }
+            Verdict::Ask {
+                reason,
+                rules,
+                timeout_ms,
+                on_timeout,
+            } => (reason, rules, timeout_ms, on_timeout),
+        };
+        let approval_id = new_id();
+        let ask = ApprovalRequest {
+            call_id: call_id.to_owned(),
+            tool: tool.to_owned(),
+            lane: policy::lane_of(tool),
+            command: args
+                .get("command")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            cwd: cwd.to_owned(),
+            arguments: args.clone(),
+            reason,
+            matched_rules: rules,
+            available_decisions: ApprovalDecisionKind::ALL.to_vec(),
+            timeout_ms,
+            on_timeout,
+        };
+        let mut item = self.em.start_item(
+            self.rounds,
+            ItemKind::Approval {
+                approval_id: approval_id.clone(),
+                request: ask,
+                decision: None,
+                resolved_by: None,
+            },
+        );
+        let waiting = Waiting::Approval {
+            timeout_ms,
+            on_timeout,
+        };
+        let Some(Resolution::Approval { decision, by }) =
+            self.wait(&approval_id, waiting, timeout_ms).await
+        else {
+            self.em.complete_item(item, ItemStatus::Interrupted);
+            return Gate::Stop;
+        };
+        if let ItemKind::Approval {
+            decision: d,
+            resolved_by,
+            ..
+        } = &mut item.kind
+        {
+            *d = Some(decision.clone());
+            *resolved_by = Some(by.to_owned());
+        }
+        self.em.complete_item(item, ItemStatus::Completed);
+        match decision {
+            ApprovalDecision::Approve => Gate::Run,
+            ApprovalDecision::ApproveForSession => {
+                self.grants
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(&request);
+                Gate::Run
+            }
+            ApprovalDecision::Deny { reason } => Gate::Refuse(match reason {
+                Some(r) => format!("the user denied this call: {r}"),
+                None => "the user denied this call".to_owned(),
+            }),
+            ApprovalDecision::Abort => {
+                // An abort ends the turn like an interrupt.
+                self.cancel.cancel();
+                Gate::Stop
+            }
+        }
+    }
+
+    /// Hands a call to a client and waits for its result (an external lane).
+    pub(super) async fn external(
+        &self,
+        handler: LaneHandler,
+        tool: &str,
+        args: &Value,
+        mut item: Item,
+    ) -> (Item, ItemStatus, String) {
+        let task_id = new_id();
+        item.kind = ItemKind::ExternalTask {
+            task_id: task_id.clone(),
+            lane: handler.lane,
+            tool: tool.to_owned(),
+            mode: HandlerMode::External,
+            payload: args.clone(),
+            timeout_ms: handler.timeout_ms,
+            result: None,
+            error: None,
+        };
+        self.em.announce(&item);
+        let info = ExternalTaskInfo {
+            task_id: task_id.clone(),
+            lane: handler.lane,
+            tool: tool.to_owned(),
+            payload: args.clone(),
+            timeout_ms: handler.timeout_ms,
+            remaining_ms: handler.timeout_ms,
+            started: Some(Instant::now()),
+        };
+        let outcome = match self
+            .wait(&task_id, Waiting::Task(info), handler.timeout_ms)
+            .await
+        {
+            Some(Resolution::Task(result)) => result,
+            _ => Err("interrupted".to_owned()),
+        };
+        let (status, output) = match &outcome {
+            Ok(result) => (ItemStatus::Completed, result.clone()),
+            Err(e) if self.cancel.is_cancelled() => {
+                (ItemStatus::Interrupted, format!("error: {e}"))
+            }
+            Err(e) => (ItemStatus::Failed, format!("error: {e}")),
+        };
+        if let ItemKind::ExternalTask { result, error, .. } = &mut item.kind {
+            match outcome {
+                Ok(r) => *result = Some(r),
+                Err(e) => *error = Some(e),
+            }
+        }
+        (item, status, output)
+    }
+
+    /// Registers a pending request with the actor and waits for its
+    /// resolution; after `timeout_ms` asks the actor to resolve it by policy.
+    /// `None` if the actor is gone.
+    async fn wait(&self, id: &str, waiting: Waiting, timeout_ms: u64) -> Option<Resolution> {
+        let (tx, mut rx) = oneshot::channel();
+        self.em.send(TurnMsg::Await {
+            id: id.to_owned(),
+            waiting,
+            reply: tx,
+        });
+        tokio::select! {
+            resolution = &mut rx => return resolution.ok(),
+            () = self.cancel.cancelled() => return None,
+            () = tokio::time::sleep(Duration::from_millis(timeout_ms)) => {}
+        }
+        // Time is up: the actor resolves it, unless an answer got there first.
+        self.em.send(TurnMsg::Expire { id: id.to_owned() });
+        tokio::select! {
+            resolution = rx => resolution.ok(),
+            () = self.cancel.cancelled() => None,
+        }
+    }
+}

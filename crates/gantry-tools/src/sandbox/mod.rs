@@ -1,0 +1,275 @@
+//! The OS sandbox for shell commands.
+//!
+//! A [`SandboxPolicy`] says what a command may touch; the `shell` tool
+//! applies it to the spawned `bash` between `fork` and `exec`, so the command
+//! and everything it starts inherit it and cannot drop it.
+//!
+//! On Linux:
+//!
+//! - Filesystem: Landlock (ABI [`SandboxSupport::MIN_LANDLOCK_ABI`] or newer,
+//!   so that truncation is covered too). Everything is readable and
+//!   executable except [`SandboxPolicy::readable_denied`]; only the writable
+//!   roots (and `/dev/null`-style device files) are writable. Denied accesses
+//!   fail with `EACCES` ("Permission denied") in the command's own output.
+//!   On kernels with Landlock ABI 6+, signals to processes outside the
+//!   sandbox (the runtime itself, other users' work) are denied too.
+//! - Network: a seccomp filter makes `socket(2)` fail with `EPERM` for every
+//!   address family except `AF_UNIX` (local tooling keeps working), and
+//!   denies io_uring, which could create sockets behind seccomp's back.
+//!
+//! Nothing is ever "best effort" in a way that matters: when the kernel
+//! cannot enforce a sandboxed mode, the command is refused, never run
+//! unsandboxed. [`SandboxSupport::probe`] lets the daemon or CLI refuse to
+//! start in a sandboxed mode up front unless the user explicitly chose
+//! `danger-full-access`.
+//!
+//! Elsewhere (macOS, BSDs) nothing is implemented yet: sandboxed modes are
+//! reported as not enforceable and commands in them are refused.
+
+use std::path::{Path, PathBuf};
+
+pub use gantry_types::SandboxMode;
+
+#[cfg(target_os = "linux")]
+mod landlock;
+#[cfg(target_os = "linux")]
+mod seccomp;
+mod support;
+
+pub use support::SandboxSupport;
+
+/// What a thread's shell commands may touch.
+///
+/// `mode` decides which of the other fields matter:
+///
+/// | mode | reads | writes | network |
+/// |---|---|---|---|
+/// | `read-only` | all but `readable_denied` | none | denied (`network` ignored) |
+/// | `workspace-write` | all but `readable_denied` | the workspace + `writable_roots` | `network` |
+/// | `danger-full-access` | all | all | all (other fields ignored) |
+///
+/// Under every sandboxed mode the device files `/dev/null`, `/dev/zero`,
+/// `/dev/full` and `/dev/tty` stay writable, since so much tooling writes
+/// to them. Nothing else is: not `/dev/shm` (POSIX shared memory, e.g.
+/// Python's multiprocessing locks), not the user's caches and history files
+/// (login scripts that write there print errors; the command still runs);
+/// add such paths to `writable_roots` if a thread needs them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    /// The mode.
+    pub mode: SandboxMode,
+    /// Directories (or files) writable under `workspace-write`; ignored by
+    /// the other modes. The call's workspace is always writable under
+    /// `workspace-write`, listed here or not. Paths that do not exist when a
+    /// command starts are skipped (which only takes rights away).
+    pub writable_roots: Vec<PathBuf>,
+    /// Paths sandboxed commands may not read (files, or directories with
+    /// everything below them). Empty by default, matching the modes'
+    /// contract "read anything"; add e.g. `~/.ssh` or `~/.aws` to keep
+    /// secrets away from the model.
+    ///
+    /// Landlock can only grant, never carve out, so a denied path is
+    /// enforced by granting read access to every sibling of it and of each
+    /// of its ancestors, and only directory listing to the ancestors
+    /// themselves. Consequences: file contents under a denied path cannot be
+    /// read or executed, but names can still be listed and `stat`ed (listing
+    /// is inherited from the ancestors; Landlock does not cover `stat`);
+    /// files created in an ancestor after the command starts (a new file in
+    /// `~` when `~/.ssh` is denied) are not readable by that command; a hard
+    /// link to a denied file placed elsewhere beforehand is readable. Paths
+    /// that do not exist when the command starts are ignored. A denied path
+    /// inside a writable root is an error (the writable root would grant it
+    /// right back).
+    pub readable_denied: Vec<PathBuf>,
+    /// Whether sandboxed commands may use the network (`workspace-write`
+    /// only: `read-only` never may, `danger-full-access` always may).
+    pub network: bool,
+}
+
+impl SandboxPolicy {
+    /// The default policy for `mode` in `workspace`: under `workspace-write`
+    /// the workspace and the temp dir ([`std::env::temp_dir`], i.e. `$TMPDIR`
+    /// or `/tmp`) are writable; no read is denied; no network.
+    pub fn new(mode: SandboxMode, workspace: &Path) -> Self {
+        let writable_roots = match mode {
+            SandboxMode::WorkspaceWrite => vec![workspace.to_path_buf(), std::env::temp_dir()],
+            SandboxMode::ReadOnly | SandboxMode::DangerFullAccess => Vec::new(),
+        };
+        Self {
+            mode,
+            writable_roots,
+            readable_denied: Vec::new(),
+            network: matches!(mode, SandboxMode::DangerFullAccess),
+        }
+    }
+
+    /// No sandbox at all: what [`crate::ToolContext::new`] uses.
+    pub fn danger_full_access() -> Self {
+        Self {
+            mode: SandboxMode::DangerFullAccess,
+            writable_roots: Vec::new(),
+            readable_denied: Vec::new(),
+            network: true,
+        }
+    }
+
+    /// Whether commands run inside an OS sandbox (any mode but
+    /// `danger-full-access`).
+    pub fn is_sandboxed(&self) -> bool {
+        !matches!(self.mode, SandboxMode::DangerFullAccess)
+    }
+
+    /// Whether tools may write files at all (`false` under `read-only`). The
+    /// file tools check this; where they may write is the workspace rule.
+    pub fn allows_writes(&self) -> bool {
+        !matches!(self.mode, SandboxMode::ReadOnly)
+    }
+
+    /// Whether commands may open network sockets, after the mode's rules.
+    pub fn allows_network(&self) -> bool {
+        match self.mode {
+            SandboxMode::ReadOnly => false,
+            SandboxMode::WorkspaceWrite => self.network,
+            SandboxMode::DangerFullAccess => true,
+        }
+    }
+}
+
+/// Why a sandboxed command could not be started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SandboxError {
+    /// This machine cannot enforce the mode; the command was not run.
+    #[error(
+        "the {mode} sandbox cannot be enforced on this machine ({reason}); the command was not \
+         run. Use danger-full-access only if running unsandboxed is really intended"
+    )]
+    Unavailable {
+        /// The requested mode (`read-only`, `workspace-write`).
+        mode: &'static str,
+        /// What is missing.
+        reason: String,
+    },
+    /// The policy contradicts itself.
+    #[error("invalid sandbox policy: {0}")]
+    InvalidPolicy(String),
+    /// Building the rules failed.
+    #[error("could not set up the sandbox: {0}")]
+    Setup(String),
+}
+
+/// Rules built before `fork`, applied in the child by
+/// [`PreparedSandbox::apply_in_child`].
+#[cfg(target_os = "linux")]
+pub(crate) struct PreparedSandbox {
+    /// The Landlock ruleset (close-on-exec, so `bash` does not inherit it).
+    ruleset: std::os::fd::OwnedFd,
+    /// The seccomp program, when the network is denied.
+    filter: Option<seccomp::Filter>,
+}
+
+/// Uninhabited off Linux: [`prepare`] never returns one there.
+#[cfg(not(target_os = "linux"))]
+pub(crate) enum PreparedSandbox {}
+
+/// Builds the rules for running a command under `policy` in `workspace`.
+/// `Ok(None)` means no sandbox (`danger-full-access`). Blocking (opens the
+/// paths the rules name); cheap unless `readable_denied` is long.
+pub(crate) fn prepare(
+    policy: &SandboxPolicy,
+    workspace: &Path,
+) -> Result<Option<PreparedSandbox>, SandboxError> {
+    if !policy.is_sandboxed() {
+        return Ok(None);
+    }
+    let support = SandboxSupport::probe();
+    support.check(policy.mode)?;
+    prepare_enforceable(policy, workspace).map(Some)
+}
+
+#[cfg(target_os = "linux")]
+fn prepare_enforceable(
+    policy: &SandboxPolicy,
+    workspace: &Path,
+) -> Result<PreparedSandbox, SandboxError> {
+    let mut writable = Vec::new();
+    if matches!(policy.mode, SandboxMode::WorkspaceWrite) {
+        let roots = std::iter::once(workspace).chain(policy.writable_roots.iter().map(|p| &**p));
+        // A root that does not exist cannot be opened for a rule; skipping
+        // it only takes rights away.
+        writable.extend(roots.filter_map(|p| std::fs::canonicalize(p).ok()));
+    }
+    let mut denied = Vec::new();
+    for path in &policy.readable_denied {
+        let Ok(canon) = std::fs::canonicalize(path) else {
+            continue; // nothing there to read now; see the field's docs
+        };
+        if let Some(root) = writable.iter().find(|w| canon.starts_with(w)) {
+            return Err(SandboxError::InvalidPolicy(format!(
+                "{} is in readable_denied but inside the writable root {}, which grants it",
+                canon.display(),
+                root.display()
+            )));
+        }
+        denied.push(canon);
+    }
+    let ruleset = landlock::build_ruleset(policy.mode.as_str(), &writable, &denied)?;
+    let filter = if policy.allows_network() {
+        None
+    } else {
+        Some(seccomp::deny_network()?)
+    };
+    Ok(PreparedSandbox { ruleset, filter })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn prepare_enforceable(
+    policy: &SandboxPolicy,
+    _workspace: &Path,
+) -> Result<PreparedSandbox, SandboxError> {
+    // `check` already refused: no sandboxed mode is enforceable here.
+    Err(SandboxError::Unavailable {
+        mode: policy.mode.as_str(),
+        reason: "the OS sandbox is only implemented on Linux".into(),
+    })
+}
+
+impl PreparedSandbox {
+    /// Confines the calling process. Meant for the child between `fork` and
+    /// `exec` (`pre_exec`): it only makes raw system calls on memory built
+    /// before the fork (no allocation, no locks), so it is async-signal-safe.
+    /// On error the exec must not happen; the caller (std's spawn) reports
+    /// the errno to the parent.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn apply_in_child(&self) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+
+        // SAFETY: prctl with integer arguments only; no memory is shared.
+        // no_new_privs is required for unprivileged Landlock and seccomp,
+        // and stops setuid binaries (sudo) from shedding the sandbox.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: landlock_restrict_self(fd, flags) takes a ruleset fd that
+        // `self` keeps open for as long as this borrow lives, and no pointers.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_restrict_self,
+                self.ruleset.as_raw_fd(),
+                0u32,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if let Some(filter) = &self.filter {
+            filter.install()?;
+        }
+        Ok(())
+    }
+
+    /// Uninhabited off Linux.
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn apply_in_child(&self) -> std::io::Result<()> {
+        match *self {}
+    }
+}
