@@ -230,3 +230,49 @@ fn the_shipped_demo_script_runs() {
     assert!(read(&s.workspace().join("greet.sh")).contains("Greetings from Gantry"));
     assert!(stdout(&out).contains("Hello, world! Greetings from Gantry."));
 }
+
+#[test]
+fn commands_run_in_the_workspace_write_sandbox_unless_told_otherwise() {
+    let s = Scratch::new();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("escaped");
+    let steps = |file: &std::path::Path| {
+        json!({"steps": [
+            {"reply": {"tool_calls": [{"name": "shell", "arguments": {"command": format!("touch {} && echo inside > in.txt", file.display())}}]}},
+            {"reply": {"text": "done"}}
+        ]})
+    };
+    let model = s.script("s.json", steps(&target));
+    let out = s.run(&["exec", "--json", "--model", &model, "escape"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !target.exists(),
+        "the default sandbox blocks writes outside the workspace"
+    );
+    let lines = json_lines(&out);
+    let command = lines
+        .iter()
+        .find(|l| {
+            l["payload"]["type"] == "item_completed"
+                && l["payload"]["item"]["type"] == "command_execution"
+        })
+        .unwrap();
+    assert!(
+        command["payload"]["item"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied")
+    );
+
+    let model = s.script("s2.json", steps(&target));
+    let out = s.run(&[
+        "exec",
+        "--sandbox",
+        "danger-full-access",
+        "--model",
+        &model,
+        "escape",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(target.exists(), "no sandbox when the user opts out");
+}

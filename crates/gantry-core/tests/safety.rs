@@ -413,3 +413,64 @@ async fn policies_persist_with_the_thread_and_rules_can_be_checked() {
     let view = restarted.read(&h.thread.id).await.unwrap();
     assert_eq!(view.thread.policy, policy);
 }
+
+#[tokio::test]
+async fn on_failure_offers_to_rerun_a_failed_command_without_the_sandbox() {
+    // Outside the workspace and the temp dir: the sandbox forbids writing here.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("made-it");
+    let command = format!("touch {}", target.display());
+    let policy = ThreadPolicy {
+        approval: ApprovalPolicy::OnFailure,
+        sandbox: gantry_types::SandboxMode::WorkspaceWrite,
+        ..ThreadPolicy::default()
+    };
+    let h = harness(
+        vec![
+            Step::tool_call("shell", json!({"command": command})),
+            Step::text("ok"),
+        ],
+        policy,
+    )
+    .await;
+    let mut sub = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
+    let turn = h
+        .engine
+        .send_message(&h.thread.id, "go", IfBusy::Reject)
+        .await
+        .unwrap();
+    let ask = started(&mut sub, "approval").await;
+    assert!(!target.exists(), "the sandbox stopped the first run");
+    let ItemKind::Approval { request, .. } = &ask.kind else {
+        unreachable!()
+    };
+    assert!(
+        request.reason.contains("without the sandbox"),
+        "{}",
+        request.reason
+    );
+    h.engine
+        .resolve_approval(&h.thread.id, &approval_id(&ask), ApprovalDecision::Approve)
+        .await
+        .unwrap();
+    let seen = until_turn_ends(&mut sub, &turn).await;
+    assert_eq!(turn_status(&seen), TurnStatus::Completed);
+    assert!(target.exists(), "the approved rerun ran unsandboxed");
+    let view = h.view().await;
+    let exits: Vec<Option<i32>> = view.turns[0]
+        .items
+        .iter()
+        .filter_map(|i| match &i.kind {
+            ItemKind::CommandExecution { exit_code, .. } => Some(*exit_code),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(exits.len(), 2);
+    assert_ne!(exits[0], Some(0));
+    assert_eq!(exits[1], Some(0));
+    assert!(
+        tool_result(&h, 1).starts_with("Exit code: 0"),
+        "{}",
+        tool_result(&h, 1)
+    );
+}

@@ -15,6 +15,14 @@ use super::{Loop, TurnMsg};
 use crate::actor::{ExternalTaskInfo, Resolution, Waiting};
 use crate::policy::{self, ToolRequest, Verdict};
 
+/// An approval to ask for.
+struct Ask {
+    reason: String,
+    rules: Vec<String>,
+    timeout_ms: u64,
+    on_timeout: gantry_types::TimeoutAction,
+}
+
 /// What the gate lets through.
 pub(super) enum Gate {
     /// Run the call.
@@ -55,18 +63,63 @@ impl Loop<'_> {
             let grants = self.grants.lock().unwrap_or_else(|p| p.into_inner());
             policy::decide(&policy, &grants, &request)
         };
-        let (reason, rules, timeout_ms, on_timeout) = match verdict {
-            Verdict::Allow => return Gate::Run,
-            Verdict::Deny { reason, .. } => {
-                return Gate::Refuse(format!("denied by policy: {reason}"));
-            }
+        match verdict {
+            Verdict::Allow => Gate::Run,
+            Verdict::Deny { reason, .. } => Gate::Refuse(format!("denied by policy: {reason}")),
             Verdict::Ask {
                 reason,
                 rules,
                 timeout_ms,
                 on_timeout,
-            } => (reason, rules, timeout_ms, on_timeout),
+            } => {
+                let ask = Ask {
+                    reason,
+                    rules,
+                    timeout_ms,
+                    on_timeout,
+                };
+                self.ask(ask, &request, call_id, cwd).await
+            }
+        }
+    }
+
+    /// Under the `on-failure` approval policy, a command that failed inside
+    /// the sandbox may run again without it, if a human approves.
+    pub(super) async fn ask_to_rerun_unsandboxed(
+        &self,
+        tool: &str,
+        call_id: &str,
+        args: &Value,
+        cwd: &str,
+    ) -> Gate {
+        let policy = self.live.borrow().policy.clone();
+        if !policy::asks_on_failure(&policy) {
+            return Gate::Refuse(String::new());
+        }
+        let request = ToolRequest {
+            tool,
+            args,
+            workspace: &self.spec.cwd,
         };
+        let ask = Ask {
+            reason: "the command failed inside the sandbox; run it again without the sandbox?"
+                .to_owned(),
+            rules: Vec::new(),
+            timeout_ms: policy.confirmation.default_timeout_ms,
+            on_timeout: policy.confirmation.timeout_action,
+        };
+        self.ask(ask, &request, call_id, cwd).await
+    }
+
+    /// Puts an approval item in front of clients and waits for the answer.
+    async fn ask(&self, ask: Ask, request: &ToolRequest<'_>, call_id: &str, cwd: &str) -> Gate {
+        let Ask {
+            reason,
+            rules,
+            timeout_ms,
+            on_timeout,
+        } = ask;
+        let (tool, args) = (request.tool, request.args);
         let approval_id = new_id();
         let ask = ApprovalRequest {
             call_id: call_id.to_owned(),
@@ -119,7 +172,7 @@ impl Loop<'_> {
                 self.grants
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(&request);
+                    .insert(request);
                 Gate::Run
             }
             ApprovalDecision::Deny { reason } => Gate::Refuse(match reason {

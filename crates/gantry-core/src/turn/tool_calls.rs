@@ -181,7 +181,7 @@ impl Loop<'_> {
                         error: None,
                     },
                 );
-                let (output, status) = self.run_internal(tool, args, item).await;
+                let (output, status, _) = self.run_internal(tool, args, item, false).await;
                 let mut note = note;
                 if let ItemKind::ExternalTask { result, .. } = &mut note.kind {
                     *result = Some(output.clone());
@@ -189,19 +189,52 @@ impl Loop<'_> {
                 self.em.complete_item(note, status);
                 output
             }
-            None => self.run_internal(tool, args, item).await.0,
+            None => {
+                let origin = item.tool_call.clone();
+                let (output, _, failed) = self
+                    .run_internal(tool.clone(), args.clone(), item, false)
+                    .await;
+                if !failed {
+                    return output;
+                }
+                // Under `on-failure`, a command that failed in the sandbox
+                // may run again without it, once a human approves.
+                match self
+                    .ask_to_rerun_unsandboxed(&name, &call_id, &args, &cwd)
+                    .await
+                {
+                    Gate::Run => {
+                        let mut again = self.em.new_item(
+                            self.rounds,
+                            tool.start_item(&args, &self.tool_context(None)),
+                        );
+                        again.tool_call = origin;
+                        self.run_internal(tool, args, again, true).await.0
+                    }
+                    _ => output,
+                }
+            }
         }
     }
 
+    /// Runs a call in the engine. Returns what the model is told, the item's
+    /// status, and whether it was a command that failed inside the sandbox.
     async fn run_internal(
         &self,
         tool: Arc<dyn Tool>,
         args: Value,
         mut item: Item,
-    ) -> (String, ItemStatus) {
+        unsandboxed: bool,
+    ) -> (String, ItemStatus, bool) {
         self.em.announce(&item);
-        let ctx = self.tool_context(Some(&item));
+        let mut ctx = self.tool_context(Some(&item));
+        if unsandboxed {
+            ctx.sandbox = SandboxPolicy::danger_full_access();
+        }
+        let sandboxed = ctx.sandbox.is_sandboxed();
         let out = tool.run(args, ctx).await;
+        let failed_in_sandbox = sandboxed
+            && matches!(out.item, ItemKind::CommandExecution { exit_code: Some(code), .. } if code != 0);
         item.kind = out.item;
         set_output(&mut item, &out.model_output);
         let status = match out.status {
@@ -210,7 +243,7 @@ impl Loop<'_> {
             ToolStatus::Interrupted => ItemStatus::Interrupted,
         };
         self.em.complete_item(item, status);
-        (out.model_output, status)
+        (out.model_output, status, failed_in_sandbox)
     }
 
     /// Answers a call that did not run; the item (already announced) fails.
