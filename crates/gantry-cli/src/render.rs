@@ -156,6 +156,9 @@ impl LiveView {
                 self.line(&format!("{} {text}", self.bold("tool")));
             }
             ItemKind::Error { message } => self.line(&format!("{} {message}", self.red("error:"))),
+            ItemKind::StructuredOutput { payload, .. } => {
+                self.line(&format!("{} {payload}", self.bold("output")));
+            }
             ItemKind::Approval {
                 request,
                 decision,

@@ -90,6 +90,7 @@ fn print_transcript(view: &ThreadView) {
                     None => println!("tool {name}"),
                 },
                 ItemKind::Error { message } => println!("error: {message}"),
+                ItemKind::StructuredOutput { payload, .. } => println!("output: {payload}"),
                 ItemKind::Approval {
                     request, decision, ..
                 } => println!(

@@ -234,7 +234,7 @@ fn the_shipped_demo_script_runs() {
 #[test]
 fn commands_run_in_the_workspace_write_sandbox_unless_told_otherwise() {
     let s = Scratch::new();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = gantry_testkit::process::dir_outside_temp().unwrap();
     let target = outside.path().join("escaped");
     let steps = |file: &std::path::Path| {
         json!({"steps": [

@@ -179,6 +179,7 @@ impl Bus {
                     DeltaKind::AgentText(_) => DeltaKind::AgentText,
                     DeltaKind::Reasoning(_) => DeltaKind::Reasoning,
                     DeltaKind::CommandOutput(_) => DeltaKind::CommandOutput,
+                    DeltaKind::StructuredOutput(_) => DeltaKind::StructuredOutput,
                 },
                 text: String::new(),
             });

@@ -139,7 +139,7 @@ impl EngineBuilder {
 /// The engine. Clone it freely: clones share one runtime.
 #[derive(Clone)]
 pub struct Engine {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl Engine {
@@ -191,6 +191,7 @@ impl Engine {
             paused: false,
             policy: params.policy,
             lane_handlers: Vec::new(),
+            goal: None,
             last_seq: 0,
         };
         self.spawn_new(vec![EventPayload::ThreadCreated {
@@ -571,7 +572,7 @@ impl Engine {
     }
 
     /// Sends a command to a thread's actor and waits for the reply.
-    async fn ask<T>(
+    pub(crate) async fn ask<T>(
         &self,
         thread: &ThreadId,
         make: impl FnOnce(oneshot::Sender<T>) -> Command,

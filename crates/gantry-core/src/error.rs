@@ -49,6 +49,15 @@ pub enum EngineError {
     /// The command's input is invalid.
     #[error("{0}")]
     InvalidInput(String),
+    /// A structured-output turn ended without valid output (the retry or
+    /// round limit, an interrupt, a model error, the goal's token budget).
+    #[error("structured output failed in turn {turn}: {reason}")]
+    Structured {
+        /// The turn that ran.
+        turn: TurnId,
+        /// Why it has no output.
+        reason: String,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

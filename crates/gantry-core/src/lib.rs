@@ -15,8 +15,10 @@ mod context;
 mod engine;
 mod error;
 mod live;
+mod plans;
 pub mod policy;
 mod providers;
+mod structured_api;
 mod turn;
 mod writer;
 
@@ -29,3 +31,7 @@ pub use engine::{CreateThread, Engine, EngineBuilder, IfBusy};
 pub use error::EngineError;
 pub use gantry_store::{ThreadPage, ThreadQuery};
 pub use providers::{DEFAULT_MODEL_SETTING, Providers, ProvidersConfig};
+pub use structured_api::{
+    DEFAULT_STRUCTURED_RETRIES, StructuredChunk, StructuredOutput, StructuredRequest,
+    StructuredStream,
+};

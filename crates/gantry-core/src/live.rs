@@ -1,10 +1,10 @@
 //! Settings a running turn must see change while it runs: the thread's
-//! policy, lane handlers and pause state. The actor owns them and publishes
+//! policy, lane handlers, pause state and goal. The actor owns them and publishes
 //! every change on a watch channel; turn tasks read the latest.
 
 use std::sync::{Arc, Mutex};
 
-use gantry_types::{HandlerMode, Lane, LaneHandler, Thread, ThreadPolicy};
+use gantry_types::{HandlerMode, Lane, LaneHandler, Thread, ThreadGoal, ThreadPolicy};
 use tokio::sync::watch;
 
 use crate::policy::SessionGrants;
@@ -15,6 +15,8 @@ pub(crate) struct Live {
     pub policy: ThreadPolicy,
     pub lanes: Vec<LaneHandler>,
     pub paused: bool,
+    /// The thread goal, whose token budget stops a turn.
+    pub goal: Option<ThreadGoal>,
 }
 
 impl Live {
@@ -24,6 +26,7 @@ impl Live {
             policy: thread.policy.clone(),
             lanes: thread.lane_handlers.clone(),
             paused: thread.paused,
+            goal: thread.goal.clone(),
         }
     }
 

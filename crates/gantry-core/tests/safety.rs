@@ -417,7 +417,7 @@ async fn policies_persist_with_the_thread_and_rules_can_be_checked() {
 #[tokio::test]
 async fn on_failure_offers_to_rerun_a_failed_command_without_the_sandbox() {
     // Outside the workspace and the temp dir: the sandbox forbids writing here.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = gantry_testkit::process::dir_outside_temp().unwrap();
     let target = outside.path().join("made-it");
     let command = format!("touch {}", target.display());
     let policy = ThreadPolicy {

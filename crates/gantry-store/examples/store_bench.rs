@@ -82,6 +82,7 @@ async fn commit_all(store: &dyn Store) -> Result<(), gantry_store::StoreError> {
         paused: false,
         policy: Default::default(),
         lane_handlers: Vec::new(),
+        goal: None,
         last_seq: 0,
     };
     for start in (1..=EVENTS).step_by(BATCH as usize) {

@@ -32,3 +32,29 @@ pub fn live_group_members(pgid: u32) -> Vec<u32> {
     }
     live
 }
+
+/// A fresh directory that is NOT under the system temp dir, for tests that
+/// must write somewhere a `workspace-write` sandbox forbids (it allows the
+/// workspace and the temp dir). Tries `/var/tmp`, then `$HOME`. Removed when
+/// dropped.
+pub fn dir_outside_temp() -> std::io::Result<tempfile::TempDir> {
+    let temp = std::env::temp_dir();
+    let temp = std::fs::canonicalize(&temp).unwrap_or(temp);
+    let candidates = [
+        Some(std::path::PathBuf::from("/var/tmp")),
+        std::env::var_os("HOME").map(std::path::PathBuf::from),
+    ];
+    for dir in candidates.into_iter().flatten() {
+        let Ok(dir) = std::fs::canonicalize(&dir) else {
+            continue;
+        };
+        if dir.is_dir() && !dir.starts_with(&temp) {
+            return tempfile::Builder::new()
+                .prefix("gantry-test-")
+                .tempdir_in(dir);
+        }
+    }
+    Err(std::io::Error::other(
+        "no directory outside the temp dir to test the sandbox with (tried /var/tmp and $HOME)",
+    ))
+}

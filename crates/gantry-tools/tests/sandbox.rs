@@ -1,7 +1,7 @@
 //! The OS sandbox, against a real bash and the real kernel.
 //!
 //! Every directory a test needs outside the sandbox's writable roots lives
-//! under `CARGO_TARGET_TMPDIR` (in the target dir), because the default
+//! under `/var/tmp` or `$HOME` (see `dir_outside_temp`), because the default
 //! writable roots include the system temp dir where `tempfile` puts things.
 //!
 //! On a machine that cannot enforce the sandbox the enforcement tests print
@@ -26,7 +26,7 @@ use tempfile::TempDir;
 /// A directory outside the system temp dir (and so outside every default
 /// writable root).
 fn outside_dir() -> TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    gantry_testkit::process::dir_outside_temp().unwrap()
 }
 
 /// `true` when the sandbox can be enforced here; otherwise prints why the

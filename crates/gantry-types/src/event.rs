@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Item, ItemId, LaneHandler, QueuedInput, Thread, ThreadId, ThreadPolicy, Turn, TurnId,
-    TurnStatus, Usage,
+    ExecutionPlan, Item, ItemId, LaneHandler, PlanStepStatus, QueuedInput, Thread, ThreadGoal,
+    ThreadId, ThreadPolicy, Turn, TurnId, TurnStatus, Usage,
 };
 
 /// A durable state change. `seq` is dense and increasing per thread, from 1.
@@ -90,6 +90,27 @@ pub enum EventPayload {
         /// Its final state.
         item: Item,
     },
+    /// The thread goal was set or changed (status, budget, usage).
+    GoalUpdated {
+        /// Its new state.
+        goal: ThreadGoal,
+    },
+    /// The thread goal was removed.
+    GoalCleared,
+    /// A plan was stored on the thread.
+    PlanStored {
+        /// The plan, with its id.
+        plan: ExecutionPlan,
+    },
+    /// A plan step changed status.
+    PlanStepUpdated {
+        /// The plan.
+        plan_id: String,
+        /// The step.
+        step_id: String,
+        /// Its new status.
+        status: PlanStepStatus,
+    },
 }
 
 impl EventPayload {
@@ -108,6 +129,10 @@ impl EventPayload {
             EventPayload::TurnCompleted { .. } => "turn_completed",
             EventPayload::ItemStarted { .. } => "item_started",
             EventPayload::ItemCompleted { .. } => "item_completed",
+            EventPayload::GoalUpdated { .. } => "goal_updated",
+            EventPayload::GoalCleared => "goal_cleared",
+            EventPayload::PlanStored { .. } => "plan_stored",
+            EventPayload::PlanStepUpdated { .. } => "plan_step_updated",
         }
     }
 
@@ -152,13 +177,18 @@ pub enum DeltaKind {
     Reasoning(String),
     /// Command output (stdout and stderr, lossily decoded as UTF-8).
     CommandOutput(String),
+    /// Structured output JSON as it arrives (possibly partial).
+    StructuredOutput(String),
 }
 
 impl DeltaKind {
     /// The text carried.
     pub fn text(&self) -> &str {
         match self {
-            DeltaKind::AgentText(t) | DeltaKind::Reasoning(t) | DeltaKind::CommandOutput(t) => t,
+            DeltaKind::AgentText(t)
+            | DeltaKind::Reasoning(t)
+            | DeltaKind::CommandOutput(t)
+            | DeltaKind::StructuredOutput(t) => t,
         }
     }
 }

@@ -148,6 +148,15 @@ pub enum ItemKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// Output the model submitted through `submit_output`, valid against the
+    /// requested JSON Schema. Only accepted submissions become this item.
+    StructuredOutput {
+        /// The schema's name, when the caller gave one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        schema_name: Option<String>,
+        /// The accepted payload (`null` while in progress).
+        payload: Value,
+    },
     /// Something went wrong in the turn (model error, crash recovery, limits).
     Error {
         /// One-line, human-readable cause.
@@ -168,6 +177,7 @@ impl ItemKind {
             ItemKind::ContextCompaction { .. } => "context_compaction",
             ItemKind::Approval { .. } => "approval",
             ItemKind::ExternalTask { .. } => "external_task",
+            ItemKind::StructuredOutput { .. } => "structured_output",
             ItemKind::Error { .. } => "error",
         }
     }

@@ -12,6 +12,7 @@ mod model_info;
 mod policy;
 mod provider;
 mod sandbox;
+mod structured;
 mod thread;
 mod tool;
 mod turn;
@@ -29,6 +30,10 @@ pub use policy::{
 };
 pub use provider::{ProviderConfig, ProviderKind, mask_key};
 pub use sandbox::SandboxMode;
+pub use structured::{
+    AgentGoal, Complexity, ExecutionPlan, GoalCheck, PlanStep, PlanStepStatus, ThreadGoal,
+    ThreadGoalStatus,
+};
 pub use thread::{ForkOrigin, QueuedInput, Thread, ThreadStatus};
 pub use tool::ToolSpec;
 pub use turn::{Turn, TurnStatus, Usage};

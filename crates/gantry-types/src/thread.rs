@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{LaneHandler, ThreadId, ThreadPolicy, TurnId, Usage};
+use crate::{LaneHandler, ThreadGoal, ThreadId, ThreadPolicy, TurnId, Usage};
 
 /// What a thread is doing right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,6 +81,9 @@ pub struct Thread {
     /// Lanes not handled by the engine alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lane_handlers: Vec<LaneHandler>,
+    /// What the thread works toward, with its token budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<ThreadGoal>,
     /// Seq of the last event applied.
     #[serde(default)]
     pub last_seq: u64,

@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Event, EventPayload, Item, QueuedInput, Thread, ThreadStatus, Turn, TurnStatus};
+use crate::{
+    Event, EventPayload, ExecutionPlan, Item, QueuedInput, Thread, ThreadStatus, Turn, TurnStatus,
+};
 
 /// A turn with its items, in the order they started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +26,9 @@ pub struct ThreadView {
     /// Inputs waiting for the running turn to end.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queued: Vec<QueuedInput>,
+    /// Plans stored on the thread, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plans: Vec<ExecutionPlan>,
 }
 
 impl ThreadView {
@@ -39,6 +44,7 @@ impl ThreadView {
             thread: thread.clone(),
             turns: Vec::new(),
             queued: Vec::new(),
+            plans: Vec::new(),
         };
         view.thread.last_seq = first.seq;
         for event in events {
@@ -62,6 +68,30 @@ impl ThreadView {
         thread.updated_at = event.ts;
         match &event.payload {
             EventPayload::ThreadCreated { .. } => {}
+            EventPayload::GoalUpdated { goal } => thread.goal = Some(goal.clone()),
+            EventPayload::GoalCleared => thread.goal = None,
+            EventPayload::PlanStored { plan } => {
+                // Storing a plan again under its id replaces it.
+                self.plans.retain(|p| p.id != plan.id);
+                self.plans.push(plan.clone());
+            }
+            EventPayload::PlanStepUpdated {
+                plan_id,
+                step_id,
+                status,
+            } => {
+                let step = self
+                    .plans
+                    .iter_mut()
+                    .find(|p| &p.id == plan_id)
+                    .and_then(|p| {
+                        p.updated_at = event.ts;
+                        p.steps.iter_mut().find(|s| &s.id == step_id)
+                    });
+                if let Some(step) = step {
+                    step.status = *status;
+                }
+            }
             EventPayload::ThreadArchived => thread.archived = true,
             EventPayload::ThreadUnarchived => thread.archived = false,
             EventPayload::ThreadPaused => {
@@ -190,6 +220,7 @@ mod tests {
             paused: false,
             policy: Default::default(),
             lane_handlers: Vec::new(),
+            goal: None,
             last_seq: 0,
         };
         let turn_id = TurnId::from("u");

@@ -4,9 +4,11 @@
 
 mod pending;
 mod recovery;
+mod structured;
 
 pub use pending::ExternalTaskInfo;
 pub(crate) use pending::{Resolution, Waiting};
+pub(crate) use structured::StructuredCommand;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -82,6 +84,8 @@ pub(crate) enum Command {
         clear: bool,
         reply: oneshot::Sender<Result<TurnId, EngineError>>,
     },
+    /// Structured output, plans and the thread goal.
+    Structured(StructuredCommand),
 }
 
 /// Handle to a thread actor's mailbox.
@@ -93,6 +97,8 @@ struct RunningTurn {
     steer: mpsc::UnboundedSender<String>,
     rx: mpsc::UnboundedReceiver<TurnMsg>,
     interrupt_waiters: Vec<oneshot::Sender<Option<TurnId>>>,
+    /// The turn said it stopped for the goal's token budget.
+    budget_limited: bool,
 }
 
 pub(crate) struct ThreadActor {
@@ -221,6 +227,7 @@ impl ThreadActor {
             Command::Compact { clear, reply } => {
                 let _ = reply.send(self.compact(clear).await);
             }
+            Command::Structured(cmd) => self.handle_structured(cmd).await,
         }
     }
 
@@ -368,7 +375,7 @@ impl ThreadActor {
     async fn start_turn(&mut self, id: TurnId, text: String, mode: TurnMode) {
         let turn = self.new_turn(&id, text.clone());
         self.emit(EventPayload::TurnStarted { turn }).await;
-        if mode == TurnMode::Chat {
+        if mode.has_user_message() {
             self.emit_user_message(&id, text).await;
         }
 
@@ -399,6 +406,7 @@ impl ThreadActor {
             steer: steer_tx,
             rx,
             interrupt_waiters: Vec::new(),
+            budget_limited: false,
         });
     }
 
@@ -423,7 +431,14 @@ impl ThreadActor {
 
     async fn on_turn_msg(&mut self, msg: TurnMsg) {
         match msg {
-            TurnMsg::Emit(payload) => self.emit(payload).await,
+            TurnMsg::Emit(payload) => {
+                // The goal's accounting comes just before the turn's end, so
+                // a client that stops at `turn_completed` has seen it.
+                if let EventPayload::TurnCompleted { turn_id, usage, .. } = &payload {
+                    self.account_goal(turn_id, usage).await;
+                }
+                self.emit(payload).await;
+            }
             TurnMsg::Delta {
                 turn_id,
                 item_id,
@@ -437,6 +452,11 @@ impl ThreadActor {
             }),
             TurnMsg::Await { id, waiting, reply } => self.pending.register(id, waiting, reply),
             TurnMsg::Expire { id } => self.pending.expire(&id),
+            TurnMsg::BudgetLimited => {
+                if let Some(turn) = &mut self.turn {
+                    turn.budget_limited = true;
+                }
+            }
         }
     }
 
@@ -492,6 +512,8 @@ impl ThreadActor {
                 | EventPayload::ThreadPaused
                 | EventPayload::ThreadResumed
                 | EventPayload::LaneHandlerSet { .. }
+                | EventPayload::GoalUpdated { .. }
+                | EventPayload::GoalCleared
         ) {
             self.live.send_replace(Live::of(&self.view.thread));
         }

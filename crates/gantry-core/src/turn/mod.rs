@@ -5,11 +5,13 @@
 //! The task owns no thread state: it reports every change to the thread's
 //! actor as a [`TurnMsg`], which assigns seqs and persists.
 
+mod budget;
 mod compaction;
 mod emitter;
 mod gate;
 mod history;
 mod model_round;
+mod structured;
 mod tool_calls;
 
 use std::path::PathBuf;
@@ -23,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use compaction::compacted_history;
 pub(crate) use emitter::Emitter;
 pub(crate) use history::history;
+pub(crate) use structured::StructuredSpec;
 
 use crate::actor::{Resolution, Waiting};
 use crate::context::Counter;
@@ -49,6 +52,9 @@ pub(crate) enum TurnMsg {
     },
     /// The request's time is up: resolve it by policy unless answered.
     Expire { id: String },
+    /// The turn stopped because the thread goal's token budget is used up
+    /// (sent before its `turn_completed`).
+    BudgetLimited,
 }
 
 /// What a turn needs to know about its thread.
@@ -68,12 +74,22 @@ pub(crate) struct TurnSpec {
 }
 
 /// What a turn does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub(crate) enum TurnMode {
     /// The agent loop on the user's message.
     Chat,
     /// Only compact the context (a manual compaction).
     Compact,
+    /// Answer the user's message with output valid against a JSON Schema,
+    /// submitted through the only tool offered, `submit_output`.
+    Structured(Arc<StructuredSpec>),
+}
+
+impl TurnMode {
+    /// Whether the turn's input is a user message the model answers.
+    pub(crate) fn has_user_message(&self) -> bool {
+        !matches!(self, TurnMode::Compact)
+    }
 }
 
 /// How the loop ended, before the turn is closed.
@@ -81,6 +97,9 @@ pub(crate) enum Outcome {
     Completed,
     Interrupted,
     Failed(String),
+    /// Stopped cleanly before a model request that would pass the thread
+    /// goal's token budget; says why.
+    BudgetLimited(String),
 }
 
 struct Loop<'a> {
@@ -121,9 +140,10 @@ pub(crate) async fn run(
         grants: spec.grants.clone(),
         known: None,
     };
-    let outcome = match spec.mode {
+    let outcome = match &spec.mode {
         TurnMode::Chat => lp.drive(&mut steer).await,
         TurnMode::Compact => lp.compact_now().await,
+        TurnMode::Structured(structured) => lp.structured(structured, &mut steer).await,
     };
     let (status, error) = match outcome {
         Outcome::Completed => (TurnStatus::Completed, None),
@@ -131,6 +151,13 @@ pub(crate) async fn run(
         Outcome::Failed(message) => {
             em.error_item(lp.rounds, message.clone());
             (TurnStatus::Failed, Some(message))
+        }
+        // A budget stop is not a failure: the turn completes, an item says
+        // why it stopped, and the actor marks the goal `budget_limited`.
+        Outcome::BudgetLimited(message) => {
+            em.error_item(lp.rounds, message);
+            em.send(TurnMsg::BudgetLimited);
+            (TurnStatus::Completed, None)
         }
     };
     let cost_usd = shared
@@ -163,6 +190,9 @@ impl Loop<'_> {
             }
             if !self.wait_unpaused().await {
                 return Outcome::Interrupted;
+            }
+            if let Some(message) = self.over_budget(&tools) {
+                return Outcome::BudgetLimited(message);
             }
             if let Err(outcome) = self.compact_if_needed(client.as_ref(), &tools).await {
                 return outcome;
@@ -232,7 +262,7 @@ impl Loop<'_> {
     }
 
     /// Moves steered messages into the conversation; true if there were any.
-    fn take_steers(&mut self, steer: &mut mpsc::UnboundedReceiver<String>) -> bool {
+    pub(super) fn take_steers(&mut self, steer: &mut mpsc::UnboundedReceiver<String>) -> bool {
         let mut any = false;
         while let Ok(text) = steer.try_recv() {
             self.em.user_item(self.rounds, text.clone());

@@ -1,0 +1,106 @@
+//! Finding the skills of a workspace and a user.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::{Skill, SkillError, SkillSource};
+
+/// The folders searched, highest precedence first:
+/// `<workspace>/.gantry/skills`, `<workspace>/.claude/skills`, and
+/// `<config_home>/gantry/skills` when a config home is given.
+pub fn skill_dirs(workspace: &Path, config_home: Option<&Path>) -> Vec<(PathBuf, SkillSource)> {
+    let mut dirs = vec![
+        (workspace.join(".gantry/skills"), SkillSource::Workspace),
+        (workspace.join(".claude/skills"), SkillSource::Claude),
+    ];
+    if let Some(home) = config_home {
+        dirs.push((home.join("gantry/skills"), SkillSource::User));
+    }
+    dirs
+}
+
+/// `$XDG_CONFIG_HOME`, else `$HOME/.config`; `None` when neither is set.
+pub fn default_config_home() -> Option<PathBuf> {
+    let from_env = |var: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    // XDG says a relative XDG_CONFIG_HOME is invalid and must be ignored.
+    from_env("XDG_CONFIG_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| from_env("HOME").map(|h| h.join(".config")))
+}
+
+/// The skills of a workspace and a user, sorted by name. A workspace skill
+/// shadows a user skill of the same name (see [`skill_dirs`] for the
+/// order). Broken skills come back as errors next to the good ones; a
+/// missing folder is simply empty.
+pub fn discover(workspace: &Path, config_home: Option<&Path>) -> (Vec<Skill>, Vec<SkillError>) {
+    let mut skills: Vec<Skill> = Vec::new();
+    let mut errors = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (dir, source) in skill_dirs(workspace, config_home) {
+        let (found, errs) = discover_dir(&dir, source);
+        errors.extend(errs);
+        for skill in found {
+            // Earlier folders win; a shadowed skill is expected, not an error.
+            if seen.insert(skill.name.clone()) {
+                skills.push(skill);
+            }
+        }
+    }
+    skills.sort_by(|a, b| a.name.cmp(&b.name));
+    (skills, errors)
+}
+
+/// The skills in one folder: each subfolder with a `SKILL.md` (symlinked
+/// subfolders too). Hidden subfolders (`.install-*` staging) and
+/// subfolders without a `SKILL.md` are skipped. Two subfolders declaring
+/// the same name: the first (by folder name) wins, the second is reported.
+pub fn discover_dir(dir: &Path, source: SkillSource) -> (Vec<Skill>, Vec<SkillError>) {
+    let mut skills: Vec<Skill> = Vec::new();
+    let mut errors = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (skills, errors),
+        Err(e) => {
+            errors.push(SkillError::io(dir, &e));
+            return (skills, errors);
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    paths.sort();
+    for path in paths {
+        // `is_dir`/`is_file` follow symlinks: a linked skill folder counts.
+        if !path.is_dir() || !path.join("SKILL.md").is_file() {
+            continue;
+        }
+        match Skill::from_dir(&path, source) {
+            Ok(skill) => {
+                if let Some(first) = skills.iter().find(|s| s.name == skill.name) {
+                    errors.push(SkillError::Invalid {
+                        file: path.join("SKILL.md").display().to_string(),
+                        message: format!(
+                            "skill name `{}` is already used by {}; rename one of them",
+                            skill.name,
+                            first
+                                .dir
+                                .as_deref()
+                                .map(|d| d.display().to_string())
+                                .unwrap_or_default()
+                        ),
+                    });
+                } else {
+                    skills.push(skill);
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    (skills, errors)
+}

@@ -1,0 +1,214 @@
+//! A thread's skills: what exists, what the model may invoke, what is loaded.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+
+use super::{Skill, SkillError, SkillSource};
+
+/// A [`SkillSet`] shared between a thread and its [`super::SkillTool`]. The
+/// lock is never held across an await.
+pub type SharedSkillSet = Arc<RwLock<SkillSet>>;
+
+/// One line of [`SkillSet::list`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkillListing {
+    /// The skill's name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Where it came from.
+    pub source: SkillSource,
+    /// Its folder, if any.
+    pub dir: Option<PathBuf>,
+    /// Rules it allows while active.
+    pub allowed_tools: Vec<String>,
+    /// Whether the model may invoke it.
+    pub model_invocable: bool,
+    /// Whether it is loaded in this thread.
+    pub loaded: bool,
+}
+
+/// The skills of one thread. Loading a skill puts its instructions into
+/// the thread's context and its `allowed-tools` into effect; the engine
+/// reads [`SkillSet::loaded`] and [`SkillSet::active_allowed_tools`] for
+/// that.
+#[derive(Debug, Clone, Default)]
+pub struct SkillSet {
+    skills: BTreeMap<String, Skill>,
+    loaded: BTreeSet<String>,
+    /// Skills an inline skill of the same name replaced; they come back
+    /// when the inline one is unloaded.
+    shadowed: BTreeMap<String, Skill>,
+}
+
+impl SkillSet {
+    /// A set of `skills`, none loaded. On a name clash the first one wins,
+    /// so pass them in precedence order (as [`super::discover`] returns them).
+    pub fn new(skills: impl IntoIterator<Item = Skill>) -> Self {
+        let mut set = SkillSet::default();
+        for s in skills {
+            set.skills.entry(s.name.clone()).or_insert(s);
+        }
+        set
+    }
+
+    /// A [`SharedSkillSet`] of `skills`.
+    pub fn shared(skills: impl IntoIterator<Item = Skill>) -> SharedSkillSet {
+        Arc::new(RwLock::new(SkillSet::new(skills)))
+    }
+
+    /// Adds a skill, replacing one of the same name (which stays loaded if
+    /// it was). Returns the replaced skill.
+    pub fn insert(&mut self, skill: Skill) -> Option<Skill> {
+        self.skills.insert(skill.name.clone(), skill)
+    }
+
+    /// The skill called `name`.
+    pub fn get(&self, name: &str) -> Option<&Skill> {
+        self.skills.get(name)
+    }
+
+    /// Every skill name, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.skills.keys().cloned().collect()
+    }
+
+    /// The skills the model may invoke (no `disable-model-invocation`), by name.
+    pub fn available(&self) -> Vec<&Skill> {
+        self.skills
+            .values()
+            .filter(|s| s.model_invocable())
+            .collect()
+    }
+
+    /// Names of [`SkillSet::available`].
+    pub fn available_names(&self) -> Vec<String> {
+        self.available().iter().map(|s| s.name.clone()).collect()
+    }
+
+    /// Loads `name` on request (a user or client; `disable-model-invocation`
+    /// skills included). Loading a loaded skill is a no-op.
+    pub fn load(&mut self, name: &str) -> Result<&Skill, SkillError> {
+        if !self.skills.contains_key(name) {
+            return Err(self.unknown(name));
+        }
+        self.loaded.insert(name.to_string());
+        self.skills.get(name).ok_or_else(|| self.unknown(name))
+    }
+
+    /// Parses `text` as a `SKILL.md`, adds it as an inline skill and loads
+    /// it. It replaces a skill of the same name until it is unloaded.
+    pub fn load_inline(&mut self, text: &str) -> Result<&Skill, SkillError> {
+        let skill = Skill::parse(text, None)?.with_source(SkillSource::Inline);
+        let name = skill.name.clone();
+        if let Some(old) = self.skills.insert(name.clone(), skill)
+            && old.source != SkillSource::Inline
+        {
+            self.shadowed.insert(name.clone(), old);
+        }
+        self.load(&name)
+    }
+
+    /// Unloads `name`. Returns whether it was loaded. An inline skill is
+    /// dropped (there is nothing to reload it from) and the skill it
+    /// replaced, if any, is back, unloaded.
+    pub fn unload(&mut self, name: &str) -> Result<bool, SkillError> {
+        let Some(skill) = self.skills.get(name) else {
+            return Err(self.unknown(name));
+        };
+        let was_loaded = self.loaded.remove(name);
+        if skill.source == SkillSource::Inline {
+            self.skills.remove(name);
+            if let Some(old) = self.shadowed.remove(name) {
+                self.skills.insert(name.to_string(), old);
+            }
+        }
+        Ok(was_loaded)
+    }
+
+    /// Whether `name` is loaded.
+    pub fn is_loaded(&self, name: &str) -> bool {
+        self.loaded.contains(name)
+    }
+
+    /// The loaded skills, by name.
+    pub fn loaded(&self) -> Vec<&Skill> {
+        self.loaded
+            .iter()
+            .filter_map(|n| self.skills.get(n))
+            .collect()
+    }
+
+    /// Every skill with its loaded flag, by name.
+    pub fn list(&self) -> Vec<SkillListing> {
+        self.skills
+            .values()
+            .map(|s| SkillListing {
+                name: s.name.clone(),
+                description: s.description.clone(),
+                source: s.source,
+                dir: s.dir.clone(),
+                allowed_tools: s.allowed_tools.clone(),
+                model_invocable: s.model_invocable(),
+                loaded: self.loaded.contains(&s.name),
+            })
+            .collect()
+    }
+
+    /// The `allowed-tools` rules of every loaded skill, deduplicated, for the
+    /// engine to add as allow rules while those skills are active.
+    pub fn active_allowed_tools(&self) -> Vec<String> {
+        let mut seen = BTreeSet::new();
+        self.loaded()
+            .into_iter()
+            .flat_map(|s| s.allowed_tools.iter())
+            .filter(|r| seen.insert(r.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// The text that tells the model which skills it can invoke and how.
+    /// Empty when there are none.
+    pub fn catalog_prompt(&self) -> String {
+        let available = self.available();
+        if available.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from(
+            "# Skills\n\
+             Skills are packaged instructions (and sometimes scripts or reference files) for \
+             specific tasks. When a task matches a skill's description, invoke the skill before \
+             starting: call the `skill` tool with {\"name\": \"<skill name>\"}. Its instructions \
+             come back as the tool result; follow them. Invoke a skill only once per task.\n\n\
+             Available skills:\n",
+        );
+        out.push_str(&catalog_lines(&available));
+        out
+    }
+
+    fn unknown(&self, name: &str) -> SkillError {
+        SkillError::Unknown {
+            name: name.to_string(),
+            available: self.names(),
+        }
+    }
+}
+
+/// `- name: description` lines.
+pub(crate) fn catalog_lines(skills: &[&Skill]) -> String {
+    let mut out = String::new();
+    for s in skills {
+        // Descriptions may be folded YAML with newlines; one line each keeps
+        // the catalog scannable.
+        let desc = s
+            .description
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        out.push_str(&format!("- {}: {}\n", s.name, desc));
+    }
+    out
+}
