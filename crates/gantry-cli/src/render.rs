@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 
 use gantry_core::Notification;
-use gantry_types::{DeltaKind, EventPayload, Item, ItemKind, ItemStatus, Thread, Turn};
+use gantry_types::{DeltaKind, EventPayload, Item, ItemKind, ItemStatus, Thread, TodoStatus, Turn};
 
 /// Lines of command output shown under a finished command.
 const OUTPUT_LINES: usize = 6;
@@ -174,6 +174,18 @@ impl LiveView {
                     "{} {what}: {answer} (by {by})",
                     self.bold("approval")
                 ));
+            }
+            ItemKind::TodoList { todos } => {
+                self.line(&format!("{} {} items", self.bold("todos"), todos.len()));
+                for t in todos {
+                    let mark = match t.status {
+                        TodoStatus::Completed => "[x]",
+                        TodoStatus::InProgress => "[~]",
+                        TodoStatus::Cancelled => "[-]",
+                        TodoStatus::Pending => "[ ]",
+                    };
+                    self.line(&self.dim(&format!("  {mark} {}", t.content)));
+                }
             }
             ItemKind::ExternalTask { tool, error, .. } => {
                 let text = match error {

@@ -91,6 +91,7 @@ fn print_transcript(view: &ThreadView) {
                 },
                 ItemKind::Error { message } => println!("error: {message}"),
                 ItemKind::StructuredOutput { payload, .. } => println!("output: {payload}"),
+                ItemKind::TodoList { todos } => println!("todos: {} items", todos.len()),
                 ItemKind::Approval {
                     request, decision, ..
                 } => println!(

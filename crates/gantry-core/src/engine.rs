@@ -191,6 +191,7 @@ impl Engine {
             paused: false,
             policy: params.policy,
             lane_handlers: Vec::new(),
+            todos: Vec::new(),
             goal: None,
             last_seq: 0,
         };

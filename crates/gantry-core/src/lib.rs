@@ -19,6 +19,7 @@ mod plans;
 pub mod policy;
 mod providers;
 mod structured_api;
+mod todos;
 mod turn;
 mod writer;
 

@@ -173,6 +173,7 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
         paused: false,
         policy: Default::default(),
         lane_handlers: Vec::new(),
+        todos: Vec::new(),
         goal: None,
         last_seq: 0,
     };

@@ -82,6 +82,7 @@ async fn commit_all(store: &dyn Store) -> Result<(), gantry_store::StoreError> {
         paused: false,
         policy: Default::default(),
         lane_handlers: Vec::new(),
+        todos: Vec::new(),
         goal: None,
         last_seq: 0,
     };

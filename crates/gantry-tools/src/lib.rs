@@ -1,6 +1,8 @@
 //! Tools the agent can call. The engine runs every tool through the [`Tool`]
 //! port; this crate holds the port, the registry, and the built-ins: `shell`,
-//! `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep`.
+//! `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep`,
+//! `todo_write`; and the MCP client (`mcp`), skills (`skills`) and the OS
+//! sandbox for commands (`sandbox`).
 
 mod common;
 mod context;
@@ -14,6 +16,7 @@ mod registry;
 pub mod sandbox;
 mod shell;
 pub mod skills;
+mod todo_write;
 mod walk;
 pub mod workspace_path;
 mod write_file;
@@ -27,6 +30,7 @@ pub use read_file::ReadFileTool;
 pub use registry::ToolRegistry;
 pub use sandbox::{SandboxError, SandboxPolicy, SandboxSupport};
 pub use shell::ShellTool;
+pub use todo_write::TodoWriteTool;
 pub use write_file::WriteFileTool;
 
 use async_trait::async_trait;

@@ -30,6 +30,7 @@ impl ToolRegistry {
         r.register(Arc::new(crate::ListDirTool));
         r.register(Arc::new(crate::GlobTool));
         r.register(Arc::new(crate::GrepTool));
+        r.register(Arc::new(crate::TodoWriteTool));
         r
     }
 

@@ -205,6 +205,7 @@ fn builtin_registry_and_schemas() {
             "list_dir",
             "read_file",
             "shell",
+            "todo_write",
             "write_file"
         ]
     );

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     ExecutionPlan, Item, ItemId, LaneHandler, PlanStepStatus, QueuedInput, Thread, ThreadGoal,
-    ThreadId, ThreadPolicy, Turn, TurnId, TurnStatus, Usage,
+    ThreadId, ThreadPolicy, TodoItem, Turn, TurnId, TurnStatus, Usage,
 };
 
 /// A durable state change. `seq` is dense and increasing per thread, from 1.
@@ -47,6 +47,11 @@ pub enum EventPayload {
     PolicyChanged {
         /// The new policy.
         policy: ThreadPolicy,
+    },
+    /// The task list was replaced through the API.
+    TodosSet {
+        /// The whole new list.
+        todos: Vec<TodoItem>,
     },
     /// A lane's handler was set.
     LaneHandlerSet {
@@ -124,6 +129,7 @@ impl EventPayload {
             EventPayload::ThreadResumed => "thread_resumed",
             EventPayload::PolicyChanged { .. } => "policy_changed",
             EventPayload::LaneHandlerSet { .. } => "lane_handler_set",
+            EventPayload::TodosSet { .. } => "todos_set",
             EventPayload::InputQueued { .. } => "input_queued",
             EventPayload::TurnStarted { .. } => "turn_started",
             EventPayload::TurnCompleted { .. } => "turn_completed",

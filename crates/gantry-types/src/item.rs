@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ApprovalDecision, ApprovalRequest, HandlerMode, ItemId, Lane, TurnId};
+use crate::{ApprovalDecision, ApprovalRequest, HandlerMode, ItemId, Lane, TodoItem, TurnId};
 
 /// Where an item is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,6 +157,11 @@ pub enum ItemKind {
         /// The accepted payload (`null` while in progress).
         payload: Value,
     },
+    /// The agent replaced its task list (the `todo_write` tool).
+    TodoList {
+        /// The whole new list.
+        todos: Vec<TodoItem>,
+    },
     /// Something went wrong in the turn (model error, crash recovery, limits).
     Error {
         /// One-line, human-readable cause.
@@ -176,6 +181,7 @@ impl ItemKind {
             ItemKind::ToolCall { .. } => "tool_call",
             ItemKind::ContextCompaction { .. } => "context_compaction",
             ItemKind::Approval { .. } => "approval",
+            ItemKind::TodoList { .. } => "todo_list",
             ItemKind::ExternalTask { .. } => "external_task",
             ItemKind::StructuredOutput { .. } => "structured_output",
             ItemKind::Error { .. } => "error",

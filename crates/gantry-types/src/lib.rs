@@ -14,6 +14,7 @@ mod provider;
 mod sandbox;
 mod structured;
 mod thread;
+mod todo;
 mod tool;
 mod turn;
 mod view;
@@ -35,6 +36,7 @@ pub use structured::{
     ThreadGoalStatus,
 };
 pub use thread::{ForkOrigin, QueuedInput, Thread, ThreadStatus};
+pub use todo::{TodoItem, TodoPriority, TodoStatus, validate_todos};
 pub use tool::ToolSpec;
 pub use turn::{Turn, TurnStatus, Usage};
 pub use view::{ThreadView, TurnView};

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{LaneHandler, ThreadGoal, ThreadId, ThreadPolicy, TurnId, Usage};
+use crate::{LaneHandler, ThreadGoal, ThreadId, ThreadPolicy, TodoItem, TurnId, Usage};
 
 /// What a thread is doing right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,6 +75,9 @@ pub struct Thread {
     /// Paused: no model or tool call starts until resumed.
     #[serde(default)]
     pub paused: bool,
+    /// The agent's task list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<TodoItem>,
     /// What the thread's tool calls may do.
     #[serde(default)]
     pub policy: ThreadPolicy,

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Event, EventPayload, ExecutionPlan, Item, QueuedInput, Thread, ThreadStatus, Turn, TurnStatus,
+    Event, EventPayload, ExecutionPlan, Item, ItemKind, ItemStatus, QueuedInput, Thread,
+    ThreadStatus, Turn, TurnStatus,
 };
 
 /// A turn with its items, in the order they started.
@@ -111,6 +112,7 @@ impl ThreadView {
                 };
             }
             EventPayload::PolicyChanged { policy } => thread.policy = policy.clone(),
+            EventPayload::TodosSet { todos } => thread.todos.clone_from(todos),
             EventPayload::LaneHandlerSet { handler } => {
                 thread.lane_handlers.retain(|h| h.lane != handler.lane);
                 thread.lane_handlers.push(*handler);
@@ -154,6 +156,13 @@ impl ThreadView {
                 }
             }
             EventPayload::ItemStarted { item } | EventPayload::ItemCompleted { item } => {
+                // A completed `todo_write` replaces the list.
+                if let (EventPayload::ItemCompleted { .. }, ItemKind::TodoList { todos }) =
+                    (&event.payload, &item.kind)
+                    && item.status == ItemStatus::Completed
+                {
+                    thread.todos.clone_from(todos);
+                }
                 let Some(tv) = self
                     .turns
                     .iter_mut()
@@ -220,6 +229,7 @@ mod tests {
             paused: false,
             policy: Default::default(),
             lane_handlers: Vec::new(),
+            todos: Vec::new(),
             goal: None,
             last_seq: 0,
         };

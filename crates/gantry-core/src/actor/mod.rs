@@ -74,6 +74,11 @@ pub(crate) enum Command {
         paused: bool,
         reply: oneshot::Sender<Result<(), EngineError>>,
     },
+    /// Replace the task list.
+    SetTodos {
+        todos: Vec<gantry_types::TodoItem>,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
     /// Set a lane's handler.
     SetLaneHandler {
         handler: LaneHandler,
@@ -217,6 +222,14 @@ impl ThreadActor {
                     self.emit(payload).await;
                 }
                 let _ = reply.send(Ok(()));
+            }
+            Command::SetTodos { todos, reply } => {
+                let result =
+                    gantry_types::validate_todos(&todos).map_err(EngineError::InvalidInput);
+                if result.is_ok() && self.view.thread.todos != todos {
+                    self.emit(EventPayload::TodosSet { todos }).await;
+                }
+                let _ = reply.send(result);
             }
             Command::SetLaneHandler { handler, reply } => {
                 if !self.view.thread.lane_handlers.contains(&handler) {

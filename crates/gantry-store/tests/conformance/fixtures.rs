@@ -39,6 +39,7 @@ pub fn thread(id: &ThreadId, status: ThreadStatus, archived: bool) -> Thread {
         paused: false,
         policy: Default::default(),
         lane_handlers: Vec::new(),
+        todos: Vec::new(),
         goal: None,
         last_seq: 7,
     }

@@ -1,0 +1,24 @@
+//! The thread's task list through the engine API (the model keeps it with
+//! the `todo_write` tool; clients read and replace it here).
+
+use gantry_types::{ThreadId, TodoItem};
+
+use crate::actor::Command;
+use crate::{Engine, EngineError};
+
+impl Engine {
+    /// The thread's task list.
+    pub async fn get_todos(&self, thread: &ThreadId) -> Result<Vec<TodoItem>, EngineError> {
+        Ok(self.read(thread).await?.thread.todos)
+    }
+
+    /// Replaces the thread's task list (persisted; a `todos_set` event).
+    pub async fn set_todos(
+        &self,
+        thread: &ThreadId,
+        todos: Vec<TodoItem>,
+    ) -> Result<(), EngineError> {
+        self.ask(thread, |reply| Command::SetTodos { todos, reply })
+            .await?
+    }
+}
