@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use gantry_store::{Store, ThreadPage, ThreadQuery};
 use gantry_tools::ToolRegistry;
+use gantry_tools::mcp::McpManager;
 use gantry_types::{
     ApprovalDecision, Event, EventPayload, ForkOrigin, ItemId, LaneHandler, RuleDecision, Thread,
     ThreadId, ThreadPolicy, ThreadStatus, ThreadView, TurnId, TurnStatus, Usage,
@@ -53,6 +54,7 @@ pub(crate) struct Shared {
     pub bus: Arc<Bus>,
     pub writer: Writer,
     pub tools: ToolRegistry,
+    pub mcp: McpManager,
     pub models: Arc<dyn ModelResolver>,
     pub clock: Arc<dyn Clock>,
     pub config: EngineConfig,
@@ -68,6 +70,7 @@ pub struct EngineBuilder {
     store: Arc<dyn Store>,
     models: Arc<dyn ModelResolver>,
     tools: ToolRegistry,
+    mcp: McpManager,
     clock: Arc<dyn Clock>,
     config: EngineConfig,
     providers: Option<Arc<Providers>>,
@@ -80,6 +83,7 @@ impl EngineBuilder {
             store,
             models,
             tools: ToolRegistry::builtin(),
+            mcp: McpManager::new(),
             clock: Arc::new(SystemClock),
             config: EngineConfig::default(),
             providers: None,
@@ -89,6 +93,13 @@ impl EngineBuilder {
     /// Replaces the tool registry.
     pub fn tools(mut self, tools: ToolRegistry) -> Self {
         self.tools = tools;
+        self
+    }
+
+    /// Uses `mcp` for MCP servers (its configured servers are kept; the ones
+    /// stored by earlier `add_mcp_server` calls are added at start).
+    pub fn mcp(mut self, mcp: McpManager) -> Self {
+        self.mcp = mcp;
         self
     }
 
@@ -122,6 +133,7 @@ impl EngineBuilder {
                 bus,
                 writer,
                 tools: self.tools,
+                mcp: self.mcp,
                 models: self.models,
                 clock: self.clock,
                 config: self.config,
@@ -129,6 +141,7 @@ impl EngineBuilder {
                 actors: Mutex::new(HashMap::new()),
             }),
         };
+        engine.load_mcp_servers().await?;
         for id in engine.shared.store.running_threads().await? {
             engine.actor(&id).await?;
         }

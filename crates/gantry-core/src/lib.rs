@@ -15,6 +15,7 @@ mod context;
 mod engine;
 mod error;
 mod live;
+mod mcp_api;
 mod plans;
 pub mod policy;
 mod providers;
@@ -31,6 +32,7 @@ pub use context::ContextUsage;
 pub use engine::{CreateThread, Engine, EngineBuilder, IfBusy};
 pub use error::EngineError;
 pub use gantry_store::{ThreadPage, ThreadQuery};
+pub use mcp_api::MCP_SERVERS_SETTING;
 pub use providers::{DEFAULT_MODEL_SETTING, Providers, ProvidersConfig};
 pub use structured_api::{
     DEFAULT_STRUCTURED_RETRIES, StructuredChunk, StructuredOutput, StructuredRequest,

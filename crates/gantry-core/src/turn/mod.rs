@@ -31,6 +31,7 @@ use crate::actor::{Resolution, Waiting};
 use crate::context::Counter;
 use crate::engine::Shared;
 use crate::live::{Grants, LiveRx};
+use gantry_tools::ToolRegistry;
 
 /// What a turn task tells its thread's actor.
 // Both variants are frequent; boxing the larger would allocate per event.
@@ -113,6 +114,9 @@ struct Loop<'a> {
     counter: Counter,
     live: LiveRx,
     grants: Grants,
+    /// The built-in tools plus the tools of connected MCP servers, fixed for
+    /// the turn so the model's tool list does not change under it.
+    tools: ToolRegistry,
     /// The provider's token count of the last request and answer, and the
     /// history length it covered: the base of the next estimate.
     known: Option<(u64, usize)>,
@@ -127,6 +131,10 @@ pub(crate) async fn run(
     tx: mpsc::UnboundedSender<TurnMsg>,
 ) {
     let em = Emitter::new(tx, shared.clock.clone(), spec.turn_id.clone());
+    let mut tools = shared.tools.clone();
+    for tool in shared.mcp.tools_as_registry_entries().await {
+        tools.register(tool);
+    }
     let mut lp = Loop {
         shared: &shared,
         spec: &spec,
@@ -138,6 +146,7 @@ pub(crate) async fn run(
         counter: Counter::for_model(&spec.model),
         live: spec.live.clone(),
         grants: spec.grants.clone(),
+        tools,
         known: None,
     };
     let outcome = match &spec.mode {
@@ -180,7 +189,7 @@ impl Loop<'_> {
             Ok(c) => c,
             Err(reason) => return Outcome::Failed(reason),
         };
-        let tools = self.shared.tools.specs();
+        let tools = self.tools.specs();
         let max_rounds = self.shared.config.max_rounds;
         loop {
             if self.rounds >= max_rounds {
@@ -249,7 +258,7 @@ impl Loop<'_> {
             Ok(c) => c,
             Err(reason) => return Outcome::Failed(reason),
         };
-        let tools = self.shared.tools.specs();
+        let tools = self.tools.specs();
         let used = self.context_used(&tools);
         let limit = self.limit();
         match self

@@ -75,8 +75,8 @@ impl Loop<'_> {
             self.em.announce(&item);
             Prepared::Refuse { item, error }
         };
-        let Some(tool) = self.shared.tools.get(&call.name).cloned() else {
-            let known: Vec<&str> = self.shared.tools.names().collect();
+        let Some(tool) = self.tools.get(&call.name).cloned() else {
+            let known: Vec<&str> = self.tools.names().collect();
             let arguments = parsed.unwrap_or_else(|_| Value::String(call.arguments.clone()));
             return refuse(
                 arguments,

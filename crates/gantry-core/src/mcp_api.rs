@@ -1,0 +1,98 @@
+//! MCP servers through the engine API. The servers' tools are offered to the
+//! model like built-ins (as `mcp__<server>__<tool>`), through the same policy.
+//! Server configurations are persisted in the store's settings.
+
+use gantry_tools::mcp::{
+    McpServerConfig, McpServerStatus, McpStartupComplete, McpStartupUpdate, McpToolInfo,
+};
+
+use crate::{Engine, EngineError};
+
+/// The store setting that holds the MCP server configurations (JSON).
+pub const MCP_SERVERS_SETTING: &str = "mcp_servers";
+
+impl Engine {
+    /// Registers an MCP server (persisted; replaces one of the same name).
+    /// It connects on `start_mcp_servers` or `connect_mcp_server`.
+    pub async fn add_mcp_server(&self, config: McpServerConfig) -> Result<(), EngineError> {
+        self.shared
+            .mcp
+            .add(config)
+            .map_err(|e| EngineError::InvalidInput(e.to_string()))?;
+        self.save_mcp_servers().await
+    }
+
+    /// Removes an MCP server (disconnecting it); false if it was unknown.
+    pub async fn remove_mcp_server(&self, name: &str) -> Result<bool, EngineError> {
+        let removed = self.shared.mcp.remove(name);
+        self.save_mcp_servers().await?;
+        Ok(removed)
+    }
+
+    /// Every registered server with its status.
+    pub fn mcp_servers(&self) -> Vec<McpServerStatus> {
+        self.shared.mcp.status()
+    }
+
+    /// The tools of the connected servers.
+    pub async fn mcp_tools(&self) -> Vec<McpToolInfo> {
+        self.shared.mcp.tools().await
+    }
+
+    /// Connects every enabled server in parallel, each within its startup
+    /// timeout, reporting each server's progress; returns the summary.
+    pub async fn start_mcp_servers(
+        &self,
+        progress: impl Fn(McpStartupUpdate),
+    ) -> McpStartupComplete {
+        self.shared.mcp.start_all(progress).await
+    }
+
+    /// Connects one server now.
+    pub async fn connect_mcp_server(&self, name: &str) -> Result<(), EngineError> {
+        self.shared
+            .mcp
+            .connect(name)
+            .await
+            .map_err(|e| EngineError::InvalidInput(e.to_string()))
+    }
+
+    /// Disconnects one server.
+    pub fn disconnect_mcp_server(&self, name: &str) -> Result<(), EngineError> {
+        self.shared
+            .mcp
+            .disconnect(name)
+            .map_err(|e| EngineError::InvalidInput(e.to_string()))
+    }
+
+    async fn save_mcp_servers(&self) -> Result<(), EngineError> {
+        let json = serde_json::to_string(&self.shared.mcp.list())
+            .map_err(|e| EngineError::InvalidInput(format!("cannot store MCP servers: {e}")))?;
+        self.shared
+            .store
+            .put_setting(MCP_SERVERS_SETTING, &json)
+            .await?;
+        Ok(())
+    }
+
+    /// Adds the servers stored by earlier runs (at start).
+    pub(crate) async fn load_mcp_servers(&self) -> Result<(), EngineError> {
+        let Some(json) = self.shared.store.setting(MCP_SERVERS_SETTING).await? else {
+            return Ok(());
+        };
+        let configs: Vec<McpServerConfig> = match serde_json::from_str(&json) {
+            Ok(configs) => configs,
+            Err(e) => {
+                tracing::warn!(error = %e, "ignoring unreadable stored MCP servers");
+                return Ok(());
+            }
+        };
+        for config in configs {
+            let name = config.name.clone();
+            if let Err(e) = self.shared.mcp.add(config) {
+                tracing::warn!(server = %name, error = %e, "ignoring a stored MCP server");
+            }
+        }
+        Ok(())
+    }
+}
