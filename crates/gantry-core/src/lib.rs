@@ -19,6 +19,7 @@ mod mcp_api;
 mod plans;
 pub mod policy;
 mod providers;
+mod skills_api;
 mod structured_api;
 mod todos;
 mod turn;

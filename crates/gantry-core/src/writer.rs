@@ -47,9 +47,14 @@ impl Writer {
     /// Waits until everything queued before this call is committed.
     pub(crate) async fn flush(&self) {
         let (tx, rx) = oneshot::channel();
-        if self.tx.send(Op::Flush(tx)).await.is_ok() {
-            let _ = rx.await;
-        }
+        self.flush_then(tx).await;
+        let _ = rx.await;
+    }
+
+    /// Signals `done` once everything queued before this call is committed,
+    /// without waiting for it here.
+    pub(crate) async fn flush_then(&self, done: oneshot::Sender<()>) {
+        let _ = self.tx.send(Op::Flush(done)).await;
     }
 }
 

@@ -26,6 +26,7 @@ use crate::context::Counter;
 use crate::engine::{IfBusy, Shared};
 use crate::live::{Grants, Live};
 use crate::turn::{self, TurnMode, TurnMsg, TurnSpec};
+use gantry_tools::skills::{SharedSkillSet, SkillSet};
 
 /// Mailbox size; senders wait when it is full.
 const MAILBOX: usize = 64;
@@ -74,6 +75,10 @@ pub(crate) enum Command {
         paused: bool,
         reply: oneshot::Sender<Result<(), EngineError>>,
     },
+    /// The thread's skills (shared with its turns).
+    Skills {
+        reply: oneshot::Sender<SharedSkillSet>,
+    },
     /// Replace the task list.
     SetTodos {
         todos: Vec<gantry_types::TodoItem>,
@@ -113,6 +118,7 @@ pub(crate) struct ThreadActor {
     live: watch::Sender<Live>,
     grants: Grants,
     pending: Pending,
+    skills: SharedSkillSet,
 }
 
 impl ThreadActor {
@@ -126,6 +132,7 @@ impl ThreadActor {
     ) -> ActorHandle {
         let (tx, rx) = mpsc::channel(MAILBOX);
         let live = watch::Sender::new(Live::of(&view.thread));
+        let skills = discover_skills(&view.thread.cwd);
         let mut actor = ThreadActor {
             shared,
             view,
@@ -133,6 +140,7 @@ impl ThreadActor {
             live,
             grants: Grants::default(),
             pending: Pending::default(),
+            skills,
         };
         for event in fresh {
             actor.persist(Arc::new(event)).await;
@@ -222,6 +230,9 @@ impl ThreadActor {
                     self.emit(payload).await;
                 }
                 let _ = reply.send(Ok(()));
+            }
+            Command::Skills { reply } => {
+                let _ = reply.send(self.skills.clone());
             }
             Command::SetTodos { todos, reply } => {
                 let result =
@@ -405,6 +416,7 @@ impl ThreadActor {
             mode,
             live: self.live.subscribe(),
             grants: self.grants.clone(),
+            skills: self.skills.clone(),
         };
         tokio::spawn(turn::run(
             self.shared.clone(),
@@ -465,6 +477,7 @@ impl ThreadActor {
             }),
             TurnMsg::Await { id, waiting, reply } => self.pending.register(id, waiting, reply),
             TurnMsg::Expire { id } => self.pending.expire(&id),
+            TurnMsg::Flush(done) => self.shared.writer.flush_then(done).await,
             TurnMsg::BudgetLimited => {
                 if let Some(turn) = &mut self.turn {
                     turn.budget_limited = true;
@@ -541,6 +554,18 @@ impl ThreadActor {
             .write(event, self.view.thread.clone())
             .await;
     }
+}
+
+/// The skills of a workspace and the user's config dir; broken ones are
+/// logged, not fatal.
+fn discover_skills(cwd: &str) -> SharedSkillSet {
+    let config_home = gantry_tools::skills::default_config_home();
+    let (skills, errors) =
+        gantry_tools::skills::discover(std::path::Path::new(cwd), config_home.as_deref());
+    for e in errors {
+        tracing::warn!(error = %e, "skipping a skill");
+    }
+    SkillSet::shared(skills)
 }
 
 async fn next_turn_msg(turn: &mut Option<RunningTurn>) -> Option<TurnMsg> {

@@ -35,6 +35,13 @@ impl Emitter {
         let _ = self.tx.send(TurnMsg::Emit(payload));
     }
 
+    /// Waits until everything emitted so far is durably stored.
+    pub(crate) async fn durable(&self) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(TurnMsg::Flush(tx));
+        let _ = rx.await;
+    }
+
     /// Sends any message to the actor.
     pub(crate) fn send(&self, msg: TurnMsg) {
         let _ = self.tx.send(msg);

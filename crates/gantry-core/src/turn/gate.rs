@@ -15,6 +15,9 @@ use super::{Loop, TurnMsg};
 use crate::actor::{ExternalTaskInfo, Resolution, Waiting};
 use crate::policy::{self, ToolRequest, Verdict};
 
+/// Tools with no effect outside the thread itself.
+const ENGINE_STATE_TOOLS: [&str; 2] = ["todo_write", "skill"];
+
 /// An approval to ask for.
 struct Ask {
     reason: String,
@@ -53,7 +56,16 @@ impl Loop<'_> {
 
     /// Applies the policy to a call, asking a human when it says so.
     pub(super) async fn check(&self, tool: &str, call_id: &str, args: &Value, cwd: &str) -> Gate {
-        let policy = self.live.borrow().policy.clone();
+        // Tools that only touch the thread's own state (its task list, its
+        // skills' instructions) are not gated: a deny-by-default rule set
+        // must not stop the agent from planning or reading a skill.
+        if ENGINE_STATE_TOOLS.contains(&tool) {
+            return Gate::Run;
+        }
+        let mut policy = self.live.borrow().policy.clone();
+        // A loaded skill's `allowed-tools` apply while it is loaded.
+        let extra = super::read_skills(&self.spec.skills).active_allowed_tools();
+        policy.permissions.allow.extend(extra);
         let request = ToolRequest {
             tool,
             args,

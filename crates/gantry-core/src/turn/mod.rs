@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use compaction::compacted_history;
 pub(crate) use emitter::Emitter;
 pub(crate) use history::history;
+
 pub(crate) use structured::StructuredSpec;
 
 use crate::actor::{Resolution, Waiting};
@@ -32,6 +33,7 @@ use crate::context::Counter;
 use crate::engine::Shared;
 use crate::live::{Grants, LiveRx};
 use gantry_tools::ToolRegistry;
+use gantry_tools::skills::{SharedSkillSet, SkillSet, SkillTool};
 
 /// What a turn task tells its thread's actor.
 // Both variants are frequent; boxing the larger would allocate per event.
@@ -53,6 +55,8 @@ pub(crate) enum TurnMsg {
     },
     /// The request's time is up: resolve it by policy unless answered.
     Expire { id: String },
+    /// Signal once everything sent before is durably stored.
+    Flush(oneshot::Sender<()>),
     /// The turn stopped because the thread goal's token budget is used up
     /// (sent before its `turn_completed`).
     BudgetLimited,
@@ -72,6 +76,8 @@ pub(crate) struct TurnSpec {
     pub live: LiveRx,
     /// The thread's "approve for this session" answers.
     pub grants: Grants,
+    /// The thread's skills.
+    pub skills: SharedSkillSet,
 }
 
 /// What a turn does.
@@ -134,6 +140,10 @@ pub(crate) async fn run(
     let mut tools = shared.tools.clone();
     for tool in shared.mcp.tools_as_registry_entries().await {
         tools.register(tool);
+    }
+    let has_skills = !read_skills(&spec.skills).names().is_empty();
+    if has_skills {
+        tools.register(Arc::new(SkillTool::new(spec.skills.clone())));
     }
     let mut lp = Loop {
         shared: &shared,
@@ -209,7 +219,7 @@ impl Loop<'_> {
             self.rounds += 1;
             let request = ModelRequest {
                 model: self.spec.model.clone(),
-                instructions: self.spec.instructions.clone(),
+                instructions: self.instructions(),
                 messages: self.messages.clone(),
                 tools: tools.clone(),
                 reasoning: self
@@ -252,6 +262,23 @@ impl Loop<'_> {
         }
     }
 
+    /// The thread's instructions, then the skills the model may invoke and
+    /// the instructions of skills loaded on request.
+    fn instructions(&self) -> Option<String> {
+        let skills = read_skills(&self.spec.skills);
+        let mut parts: Vec<String> = self.spec.instructions.iter().cloned().collect();
+        let catalog = skills.catalog_prompt();
+        if !catalog.is_empty() {
+            parts.push(catalog);
+        }
+        for skill in skills.loaded() {
+            if !skill.model_invocable() {
+                parts.push(skill.instructions());
+            }
+        }
+        (!parts.is_empty()).then(|| parts.join("\n\n"))
+    }
+
     /// A manual compaction: summarise now, whatever the fill level.
     async fn compact_now(&mut self) -> Outcome {
         let client = match self.shared.models.resolve(&self.spec.model) {
@@ -280,4 +307,10 @@ impl Loop<'_> {
         }
         any
     }
+}
+
+/// The skill set, read. A poisoned lock still holds a whole set (every change
+/// is one map operation), so its data is used as is.
+pub(crate) fn read_skills(skills: &SharedSkillSet) -> std::sync::RwLockReadGuard<'_, SkillSet> {
+    skills.read().unwrap_or_else(|p| p.into_inner())
 }

@@ -232,6 +232,9 @@ impl Loop<'_> {
             ctx.sandbox = SandboxPolicy::danger_full_access();
         }
         let sandboxed = ctx.sandbox.is_sandboxed();
+        // Write ahead: before a tool acts on the world, the log holds
+        // everything up to its start, so a crash cannot hide what it did.
+        self.em.durable().await;
         let out = tool.run(args, ctx).await;
         let failed_in_sandbox = sandboxed
             && matches!(out.item, ItemKind::CommandExecution { exit_code: Some(code), .. } if code != 0);

@@ -1,0 +1,103 @@
+//! Skills end to end: discovered from the workspace, invoked by the model,
+//! their `allowed-tools` enforced while loaded.
+
+mod common;
+
+use common::*;
+use gantry_core::{CreateThread, IfBusy};
+use gantry_testkit::Step;
+use gantry_types::{RuleDecision, ThreadPolicy, TurnStatus};
+use serde_json::json;
+
+const SKILL: &str = "---\nname: greeter\ndescription: Greets people from the shell.\nallowed-tools: Bash(echo:*)\n---\nTo greet, run `echo hello, NAME`.\n";
+
+#[tokio::test]
+async fn a_discovered_skill_is_invoked_and_its_allowed_tools_apply() {
+    let h = Harness::new(vec![
+        Step::tool_call("shell", json!({"command": "echo before"})),
+        Step::tool_call("skill", json!({"name": "greeter"})),
+        Step::tool_call("shell", json!({"command": "echo hello, world"})),
+        Step::text("greeted"),
+    ])
+    .await;
+    let dir = h.workspace().join(".gantry/skills/greeter");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("SKILL.md"), SKILL).unwrap();
+    let mut policy = ThreadPolicy::default();
+    policy.permissions.enabled = true;
+    policy.permissions.default = RuleDecision::Deny;
+    let thread = h
+        .engine
+        .create_thread(CreateThread {
+            cwd: h.workspace(),
+            policy,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .id;
+    let listed = h.engine.list_skills(&thread).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        ["greeter"]
+    );
+
+    let mut sub = h.engine.subscribe(&thread, 1).await.unwrap();
+    let turn = h
+        .engine
+        .send_message(&thread, "greet the world", IfBusy::Reject)
+        .await
+        .unwrap();
+    assert_eq!(
+        turn_status(&until_turn_ends(&mut sub, &turn).await),
+        TurnStatus::Completed
+    );
+
+    let requests = h.llm.requests();
+    let system = requests[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        system.contains("greeter") && system.contains("Greets people"),
+        "{system}"
+    );
+    let offered: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(offered.contains(&"skill"), "{offered:?}");
+    let result = |n: usize| {
+        requests[n].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rfind(|m| m["role"] == "tool")
+            .unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        result(1).contains("denied by policy"),
+        "before the skill: {}",
+        result(1)
+    );
+    assert!(
+        result(2).contains("echo hello, NAME"),
+        "the skill's instructions: {}",
+        result(2)
+    );
+    assert!(
+        result(3).starts_with("Exit code: 0") && result(3).contains("hello, world"),
+        "after: {}",
+        result(3)
+    );
+
+    // Unloaded, its rules stop applying.
+    assert!(h.engine.unload_skill(&thread, "greeter").await.unwrap());
+    let listed = h.engine.list_skills(&thread).await.unwrap();
+    assert!(!listed[0].loaded);
+}
