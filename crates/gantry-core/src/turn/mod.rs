@@ -216,35 +216,12 @@ impl Loop<'_> {
             if let Err(outcome) = self.compact_if_needed(client.as_ref(), &tools).await {
                 return outcome;
             }
-            self.rounds += 1;
-            let request = ModelRequest {
-                model: self.spec.model.clone(),
-                instructions: self.instructions(),
-                messages: self.messages.clone(),
-                tools: tools.clone(),
-                reasoning: self
-                    .shared
-                    .models
-                    .reasoning_for(&self.spec.model, self.shared.config.reasoning.as_deref()),
-                ..ModelRequest::default()
-            };
-            let answer = match self.model_round(client.as_ref(), request).await {
-                Ok(answer) => answer,
+            let instructions = self.instructions();
+            let tool_calls = match self.ask_model(client.as_ref(), instructions, &tools).await {
+                Ok(calls) => calls,
                 Err(outcome) => return outcome,
             };
-            self.usage.add(&answer.usage);
-            // The request (and its clone of the Arc) is gone by now, so this
-            // appends in place.
-            Arc::make_mut(&mut self.messages).push(Message::Assistant {
-                reasoning: answer.reasoning,
-                text: answer.text,
-                tool_calls: answer.tool_calls.clone(),
-            });
-            if answer.usage.input_tokens > 0 {
-                let tokens = answer.usage.input_tokens + answer.usage.output_tokens;
-                self.known = Some((tokens, self.messages.len()));
-            }
-            if answer.tool_calls.is_empty() {
+            if tool_calls.is_empty() {
                 // Final answer, unless a steer arrived meanwhile: closing the
                 // channel first means no steer is accepted and then dropped.
                 steer.close();
@@ -253,13 +230,49 @@ impl Loop<'_> {
                 }
                 continue;
             }
-            let results = self.run_tools(&answer.tool_calls).await;
+            let results = self.run_tools(&tool_calls).await;
             Arc::make_mut(&mut self.messages).extend(results);
             if self.cancel.is_cancelled() {
                 return Outcome::Interrupted;
             }
             self.take_steers(steer);
         }
+    }
+
+    /// One model round: the request from the history, the streamed answer
+    /// recorded in items and appended to the history. Returns its tool calls.
+    pub(super) async fn ask_model(
+        &mut self,
+        client: &dyn gantry_llm::ModelClient,
+        instructions: Option<String>,
+        tools: &[gantry_types::ToolSpec],
+    ) -> Result<Vec<gantry_llm::ToolCall>, Outcome> {
+        self.rounds += 1;
+        let request = ModelRequest {
+            model: self.spec.model.clone(),
+            instructions,
+            messages: self.messages.clone(),
+            tools: tools.to_vec(),
+            reasoning: self
+                .shared
+                .models
+                .reasoning_for(&self.spec.model, self.shared.config.reasoning.as_deref()),
+            ..ModelRequest::default()
+        };
+        let answer = self.model_round(client, request).await?;
+        self.usage.add(&answer.usage);
+        // The request (and its clone of the Arc) is gone by now, so this
+        // appends in place.
+        Arc::make_mut(&mut self.messages).push(Message::Assistant {
+            reasoning: answer.reasoning,
+            text: answer.text,
+            tool_calls: answer.tool_calls.clone(),
+        });
+        if answer.usage.input_tokens > 0 {
+            let tokens = answer.usage.input_tokens + answer.usage.output_tokens;
+            self.known = Some((tokens, self.messages.len()));
+        }
+        Ok(answer.tool_calls)
     }
 
     /// The thread's instructions, then the skills the model may invoke and

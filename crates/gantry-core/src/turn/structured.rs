@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use gantry_llm::{Message, ModelRequest, ToolCall};
+use gantry_llm::{Message, ToolCall};
 use gantry_types::{DeltaKind, ItemKind, ItemStatus, ToolCallOrigin, ToolSpec};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -206,34 +206,15 @@ impl Loop<'_> {
             if let Err(outcome) = self.compact_if_needed(client.as_ref(), &tools).await {
                 return outcome;
             }
-            self.rounds += 1;
-            let request = ModelRequest {
-                model: self.spec.model.clone(),
-                instructions: Some(instructions.clone()),
-                messages: self.messages.clone(),
-                tools: tools.clone(),
-                reasoning: self
-                    .shared
-                    .models
-                    .reasoning_for(&self.spec.model, self.shared.config.reasoning.as_deref()),
-                ..ModelRequest::default()
-            };
-            let answer = match self.model_round(client.as_ref(), request).await {
-                Ok(answer) => answer,
+            let tool_calls = match self
+                .ask_model(client.as_ref(), Some(instructions.clone()), &tools)
+                .await
+            {
+                Ok(calls) => calls,
                 Err(outcome) => return outcome,
             };
-            self.usage.add(&answer.usage);
-            Arc::make_mut(&mut self.messages).push(Message::Assistant {
-                reasoning: answer.reasoning,
-                text: answer.text,
-                tool_calls: answer.tool_calls.clone(),
-            });
-            if answer.usage.input_tokens > 0 {
-                let tokens = answer.usage.input_tokens + answer.usage.output_tokens;
-                self.known = Some((tokens, self.messages.len()));
-            }
             let mut accepted = false;
-            if answer.tool_calls.is_empty() {
+            if tool_calls.is_empty() {
                 // A text answer is an attempt too; the reminder is a user
                 // message (and item) so the rebuilt history matches.
                 invalid += 1;
@@ -247,8 +228,8 @@ impl Loop<'_> {
                     Arc::make_mut(&mut self.messages).push(Message::User { text });
                 }
             } else {
-                let mut results = Vec::with_capacity(answer.tool_calls.len());
-                for call in &answer.tool_calls {
+                let mut results = Vec::with_capacity(tool_calls.len());
+                for call in &tool_calls {
                     let output = if accepted {
                         self.reject(
                             call,
