@@ -5,10 +5,9 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use gantry_core::{CreateThread, EngineBuilder, EngineConfig, IfBusy, ModelResolver, SingleModel};
+use gantry_core::{CreateThread, EngineConfig, IfBusy, ModelResolver, SingleModel};
 use gantry_llm::openai_chat::OpenAiChatClient;
 use gantry_llm::{ClientConfig, ModelClient};
-use gantry_store::SqliteStore;
 use gantry_testkit::{MockLlm, Script, Step, UsageSpec};
 use gantry_types::{ItemKind, ItemStatus, ModelInfo, ModelLimit, TurnStatus};
 use serde_json::json;
@@ -46,19 +45,12 @@ struct Setup {
 async fn setup(steps: Vec<Step>, context: u64) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let llm = MockLlm::start(Script::new(steps)).unwrap();
-    let store = SqliteStore::open(&dir.path().join("gantry.db"))
-        .await
-        .unwrap();
     let client = OpenAiChatClient::new(ClientConfig::new(llm.base_url())).unwrap();
     let models = SmallWindow {
         inner: SingleModel(Arc::new(client)),
         context,
     };
-    let engine = EngineBuilder::new(Arc::new(store), Arc::new(models))
-        .config(EngineConfig::default())
-        .start()
-        .await
-        .unwrap();
+    let engine = engine_with(dir.path(), Arc::new(models), EngineConfig::default()).await;
     let thread = engine
         .create_thread(CreateThread {
             cwd: dir.path().to_path_buf(),

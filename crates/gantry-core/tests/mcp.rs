@@ -68,28 +68,12 @@ async fn the_model_calls_an_mcp_tool_like_a_built_in_and_rules_apply() {
 
     let (_, seen) = h.run_turn("add and echo").await;
     assert_eq!(turn_status(&seen), TurnStatus::Completed);
-    let requests = h.llm.requests();
-    let offered: Vec<&str> = requests[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
+    let offered = offered_tools(&h.llm, 0);
     assert!(
-        offered.contains(&"mcp__py__add") && offered.contains(&"shell"),
+        offered.iter().any(|t| t == "mcp__py__add") && offered.iter().any(|t| t == "shell"),
         "{offered:?}"
     );
-    let result = |n: usize| {
-        requests[n].body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .rfind(|m| m["role"] == "tool")
-            .unwrap()["content"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let result = |n: usize| last_tool_result(&h.llm, n);
     assert!(result(1).contains("42"), "{}", result(1));
     assert!(result(2).contains("denied by policy"), "{}", result(2));
 

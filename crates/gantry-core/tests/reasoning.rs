@@ -7,10 +7,9 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use gantry_core::{CreateThread, EngineBuilder, EngineConfig, IfBusy, SingleModel};
+use gantry_core::{CreateThread, EngineConfig, IfBusy, SingleModel};
 use gantry_llm::ClientConfig;
 use gantry_llm::anthropic::AnthropicClient;
-use gantry_store::SqliteStore;
 use gantry_testkit::{MockLlm, Script, Step};
 use gantry_types::{ItemKind, TurnStatus};
 use serde_json::json;
@@ -27,14 +26,8 @@ async fn anthropic_thinking_signatures_are_stored_and_sent_back() {
     let mut config = ClientConfig::new(llm.base_url());
     config.api_key = Some("sk-ant-test".into());
     let client = AnthropicClient::new(config).unwrap();
-    let store = SqliteStore::open(&dir.path().join("gantry.db"))
-        .await
-        .unwrap();
-    let engine = EngineBuilder::new(Arc::new(store), Arc::new(SingleModel(Arc::new(client))))
-        .config(EngineConfig::default())
-        .start()
-        .await
-        .unwrap();
+    let models = Arc::new(SingleModel(Arc::new(client)));
+    let engine = engine_with(dir.path(), models, EngineConfig::default()).await;
     let thread = engine
         .create_thread(CreateThread {
             cwd: dir.path().to_path_buf(),

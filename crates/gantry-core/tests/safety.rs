@@ -51,17 +51,9 @@ fn approval_id(item: &Item) -> String {
     approval_id.clone()
 }
 
-/// What the model was told about the first tool call, in request `n`.
+/// What the model was told about the tool call, in request `n`.
 fn tool_result(h: &Harness, n: usize) -> String {
-    let body = &h.llm.requests()[n].body;
-    let msg = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap()
-        .clone();
-    msg["content"].as_str().unwrap().to_owned()
+    last_tool_result(&h.llm, n)
 }
 
 async fn harness(steps: Vec<Step>, policy: ThreadPolicy) -> Harness {

@@ -62,24 +62,9 @@ async fn a_discovered_skill_is_invoked_and_its_allowed_tools_apply() {
         system.contains("greeter") && system.contains("Greets people"),
         "{system}"
     );
-    let offered: Vec<&str> = requests[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
-    assert!(offered.contains(&"skill"), "{offered:?}");
-    let result = |n: usize| {
-        requests[n].body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .rfind(|m| m["role"] == "tool")
-            .unwrap()["content"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let offered = offered_tools(&h.llm, 0);
+    assert!(offered.iter().any(|t| t == "skill"), "{offered:?}");
+    let result = |n: usize| last_tool_result(&h.llm, n);
     assert!(
         result(1).contains("denied by policy"),
         "before the skill: {}",

@@ -40,17 +40,8 @@ async fn a_turn_that_writes_todos_keeps_them_with_the_thread() {
     assert_eq!(todos[0].status, TodoStatus::InProgress);
     assert_eq!(todos[0].priority, TodoPriority::High);
     assert_eq!(todos[1].priority, TodoPriority::Medium, "default priority");
-    let told = h.llm.requests()[2].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rfind(|m| m["role"] == "tool")
-        .unwrap()
-        .clone();
-    assert!(
-        told["content"].as_str().unwrap().contains("appears twice"),
-        "{told}"
-    );
+    let told = last_tool_result(&h.llm, 2);
+    assert!(told.contains("appears twice"), "{told}");
 
     // Replaced through the API, and still there after a restart.
     let done = vec![TodoItem {

@@ -347,28 +347,14 @@ impl ThreadActor {
             turn: self.new_turn(&id, "/clear".to_owned()),
         })
         .await;
-        let now = self.shared.clock.now_ms();
-        let mut item = Item {
-            id: Default::default(),
-            turn_id: id.clone(),
-            round: 0,
-            status: ItemStatus::InProgress,
-            started_at: now,
-            completed_at: None,
-            kind: ItemKind::ContextCompaction {
-                summary: String::new(),
-                kept_user_messages: Vec::new(),
-                tokens_before: before,
-                tokens_after: 0,
-                trigger: "clear".to_owned(),
-            },
-            tool_call: None,
+        let cleared = ItemKind::ContextCompaction {
+            summary: String::new(),
+            kept_user_messages: Vec::new(),
+            tokens_before: before,
+            tokens_after: 0,
+            trigger: "clear".to_owned(),
         };
-        self.emit(EventPayload::ItemStarted { item: item.clone() })
-            .await;
-        item.status = ItemStatus::Completed;
-        item.completed_at = Some(now);
-        self.emit(EventPayload::ItemCompleted { item }).await;
+        self.emit_instant_item(&id, 0, cleared).await;
         self.emit(EventPayload::TurnCompleted {
             turn_id: id.clone(),
             status: TurnStatus::Completed,
@@ -436,15 +422,22 @@ impl ThreadActor {
     }
 
     async fn emit_user_message(&mut self, turn_id: &TurnId, text: String) {
+        self.emit_instant_item(turn_id, 0, ItemKind::UserMessage { text })
+            .await;
+    }
+
+    /// An item that starts and completes at once (user input, the actor's
+    /// own records): both events, so subscribers see every item's start.
+    pub(crate) async fn emit_instant_item(&mut self, turn_id: &TurnId, round: u32, kind: ItemKind) {
         let now = self.shared.clock.now_ms();
         let mut item = Item {
             id: Default::default(),
             turn_id: turn_id.clone(),
-            round: 0,
+            round,
             status: ItemStatus::InProgress,
             started_at: now,
             completed_at: None,
-            kind: ItemKind::UserMessage { text },
+            kind,
             tool_call: None,
         };
         self.emit(EventPayload::ItemStarted { item: item.clone() })

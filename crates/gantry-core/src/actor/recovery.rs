@@ -28,23 +28,10 @@ impl ThreadActor {
             item.completed_at = Some(now);
             self.emit(EventPayload::ItemCompleted { item }).await;
         }
-        let error = Item {
-            id: Default::default(),
-            turn_id: turn.id.clone(),
-            round: turn.rounds,
-            status: ItemStatus::Completed,
-            started_at: now,
-            completed_at: Some(now),
-            kind: ItemKind::Error {
-                message: CRASHED.to_owned(),
-            },
-            tool_call: None,
+        let error = ItemKind::Error {
+            message: CRASHED.to_owned(),
         };
-        self.emit(EventPayload::ItemStarted {
-            item: error.clone(),
-        })
-        .await;
-        self.emit(EventPayload::ItemCompleted { item: error }).await;
+        self.emit_instant_item(&turn.id, turn.rounds, error).await;
         self.emit(EventPayload::TurnCompleted {
             turn_id: turn.id,
             status: gantry_types::TurnStatus::Interrupted,

@@ -140,6 +140,9 @@ pub fn asks_on_failure(policy: &ThreadPolicy) -> bool {
     matches!(policy.approval, ApprovalPolicy::OnFailure)
 }
 
+/// Tools with no effect outside the thread itself.
+pub const THREAD_STATE_TOOLS: [&str; 2] = ["todo_write", "skill"];
+
 /// What the rules say about one call, before the approval and confirmation
 /// policies.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -424,6 +427,12 @@ fn listed(list: &[String], tool: &str) -> bool {
 /// 5. an ask under approval `never`, or under `reject` for a kind of prompt
 ///    it lists, becomes a deny that tells the model why.
 pub fn decide(policy: &ThreadPolicy, grants: &SessionGrants, req: &ToolRequest<'_>) -> Verdict {
+    // Tools that only touch the thread's own state (its task list, a skill's
+    // instructions) are always allowed: a deny-by-default rule set must not
+    // stop the agent from planning or reading a skill.
+    if THREAD_STATE_TOOLS.contains(&req.tool) {
+        return Verdict::Allow;
+    }
     let outcome = evaluate(&policy.permissions, req);
     if outcome.decision == RuleDecision::Deny {
         return Verdict::Deny {

@@ -60,8 +60,8 @@ pub mod safe_commands;
 pub mod shell;
 
 pub use decide::{
-    Resolution, SessionGrants, ToolRequest, Verdict, approval_request, asks_on_failure,
-    check_permission, decide, is_known_safe, lane_of, resolve, timeout_decision,
+    Resolution, SessionGrants, THREAD_STATE_TOOLS, ToolRequest, Verdict, approval_request,
+    asks_on_failure, check_permission, decide, is_known_safe, lane_of, resolve, timeout_decision,
 };
 pub use rules::{Rule, RuleError};
 

@@ -4,27 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use gantry_types::{
-    ApprovalDecision, ApprovalDecisionKind, ApprovalRequest, HandlerMode, Item, ItemKind,
-    ItemStatus, LaneHandler, new_id,
-};
+use gantry_types::{HandlerMode, Item, ItemKind, ItemStatus, LaneHandler, new_id};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::{Loop, TurnMsg};
 use crate::actor::{ExternalTaskInfo, Resolution, Waiting};
 use crate::policy::{self, ToolRequest, Verdict};
-
-/// Tools with no effect outside the thread itself.
-const ENGINE_STATE_TOOLS: [&str; 2] = ["todo_write", "skill"];
-
-/// An approval to ask for.
-struct Ask {
-    reason: String,
-    rules: Vec<String>,
-    timeout_ms: u64,
-    on_timeout: gantry_types::TimeoutAction,
-}
 
 /// What the gate lets through.
 pub(super) enum Gate {
@@ -55,13 +41,7 @@ impl Loop<'_> {
     }
 
     /// Applies the policy to a call, asking a human when it says so.
-    pub(super) async fn check(&self, tool: &str, call_id: &str, args: &Value, cwd: &str) -> Gate {
-        // Tools that only touch the thread's own state (its task list, its
-        // skills' instructions) are not gated: a deny-by-default rule set
-        // must not stop the agent from planning or reading a skill.
-        if ENGINE_STATE_TOOLS.contains(&tool) {
-            return Gate::Run;
-        }
+    pub(super) async fn check(&self, tool: &str, call_id: &str, args: &Value) -> Gate {
         let mut policy = self.live.borrow().policy.clone();
         // A loaded skill's `allowed-tools` apply while it is loaded.
         let extra = super::read_skills(&self.spec.skills).active_allowed_tools();
@@ -78,20 +58,7 @@ impl Loop<'_> {
         match verdict {
             Verdict::Allow => Gate::Run,
             Verdict::Deny { reason, .. } => Gate::Refuse(format!("denied by policy: {reason}")),
-            Verdict::Ask {
-                reason,
-                rules,
-                timeout_ms,
-                on_timeout,
-            } => {
-                let ask = Ask {
-                    reason,
-                    rules,
-                    timeout_ms,
-                    on_timeout,
-                };
-                self.ask(ask, &request, call_id, cwd).await
-            }
+            ask @ Verdict::Ask { .. } => self.ask(&ask, &request, call_id).await,
         }
     }
 
@@ -102,7 +69,6 @@ impl Loop<'_> {
         tool: &str,
         call_id: &str,
         args: &Value,
-        cwd: &str,
     ) -> Gate {
         let policy = self.live.borrow().policy.clone();
         if !policy::asks_on_failure(&policy) {
@@ -113,42 +79,27 @@ impl Loop<'_> {
             args,
             workspace: &self.spec.cwd,
         };
-        let ask = Ask {
+        let ask = Verdict::Ask {
             reason: "the command failed inside the sandbox; run it again without the sandbox?"
                 .to_owned(),
             rules: Vec::new(),
             timeout_ms: policy.confirmation.default_timeout_ms,
             on_timeout: policy.confirmation.timeout_action,
         };
-        self.ask(ask, &request, call_id, cwd).await
+        self.ask(&ask, &request, call_id).await
     }
 
     /// Puts an approval item in front of clients and waits for the answer.
-    async fn ask(&self, ask: Ask, request: &ToolRequest<'_>, call_id: &str, cwd: &str) -> Gate {
-        let Ask {
-            reason,
-            rules,
-            timeout_ms,
-            on_timeout,
-        } = ask;
-        let (tool, args) = (request.tool, request.args);
-        let approval_id = new_id();
-        let ask = ApprovalRequest {
-            call_id: call_id.to_owned(),
-            tool: tool.to_owned(),
-            lane: policy::lane_of(tool),
-            command: args
-                .get("command")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            cwd: cwd.to_owned(),
-            arguments: args.clone(),
-            reason,
-            matched_rules: rules,
-            available_decisions: ApprovalDecisionKind::ALL.to_vec(),
-            timeout_ms,
-            on_timeout,
+    async fn ask(&self, verdict: &Verdict, request: &ToolRequest<'_>, call_id: &str) -> Gate {
+        let Some(ask) = policy::approval_request(call_id, request, verdict) else {
+            return Gate::Run;
         };
+        let waiting = Waiting::Approval {
+            timeout_ms: ask.timeout_ms,
+            on_timeout: ask.on_timeout,
+        };
+        let timeout_ms = ask.timeout_ms;
+        let approval_id = new_id();
         let mut item = self.em.start_item(
             self.rounds,
             ItemKind::Approval {
@@ -158,10 +109,6 @@ impl Loop<'_> {
                 resolved_by: None,
             },
         );
-        let waiting = Waiting::Approval {
-            timeout_ms,
-            on_timeout,
-        };
         let Some(Resolution::Approval { decision, by }) =
             self.wait(&approval_id, waiting, timeout_ms).await
         else {
@@ -178,20 +125,14 @@ impl Loop<'_> {
             *resolved_by = Some(by.to_owned());
         }
         self.em.complete_item(item, ItemStatus::Completed);
-        match decision {
-            ApprovalDecision::Approve => Gate::Run,
-            ApprovalDecision::ApproveForSession => {
-                self.grants
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(request);
-                Gate::Run
-            }
-            ApprovalDecision::Deny { reason } => Gate::Refuse(match reason {
-                Some(r) => format!("the user denied this call: {r}"),
-                None => "the user denied this call".to_owned(),
-            }),
-            ApprovalDecision::Abort => {
+        let outcome = {
+            let mut grants = self.grants.lock().unwrap_or_else(|p| p.into_inner());
+            policy::resolve(&mut grants, request, &decision)
+        };
+        match outcome {
+            policy::Resolution::Run => Gate::Run,
+            policy::Resolution::Refuse { reason } => Gate::Refuse(reason),
+            policy::Resolution::Abort => {
                 // An abort ends the turn like an interrupt.
                 self.cancel.cancel();
                 Gate::Stop

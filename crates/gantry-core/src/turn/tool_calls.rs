@@ -146,8 +146,7 @@ impl Loop<'_> {
             self.em.announce(&item);
             return self.refuse_as(item, "interrupted before it ran", ItemStatus::Interrupted);
         }
-        let cwd = self.spec.cwd.display().to_string();
-        match self.check(&name, &call_id, &args, &cwd).await {
+        match self.check(&name, &call_id, &args).await {
             Gate::Run => {}
             Gate::Refuse(reason) => {
                 self.em.announce(&item);
@@ -199,10 +198,7 @@ impl Loop<'_> {
                 }
                 // Under `on-failure`, a command that failed in the sandbox
                 // may run again without it, once a human approves.
-                match self
-                    .ask_to_rerun_unsandboxed(&name, &call_id, &args, &cwd)
-                    .await
-                {
+                match self.ask_to_rerun_unsandboxed(&name, &call_id, &args).await {
                     Gate::Run => {
                         let mut again = self.em.new_item(
                             self.rounds,

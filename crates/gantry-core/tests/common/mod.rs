@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use gantry_core::{
-    CreateThread, Engine, EngineBuilder, EngineConfig, Notification, SingleModel, Subscription,
+    CreateThread, Engine, EngineBuilder, EngineConfig, ModelResolver, Notification, SingleModel,
+    Subscription,
 };
 use gantry_llm::ClientConfig;
 use gantry_llm::RetryPolicy;
@@ -79,17 +80,49 @@ impl Harness {
 
 /// An engine over the SQLite file in `dir`, talking to `llm` with fast retries.
 pub async fn engine_at(dir: &Path, llm: &MockLlm, config: EngineConfig) -> Engine {
-    let store = SqliteStore::open(&dir.join("gantry.db"))
-        .await
-        .expect("store");
     let mut llm_config = ClientConfig::new(llm.base_url());
     llm_config.retry = fast_retries();
     let client = OpenAiChatClient::new(llm_config).expect("client");
-    EngineBuilder::new(Arc::new(store), Arc::new(SingleModel(Arc::new(client))))
+    engine_with(dir, Arc::new(SingleModel(Arc::new(client))), config).await
+}
+
+/// An engine over the SQLite file in `dir` with the given model resolver.
+pub async fn engine_with(
+    dir: &Path,
+    models: Arc<dyn ModelResolver>,
+    config: EngineConfig,
+) -> Engine {
+    let store = SqliteStore::open(&dir.join("gantry.db"))
+        .await
+        .expect("store");
+    EngineBuilder::new(Arc::new(store), models)
         .config(config)
         .start()
         .await
         .expect("engine")
+}
+
+/// What the model was told by the last tool result in request `n`.
+pub fn last_tool_result(llm: &MockLlm, n: usize) -> String {
+    let body = &llm.requests()[n].body;
+    let tool = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rfind(|m| m["role"] == "tool"))
+        .unwrap_or_else(|| panic!("request {n} has no tool result: {body}"));
+    tool["content"].as_str().unwrap_or_default().to_owned()
+}
+
+/// The tool names offered in request `n`.
+pub fn offered_tools(llm: &MockLlm, n: usize) -> Vec<String> {
+    llm.requests()[n].body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 pub fn fast_retries() -> RetryPolicy {

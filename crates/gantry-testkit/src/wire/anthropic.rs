@@ -166,6 +166,7 @@ pub(crate) fn error_body(status: u16) -> Value {
 mod tests {
     use super::*;
     use crate::script::ToolCallSpec;
+    use crate::wire::events;
 
     fn ctx() -> Context {
         Context {
@@ -177,18 +178,6 @@ mod tests {
             prompt_chars: 40,
             request: Value::Null,
         }
-    }
-
-    fn events(frames: &[Frame]) -> Vec<(String, Value)> {
-        frames
-            .iter()
-            .filter_map(|f| match f {
-                Frame::Event { event, data } => {
-                    Some((event.clone(), serde_json::from_str(data).ok()?))
-                }
-                _ => None,
-            })
-            .collect()
     }
 
     #[test]

@@ -113,3 +113,15 @@ pub(crate) fn place_faults(
     frames.extend(end);
     frames
 }
+
+/// The `event:` frames of a stream with their parsed data (for the wires' tests).
+#[cfg(test)]
+pub(crate) fn events(frames: &[Frame]) -> Vec<(String, Value)> {
+    frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Event { event, data } => Some((event.clone(), serde_json::from_str(data).ok()?)),
+            _ => None,
+        })
+        .collect()
+}

@@ -320,6 +320,7 @@ fn encrypted_content(item_id: &str, text: &str) -> String {
 mod tests {
     use super::*;
     use crate::script::ToolCallSpec;
+    use crate::wire::events;
 
     fn ctx(request: Value) -> Context {
         Context {
@@ -331,18 +332,6 @@ mod tests {
             prompt_chars: 40,
             request,
         }
-    }
-
-    fn events(frames: &[Frame]) -> Vec<(String, Value)> {
-        frames
-            .iter()
-            .filter_map(|f| match f {
-                Frame::Event { event, data } => {
-                    Some((event.clone(), serde_json::from_str(data).ok()?))
-                }
-                _ => None,
-            })
-            .collect()
     }
 
     #[test]
