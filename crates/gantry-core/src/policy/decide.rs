@@ -618,16 +618,6 @@ pub fn resolve(
     }
 }
 
-/// The answer an unanswered request turns into.
-pub fn timeout_decision(action: TimeoutAction) -> ApprovalDecision {
-    match action {
-        TimeoutAction::AutoApprove => ApprovalDecision::Approve,
-        TimeoutAction::Reject => ApprovalDecision::Deny {
-            reason: Some("nobody answered the approval request in time".into()),
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,7 +61,7 @@ pub mod shell;
 
 pub use decide::{
     Resolution, SessionGrants, THREAD_STATE_TOOLS, ToolRequest, Verdict, approval_request,
-    asks_on_failure, check_permission, decide, is_known_safe, lane_of, resolve, timeout_decision,
+    asks_on_failure, check_permission, decide, is_known_safe, lane_of, resolve,
 };
 pub use rules::{Rule, RuleError};
 
