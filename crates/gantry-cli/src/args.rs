@@ -43,9 +43,60 @@ pub enum Command {
     /// Exit code 0 when the turn completed, 1 when it failed, 130 when it was
     /// interrupted (Ctrl-C), 2 for usage or setup errors.
     Exec(ExecArgs),
+    /// Run the daemon: the engine and its protocol listeners.
+    ///
+    /// Serves `a3s.code.agent.v1.CodeAgentService` over gRPC (with
+    /// `grpc.health.v1` and server reflection) until SIGINT/SIGTERM or the
+    /// `Shutdown` rpc; then stops accepting, lets running calls finish for
+    /// the grace period, interrupts what still runs and flushes the store.
+    ///
+    ///   gantry serve --listen-addr 127.0.0.1:4088 --workspace ~/src/app
+    Serve(ServeArgs),
     /// List and show stored threads.
     #[command(subcommand)]
     Threads(ThreadsCommand),
+}
+
+/// Where `gantry serve` keeps its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StorageBackend {
+    /// Nothing is written: threads live as long as the process.
+    Memory,
+    /// The SQLite store in the data dir.
+    File,
+}
+
+/// `gantry serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// gRPC listen address (`HOST:PORT`; port 0 picks a free one).
+    #[arg(long, value_name = "HOST:PORT", default_value = proto_code_agent::DEFAULT_ADDR)]
+    pub listen_addr: String,
+
+    /// Workspace of sessions that name none [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// `file`: the SQLite store in the data dir; `memory`: nothing written.
+    #[arg(long, value_enum, default_value = "file")]
+    pub storage_backend: StorageBackend,
+
+    /// File holding a bearer token every call must carry
+    /// (`authorization: Bearer <token>`).
+    #[arg(long, value_name = "FILE")]
+    pub auth_token_file: Option<PathBuf>,
+
+    /// TLS certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// TLS private key (PEM); needs --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Seconds running calls may go on after a stop is asked for.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub grace_secs: u64,
 }
 
 /// `gantry exec`.

@@ -44,6 +44,7 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
         max_rounds: args.max_rounds.max(1),
         default_model: model.clone(),
         reasoning: args.reasoning.clone(),
+        data_dir: Some(data.path.clone()),
         ..EngineConfig::default()
     };
     let engine = match &models.registry {
@@ -86,11 +87,11 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
                     cwd,
                     model: Some(model),
                     instructions: args.instructions.clone(),
-                    name: None,
                     policy: ThreadPolicy {
                         sandbox,
                         ..ThreadPolicy::default()
                     },
+                    ..CreateThread::default()
                 })
                 .await?
         }

@@ -1,10 +1,12 @@
-//! `gantry`: run coding agents headless, inspect their threads.
+//! `gantry`: serve coding agents over their protocols, run them headless,
+//! inspect their threads.
 
 mod args;
 mod config;
 mod exec;
 mod model;
 mod render;
+mod serve;
 mod setup;
 mod threads;
 
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Exec(args) => exec::run(cli.global, args).await,
+            Command::Serve(args) => serve::run(cli.global, args).await,
             Command::Threads(args) => threads::run(cli.global, args).await,
         }
     });

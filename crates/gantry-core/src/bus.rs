@@ -240,6 +240,30 @@ impl Bus {
     }
 
     /// Subscribes to every thread from the given positions.
+    /// Every thread's notifications from now on, without replay: nothing
+    /// is read from the store. The resume position starts at each known
+    /// thread's next seq.
+    pub(crate) fn subscribe_all_now(&self) -> Subscription {
+        let inner = self.lock();
+        let rx = inner.global.subscribe();
+        let threads = inner
+            .threads
+            .iter()
+            .filter_map(|(id, ch)| {
+                let last = ch.tail.back().map_or(ch.persisted, |e| e.seq);
+                (last > 0).then(|| (id.clone(), last + 1))
+            })
+            .collect();
+        Subscription::new(
+            VecDeque::new(),
+            rx,
+            ResumeFrom {
+                from_seq: 1,
+                threads,
+            },
+        )
+    }
+
     pub(crate) async fn subscribe_all(
         &self,
         from: ResumeFrom,

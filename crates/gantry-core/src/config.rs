@@ -1,5 +1,6 @@
 //! Engine settings and the model resolver port.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use gantry_llm::ModelClient;
@@ -24,6 +25,10 @@ pub struct EngineConfig {
     /// Reasoning effort asked of models that support it (`low`, `medium`,
     /// `high`, ...); `None` leaves it to the provider.
     pub reasoning: Option<String>,
+    /// Where the engine keeps files of its own (agents' installed skills
+    /// under `agents/<id>/skills`). `None`: installing skill packages is
+    /// refused.
+    pub data_dir: Option<PathBuf>,
 }
 
 impl Default for EngineConfig {
@@ -35,6 +40,7 @@ impl Default for EngineConfig {
             subscriber_buffer: 4096,
             compact_at: 0.8,
             reasoning: None,
+            data_dir: None,
         }
     }
 }

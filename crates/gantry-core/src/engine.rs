@@ -1,21 +1,24 @@
 //! The engine's public API: a cheap, cloneable handle over shared state.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use gantry_store::{Store, ThreadPage, ThreadQuery};
 use gantry_tools::ToolRegistry;
+use gantry_tools::lsp::LspManager;
 use gantry_tools::mcp::McpManager;
 use gantry_types::{
-    ApprovalDecision, Event, EventPayload, ForkOrigin, ItemId, LaneHandler, RuleDecision, Thread,
-    ThreadId, ThreadPolicy, ThreadStatus, ThreadView, TurnId, TurnStatus, Usage,
+    AgentId, ApprovalDecision, Event, EventPayload, ForkOrigin, Item, ItemId, ItemKind, ItemStatus,
+    LaneHandler, ModelEndpoint, RuleDecision, Thread, ThreadId, ThreadPolicy, ThreadSettings,
+    ThreadStatus, ThreadView, Turn, TurnId, TurnStatus, Usage,
 };
 use tokio::sync::{Mutex, oneshot};
 
 use crate::actor::{ActorHandle, Command, ExternalTaskInfo, Resolution, ThreadActor};
-use crate::bus::{Bus, ResumeFrom, Subscription};
+use crate::bus::{Bus, Notification, ResumeFrom, Subscription};
 use crate::context::{ContextUsage, Counter};
+use crate::engine_events::{EngineEvent, EngineEventBus, EngineEventKind, EngineEvents};
 use crate::policy;
 use crate::providers::Providers;
 use crate::turn;
@@ -46,23 +49,80 @@ pub struct CreateThread {
     pub name: Option<String>,
     /// What its tool calls may do (the default allows everything, as before).
     pub policy: ThreadPolicy,
+    /// The agent it runs under: its model and instructions are the
+    /// defaults, its installed skills are offered.
+    pub agent: Option<AgentId>,
+    /// The id a client chose (letters, digits, `-`, `_`, `.`, `:`; at most
+    /// 128 characters); a fresh UUIDv7 when `None`.
+    pub id: Option<ThreadId>,
+    /// The thread's own model server, instead of the configured providers.
+    pub endpoint: Option<ModelEndpoint>,
+    /// Sampling temperature (0..=2).
+    pub temperature: Option<f32>,
+    /// Cap on the tokens of each model answer.
+    pub max_output_tokens: Option<u32>,
+    /// What the client keeps with the thread.
+    pub metadata: BTreeMap<String, String>,
+    /// Conversation the thread starts with, recorded as one completed turn
+    /// the model sees as history.
+    pub context: Vec<ContextMessage>,
+}
+
+/// A message of the conversation a thread starts with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextMessage {
+    /// Who said it.
+    pub role: ContextRole,
+    /// What was said.
+    pub text: String,
+}
+
+/// Who said a [`ContextMessage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextRole {
+    /// The user.
+    User,
+    /// The agent.
+    Assistant,
 }
 
 /// State shared by the engine handle, the actors and the turn tasks.
 pub(crate) struct Shared {
     pub store: Arc<dyn Store>,
     pub bus: Arc<Bus>,
+    /// Engine-wide events (not tied to one thread's log).
+    pub events: EngineEventBus,
     pub writer: Writer,
     pub tools: ToolRegistry,
     pub mcp: McpManager,
+    /// Language servers, one per (workspace root, language).
+    pub lsp: LspManager,
     pub models: Arc<dyn ModelResolver>,
     pub clock: Arc<dyn Clock>,
     pub config: EngineConfig,
     /// The provider registry, when the engine manages providers.
     pub providers: Option<Arc<Providers>>,
+    /// Scheduled jobs: which are running, the row lock, the scheduler's wake-up.
+    pub cron: crate::cron::CronState,
+    /// Clients of threads' own model servers.
+    pub endpoints: crate::endpoints::Endpoints,
+    /// Variables added to the environment of every command tools and jobs
+    /// start (`set_command_env`).
+    pub command_env: std::sync::RwLock<Arc<BTreeMap<String, String>>>,
     /// Live thread actors. A tokio mutex, held while a thread loads, so one
     /// thread never gets two actors.
     actors: Mutex<HashMap<ThreadId, ActorHandle>>,
+}
+
+impl Shared {
+    /// The extra environment of commands (a cheap `Arc` clone).
+    pub(crate) fn command_env(&self) -> Arc<BTreeMap<String, String>> {
+        // A panicking writer cannot leave the map half-replaced.
+        self.command_env
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
 }
 
 /// Builds an [`Engine`].
@@ -71,6 +131,7 @@ pub struct EngineBuilder {
     models: Arc<dyn ModelResolver>,
     tools: ToolRegistry,
     mcp: McpManager,
+    lsp: LspManager,
     clock: Arc<dyn Clock>,
     config: EngineConfig,
     providers: Option<Arc<Providers>>,
@@ -84,6 +145,7 @@ impl EngineBuilder {
             models,
             tools: ToolRegistry::builtin(),
             mcp: McpManager::new(),
+            lsp: LspManager::new(),
             clock: Arc::new(SystemClock),
             config: EngineConfig::default(),
             providers: None,
@@ -100,6 +162,14 @@ impl EngineBuilder {
     /// stored by earlier `add_mcp_server` calls are added at start).
     pub fn mcp(mut self, mcp: McpManager) -> Self {
         self.mcp = mcp;
+        self
+    }
+
+    /// Uses `lsp` for language servers (its languages and commands; the
+    /// default knows rust-analyzer, pylsp, typescript-language-server,
+    /// clangd and gopls).
+    pub fn lsp(mut self, lsp: LspManager) -> Self {
+        self.lsp = lsp;
         self
     }
 
@@ -131,17 +201,23 @@ impl EngineBuilder {
             shared: Arc::new(Shared {
                 store: self.store,
                 bus,
+                events: EngineEventBus::new(self.config.subscriber_buffer),
                 writer,
                 tools: self.tools,
                 mcp: self.mcp,
+                lsp: self.lsp,
                 models: self.models,
                 clock: self.clock,
                 config: self.config,
                 providers: self.providers,
+                cron: Default::default(),
+                endpoints: Default::default(),
+                command_env: Default::default(),
                 actors: Mutex::new(HashMap::new()),
             }),
         };
         engine.load_mcp_servers().await?;
+        engine.forward_lsp_events();
         for id in engine.shared.store.running_threads().await? {
             engine.actor(&id).await?;
         }
@@ -166,6 +242,30 @@ impl Engine {
         self.shared.providers.as_ref()
     }
 
+    /// Sets the variables added to the environment of every command the
+    /// tools and scheduled jobs start from now on (over the server's own
+    /// environment). Names must be non-empty, without `=` or NUL.
+    pub fn set_command_env(&self, env: BTreeMap<String, String>) -> Result<(), EngineError> {
+        for (name, value) in &env {
+            if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
+                return Err(EngineError::InvalidInput(format!(
+                    "environment variable `{name}`: names must be non-empty, without `=` or NUL; values without NUL"
+                )));
+            }
+        }
+        *self
+            .shared
+            .command_env
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Arc::new(env);
+        Ok(())
+    }
+
+    /// The variables [`Engine::set_command_env`] set.
+    pub fn command_env(&self) -> Arc<BTreeMap<String, String>> {
+        self.shared.command_env()
+    }
+
     /// The tools threads offer their model.
     pub fn tools(&self) -> &ToolRegistry {
         &self.shared.tools
@@ -182,23 +282,40 @@ impl Engine {
                     params.cwd.display()
                 ))
             })?;
+        let agent = match &params.agent {
+            Some(id) => Some(self.agent(id).await?),
+            None => None,
+        };
         let model = params
             .model
             .filter(|m| !m.trim().is_empty())
+            .or_else(|| agent.as_ref().and_then(|a| a.model.clone()))
             .unwrap_or_else(|| self.default_model());
+        let instructions = params
+            .instructions
+            .or_else(|| agent.as_ref().and_then(|a| a.instructions.clone()));
+        let id = match params.id {
+            Some(id) => check_thread_id(id)?,
+            None => ThreadId::new(),
+        };
         let now = self.shared.clock.now_ms();
         let thread = Thread {
-            id: ThreadId::new(),
+            id,
             name: params.name,
             cwd: cwd.to_string_lossy().into_owned(),
             model,
-            instructions: params.instructions,
+            instructions,
+            endpoint: params.endpoint,
+            temperature: params.temperature,
+            max_output_tokens: params.max_output_tokens,
+            metadata: params.metadata,
             status: ThreadStatus::Idle,
             archived: false,
             preview: String::new(),
             created_at: now,
             updated_at: now,
             forked_from: None,
+            agent_id: params.agent,
             usage: Usage::default(),
             cost_usd: 0.0,
             paused: false,
@@ -208,11 +325,32 @@ impl Engine {
             goal: None,
             last_seq: 0,
         };
-        self.spawn_new(vec![EventPayload::ThreadCreated {
+        thread
+            .settings()
+            .validate()
+            .map_err(EngineError::InvalidInput)?;
+        let mut payloads = vec![EventPayload::ThreadCreated {
             thread: thread.clone(),
-        }])
-        .await?;
+        }];
+        payloads.extend(context_turn(&thread, &params.context, now));
+        self.spawn_new(payloads).await?;
         self.read(&thread.id).await.map(|v| v.thread)
+    }
+
+    /// Changes a thread's settings (name, model, instructions, model server,
+    /// sampling): `change` edits a copy of the current ones, which are
+    /// validated, recorded, and used from the next model request. Returns
+    /// the thread as it is now. Refused for an archived thread.
+    pub async fn configure_thread(
+        &self,
+        thread: &ThreadId,
+        change: impl FnOnce(&mut ThreadSettings) + Send + 'static,
+    ) -> Result<Thread, EngineError> {
+        self.ask(thread, |reply| Command::Configure {
+            change: Box::new(change),
+            reply,
+        })
+        .await?
     }
 
     /// Sends a user message: starts a turn if the thread is idle, else does
@@ -260,6 +398,49 @@ impl Engine {
         self.ask(thread, |reply| Command::Interrupt { reply }).await
     }
 
+    /// Waits until `turn` (running, queued or ended) has ended; the turn as
+    /// it ended. Falling behind the bus is handled (it resubscribes).
+    pub async fn wait_turn(&self, thread: &ThreadId, turn: &TurnId) -> Result<Turn, EngineError> {
+        let view = self.read(thread).await?;
+        let known = view.queued.iter().any(|q| &q.turn_id == turn);
+        match ended_turn(&view, turn) {
+            Some(Ok(ended)) => return Ok(ended),
+            None if !known => {
+                return Err(EngineError::TurnNotFound {
+                    thread: thread.clone(),
+                    turn: turn.clone(),
+                });
+            }
+            _ => {}
+        }
+        // From the seq after the view just read: nothing in between is missed.
+        let mut sub = self.subscribe(thread, view.thread.last_seq + 1).await?;
+        loop {
+            match sub.next().await {
+                Some(Notification::Event(event)) => {
+                    if matches!(&event.payload,
+                        EventPayload::TurnCompleted { turn_id, .. } if turn_id == turn)
+                    {
+                        let view = self.read(thread).await?;
+                        if let Some(Ok(ended)) = ended_turn(&view, turn) {
+                            return Ok(ended);
+                        }
+                    }
+                }
+                Some(Notification::Delta(_)) => {}
+                Some(Notification::Lagged { resume }) => {
+                    let from = resume
+                        .threads
+                        .get(thread)
+                        .copied()
+                        .unwrap_or(resume.from_seq);
+                    sub = self.subscribe(thread, from).await?;
+                }
+                None => return Err(EngineError::ShuttingDown),
+            }
+        }
+    }
+
     /// Archives a thread (it stays readable, accepts no input, leaves default listings).
     pub async fn archive(&self, thread: &ThreadId) -> Result<(), EngineError> {
         self.ask(thread, |reply| Command::SetArchived {
@@ -297,12 +478,17 @@ impl Engine {
 
     /// How full the thread's context would be on its next request.
     pub async fn context_usage(&self, thread: &ThreadId) -> Result<ContextUsage, EngineError> {
-        let view = self.read(thread).await?;
+        Ok(self.context_usage_of(&self.read(thread).await?))
+    }
+
+    /// How full the context of the thread `view` shows would be on its next
+    /// request (for a caller that has read the thread already).
+    pub fn context_usage_of(&self, view: &ThreadView) -> ContextUsage {
         let model = &view.thread.model;
         let counter = Counter::for_model(model);
         let used = counter.request(
             view.thread.instructions.as_deref(),
-            &turn::history(&view),
+            &turn::history(view),
             &self.shared.tools.specs(),
             true,
         );
@@ -311,7 +497,7 @@ impl Engine {
             .models
             .model_info(model)
             .map_or(0, |i| i.limit.context);
-        Ok(ContextUsage::new(used, limit))
+        ContextUsage::new(used, limit)
     }
 
     /// Answers a pending approval. The first answer wins; a later one (or
@@ -502,6 +688,7 @@ impl Engine {
                 usage: tv.turn.usage,
                 cost_usd: tv.turn.cost_usd,
                 error: tv.turn.error.clone(),
+                failure: tv.turn.failure,
             });
         }
         self.spawn_new(payloads).await?;
@@ -525,6 +712,27 @@ impl Engine {
         self.shared.bus.subscribe_all(from).await
     }
 
+    /// Subscribes to every thread's notifications from now on (cheap: no
+    /// replay, nothing read from the store).
+    pub fn subscribe_all_now(&self) -> Subscription {
+        self.shared.bus.subscribe_all_now()
+    }
+
+    /// Subscribes to engine-wide events (MCP startup, agents, skill
+    /// packages, memory, scheduled jobs, language servers) from now on.
+    pub fn engine_events(&self) -> EngineEvents {
+        self.shared.events.subscribe()
+    }
+
+    /// Publishes an engine-wide event stamped now.
+    pub(crate) fn publish(&self, thread_id: Option<ThreadId>, kind: EngineEventKind) {
+        self.shared.events.publish(EngineEvent {
+            ts: self.shared.clock.now_ms(),
+            thread_id,
+            kind,
+        });
+    }
+
     /// Waits until every event so far is durably stored.
     pub async fn flush(&self) {
         self.shared.writer.flush().await;
@@ -532,11 +740,15 @@ impl Engine {
 
     /// Interrupts every running turn, waits for them to end, and flushes.
     pub async fn shutdown(&self) {
-        let ids: Vec<ThreadId> = self.shared.actors.lock().await.keys().cloned().collect();
-        for id in ids {
+        for id in self.live_threads().await {
             let _ = self.interrupt(&id).await;
         }
         self.flush().await;
+    }
+
+    /// Ids of the threads that have a live actor.
+    pub(crate) async fn live_threads(&self) -> Vec<ThreadId> {
+        self.shared.actors.lock().await.keys().cloned().collect()
     }
 
     /// Creates the actor of a new thread whose log is `payloads`.
@@ -566,9 +778,24 @@ impl Engine {
         let view = ThreadView::from_events(&events).ok_or_else(|| {
             EngineError::InvalidInput("a thread log starts with thread_created".into())
         })?;
+        // Held from the check to the insert: two creations of one id
+        // cannot both pass.
+        let mut actors = self.shared.actors.lock().await;
+        if actors.contains_key(&id) || self.stored(&id).await? {
+            return Err(EngineError::AlreadyExists {
+                what: "thread",
+                name: id.0,
+            });
+        }
         let handle = ThreadActor::spawn(self.shared.clone(), view, events).await;
-        self.shared.actors.lock().await.insert(id, handle);
+        actors.insert(id, handle);
         Ok(())
+    }
+
+    /// Whether the store holds a thread (after the writer caught up).
+    async fn stored(&self, id: &ThreadId) -> Result<bool, EngineError> {
+        self.flush().await;
+        Ok(self.shared.store.thread(id).await?.is_some())
     }
 
     /// The live actor of a thread, loading it from the store if needed.
@@ -598,6 +825,99 @@ impl Engine {
             .await
             .map_err(|_| EngineError::ShuttingDown)?;
         rx.await.map_err(|_| EngineError::ShuttingDown)
+    }
+}
+
+/// `turn` in `view`: `Ok` once it ended, `Err` while it runs.
+fn ended_turn(view: &ThreadView, turn: &TurnId) -> Option<Result<Turn, ()>> {
+    let tv = view.turns.iter().rev().find(|t| &t.turn.id == turn)?;
+    Some(if tv.turn.status.is_final() {
+        Ok(tv.turn.clone())
+    } else {
+        Err(())
+    })
+}
+
+/// The log of a turn holding the conversation a thread starts with: each
+/// agent message its own round, so none merge.
+fn context_turn(thread: &Thread, context: &[ContextMessage], now: i64) -> Vec<EventPayload> {
+    if context.is_empty() {
+        return Vec::new();
+    }
+    let turn_id = TurnId::new();
+    let mut payloads = vec![EventPayload::TurnStarted {
+        turn: Turn {
+            id: turn_id.clone(),
+            thread_id: thread.id.clone(),
+            input: String::new(),
+            status: TurnStatus::Running,
+            started_at: now,
+            completed_at: None,
+            rounds: 0,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            error: None,
+            failure: None,
+        },
+    }];
+    for (message, round) in context.iter().zip(1..) {
+        let (kind, round) = match message.role {
+            ContextRole::User => (
+                ItemKind::UserMessage {
+                    text: message.text.clone(),
+                },
+                0,
+            ),
+            ContextRole::Assistant => (
+                ItemKind::AgentMessage {
+                    text: message.text.clone(),
+                },
+                round,
+            ),
+        };
+        payloads.push(EventPayload::ItemCompleted {
+            item: Item {
+                id: ItemId::new(),
+                turn_id: turn_id.clone(),
+                round,
+                status: ItemStatus::Completed,
+                started_at: now,
+                completed_at: Some(now),
+                kind,
+                tool_call: None,
+            },
+        });
+    }
+    payloads.push(EventPayload::TurnCompleted {
+        turn_id,
+        status: TurnStatus::Completed,
+        rounds: 0,
+        usage: Usage::default(),
+        cost_usd: 0.0,
+        error: None,
+        failure: None,
+    });
+    payloads
+}
+
+/// Longest thread id a client may choose.
+const MAX_THREAD_ID_LEN: usize = 128;
+
+/// A client-chosen thread id, if it is one the store and every protocol
+/// can carry.
+fn check_thread_id(id: ThreadId) -> Result<ThreadId, EngineError> {
+    let ok = !id.0.is_empty()
+        && id.0.len() <= MAX_THREAD_ID_LEN
+        && id
+            .0
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    if ok {
+        Ok(id)
+    } else {
+        Err(EngineError::InvalidInput(format!(
+            "thread id `{id}`: use 1 to {MAX_THREAD_ID_LEN} letters, digits, `-`, `_`, `.` or `:`"
+        )))
     }
 }
 

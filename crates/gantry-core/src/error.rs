@@ -1,7 +1,7 @@
 //! Errors of engine commands, each with a message a user can act on.
 
 use gantry_store::StoreError;
-use gantry_types::{ThreadId, TurnId};
+use gantry_types::{ThreadId, TurnFailure, TurnId};
 
 /// Why an engine command was refused or failed.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +46,15 @@ pub enum EngineError {
         /// The name asked for.
         name: String,
     },
+    /// Something with that id or name exists already (a thread a client
+    /// named).
+    #[error("{what} `{name}` already exists")]
+    AlreadyExists {
+        /// What was to be created (`thread`).
+        what: &'static str,
+        /// The id or name taken.
+        name: String,
+    },
     /// The command's input is invalid.
     #[error("{0}")]
     InvalidInput(String),
@@ -57,7 +66,13 @@ pub enum EngineError {
         turn: TurnId,
         /// Why it has no output.
         reason: String,
+        /// The turn's failure, when it failed.
+        failure: Option<TurnFailure>,
     },
+    /// Something outside the engine that the command needs (a language
+    /// server) is not running, failed, or did not answer in time.
+    #[error("{0}")]
+    Unavailable(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -8,14 +8,20 @@
 //! project the [`Notification`]s of a [`Subscription`] onto their wire.
 
 mod actor;
+mod agents_api;
 mod bus;
 mod clock;
 mod config;
 mod context;
+mod cron;
+mod endpoints;
 mod engine;
+mod engine_events;
 mod error;
 mod live;
+mod lsp_api;
 mod mcp_api;
+mod memory;
 mod plans;
 pub mod policy;
 mod providers;
@@ -26,14 +32,21 @@ mod turn;
 mod writer;
 
 pub use actor::ExternalTaskInfo;
+pub use agents_api::AgentSpec;
 pub use bus::{Notification, ResumeFrom, Subscription};
 pub use clock::{Clock, SystemClock};
 pub use config::{EngineConfig, ModelResolver, SingleModel};
 pub use context::ContextUsage;
-pub use engine::{CreateThread, Engine, EngineBuilder, IfBusy};
+pub use cron::{DEFAULT_HISTORY_LIMIT, JobUpdate, NewJob, ParsedSchedule, SchedulerHandle};
+pub use engine::{ContextMessage, ContextRole, CreateThread, Engine, EngineBuilder, IfBusy};
+pub use engine_events::{EngineEvent, EngineEventKind, EngineEventNotice, EngineEvents};
 pub use error::EngineError;
 pub use gantry_store::{ThreadPage, ThreadQuery};
+// Tool-side types the engine API takes and returns.
+pub use gantry_tools::mcp::{McpServerConfig, McpTransport};
+pub use gantry_tools::skills::{Skill, SkillListing, SkillSource};
 pub use mcp_api::MCP_SERVERS_SETTING;
+pub use memory::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, RECENT_WINDOW_MS};
 pub use providers::{DEFAULT_MODEL_SETTING, Providers, ProvidersConfig};
 pub use structured_api::{
     DEFAULT_STRUCTURED_RETRIES, StructuredChunk, StructuredOutput, StructuredRequest,

@@ -2,10 +2,9 @@
 //! model like built-ins (as `mcp__<server>__<tool>`), through the same policy.
 //! Server configurations are persisted in the store's settings.
 
-use gantry_tools::mcp::{
-    McpServerConfig, McpServerStatus, McpStartupComplete, McpStartupUpdate, McpToolInfo,
-};
+use gantry_tools::mcp::{McpServerConfig, McpServerStatus, McpStartupComplete, McpToolInfo};
 
+use crate::engine_events::EngineEventKind;
 use crate::{Engine, EngineError};
 
 /// The store setting that holds the MCP server configurations (JSON).
@@ -40,12 +39,17 @@ impl Engine {
     }
 
     /// Connects every enabled server in parallel, each within its startup
-    /// timeout, reporting each server's progress; returns the summary.
-    pub async fn start_mcp_servers(
-        &self,
-        progress: impl Fn(McpStartupUpdate),
-    ) -> McpStartupComplete {
-        self.shared.mcp.start_all(progress).await
+    /// timeout; returns the summary. Each server's progress and then the
+    /// summary are published as engine events
+    /// ([`EngineEventKind::McpStartupUpdate`], [`EngineEventKind::McpStartupComplete`]).
+    pub async fn start_mcp_servers(&self) -> McpStartupComplete {
+        let summary = self
+            .shared
+            .mcp
+            .start_all(|update| self.publish(None, EngineEventKind::McpStartupUpdate(update)))
+            .await;
+        self.publish(None, EngineEventKind::McpStartupComplete(summary.clone()));
+        summary
     }
 
     /// Connects one server now.

@@ -198,6 +198,11 @@ impl Providers {
         Ok(())
     }
 
+    /// The retry policy of every client the registry builds.
+    pub fn retry(&self) -> RetryPolicy {
+        self.retry
+    }
+
     /// The default model, if one is configured or set.
     pub fn default_model(&self) -> Option<String> {
         self.read().default_model.clone()

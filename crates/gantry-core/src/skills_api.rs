@@ -3,14 +3,34 @@
 //! when the thread goes live; the model sees the invocable ones and calls the
 //! `skill` tool; clients can load, unload and add inline skills.
 
-use gantry_tools::skills::{SharedSkillSet, SkillListing};
-use gantry_types::ThreadId;
+use std::path::PathBuf;
 
-use crate::actor::Command;
+use gantry_tools::skills::{
+    SharedSkillSet, Skill, SkillListing, SkillSource, default_config_home, discover,
+};
+use gantry_types::{AgentId, ThreadId};
+
+use crate::actor::{Command, discover_installed};
 use crate::turn::read_skills;
 use crate::{Engine, EngineError};
 
 impl Engine {
+    /// The skills a thread in `workspace` would find (workspace, then the
+    /// user's config dir), without a thread. Broken skills are skipped and
+    /// logged, as threads skip them.
+    pub async fn discover_skills(&self, workspace: PathBuf) -> Result<Vec<Skill>, EngineError> {
+        // Discovery reads the filesystem: off the async threads.
+        let (skills, errors) = tokio::task::spawn_blocking(move || {
+            discover(&workspace, default_config_home().as_deref())
+        })
+        .await
+        .map_err(|e| EngineError::Unavailable(format!("skill discovery failed: {e}")))?;
+        for e in errors {
+            tracing::warn!(error = %e, "skipping a skill");
+        }
+        Ok(skills)
+    }
+
     /// The thread's skills, with whether each is loaded and model-invocable.
     pub async fn list_skills(&self, thread: &ThreadId) -> Result<Vec<SkillListing>, EngineError> {
         let skills = self.skills(thread).await?;
@@ -51,5 +71,29 @@ impl Engine {
 
     async fn skills(&self, thread: &ThreadId) -> Result<SharedSkillSet, EngineError> {
         self.ask(thread, |reply| Command::Skills { reply }).await
+    }
+}
+
+impl Engine {
+    /// Brings the live threads of `agent` up to date with its skills dir.
+    pub(crate) async fn refresh_agent_skills(&self, agent: &AgentId) {
+        let Some(dir) = self.agent_skills_dir(agent) else {
+            return;
+        };
+        let installed = discover_installed(&dir);
+        for thread in self.live_threads().await {
+            let Ok(view) = self.read(&thread).await else {
+                continue;
+            };
+            if view.thread.agent_id.as_ref() != Some(agent) {
+                continue;
+            }
+            if let Ok(skills) = self.skills(&thread).await {
+                skills
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .sync_source(SkillSource::Installed, installed.clone());
+            }
+        }
     }
 }

@@ -67,8 +67,14 @@ pub struct StructuredOutput {
 /// What a structured stream yields.
 #[derive(Debug)]
 pub enum StructuredChunk {
-    /// More of the output's JSON text, as it arrives.
+    /// More of the output's JSON text, as the model writes it.
     Partial(String),
+    /// The submission streamed so far was rejected (it does not match the
+    /// schema); drop its partial text, the model tries again.
+    Rejected {
+        /// What was wrong with it, as the model is told.
+        problem: String,
+    },
     /// The turn ended: the accepted output, or why there is none. Last.
     Done(Result<StructuredOutput, EngineError>),
 }
@@ -104,7 +110,13 @@ impl StructuredStream {
                         return Some(StructuredChunk::Partial(text.clone()));
                     }
                 }
-                Notification::Event(e) if ends(&e.payload, &self.turn) => {
+                Notification::Event(e) => {
+                    if let Some(problem) = rejected(&e.payload, &self.turn) {
+                        return Some(StructuredChunk::Rejected { problem });
+                    }
+                    if !ends(&e.payload, &self.turn) {
+                        continue;
+                    }
                     self.done = true;
                     let result = self
                         .engine
@@ -130,6 +142,21 @@ impl StructuredStream {
                 _ => {}
             }
         }
+    }
+}
+
+/// What the model was told about a streamed submission that failed.
+fn rejected(payload: &EventPayload, turn: &TurnId) -> Option<String> {
+    match payload {
+        EventPayload::ItemCompleted { item }
+            if &item.turn_id == turn
+                && item.status == ItemStatus::Failed
+                && matches!(item.kind, ItemKind::StructuredOutput { .. }) =>
+        {
+            let told = item.tool_call.as_ref().and_then(|o| o.output.clone());
+            Some(told.unwrap_or_else(|| "the submission was not completed".to_owned()))
+        }
+        _ => None,
     }
 }
 
@@ -244,6 +271,7 @@ impl Engine {
         Err(EngineError::Structured {
             turn: turn.clone(),
             reason,
+            failure: tv.turn.failure,
         })
     }
 
@@ -415,5 +443,6 @@ fn decode<T: DeserializeOwned>(out: &StructuredOutput) -> Result<T, EngineError>
     serde_json::from_value(out.payload.clone()).map_err(|e| EngineError::Structured {
         turn: out.turn_id.clone(),
         reason: format!("the accepted output does not fit the expected type: {e}"),
+        failure: None,
     })
 }

@@ -6,8 +6,9 @@ mod common;
 use std::process::Stdio;
 
 use common::*;
+use gantry_core::{EngineEventKind, EngineEventNotice};
 use gantry_testkit::Step;
-use gantry_tools::mcp::{McpServerConfig, McpTransport};
+use gantry_tools::mcp::{McpServerConfig, McpStartupStatus, McpStartupUpdate, McpTransport};
 use gantry_types::{ItemKind, ItemStatus, ThreadPolicy, TurnStatus};
 use serde_json::json;
 
@@ -55,8 +56,32 @@ async fn the_model_calls_an_mcp_tool_like_a_built_in_and_rules_apply() {
     ])
     .await;
     h.engine.add_mcp_server(server(&py)).await.unwrap();
-    let summary = h.engine.start_mcp_servers(|_| {}).await;
+    let mut events = h.engine.engine_events();
+    let summary = h.engine.start_mcp_servers().await;
     assert_eq!(summary.ready, ["py"], "{summary:?}");
+    // Startup progress reaches engine-event subscribers: starting, ready, summary.
+    let mut kinds = Vec::new();
+    while let Some(EngineEventNotice::Event(e)) = events.recv().await {
+        let done = matches!(e.kind, EngineEventKind::McpStartupComplete(_));
+        kinds.push(e.kind);
+        if done {
+            break;
+        }
+    }
+    assert_eq!(
+        kinds,
+        vec![
+            EngineEventKind::McpStartupUpdate(McpStartupUpdate {
+                server_name: "py".into(),
+                status: McpStartupStatus::Starting
+            }),
+            EngineEventKind::McpStartupUpdate(McpStartupUpdate {
+                server_name: "py".into(),
+                status: McpStartupStatus::Ready
+            }),
+            EngineEventKind::McpStartupComplete(summary.clone()),
+        ]
+    );
     let tools = h.engine.mcp_tools().await;
     assert!(tools.iter().any(|t| t.full_name == "mcp__py__add"));
 

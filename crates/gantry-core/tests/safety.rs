@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use gantry_core::{EngineConfig, EngineError, IfBusy, Notification, Subscription};
+use gantry_core::{EngineConfig, EngineError, Notification, Subscription};
 use gantry_testkit::Step;
 use gantry_types::{
     ApprovalDecision, ApprovalPolicy, ConfirmationPolicy, EventPayload, HandlerMode, Item,
@@ -73,12 +73,7 @@ async fn an_approved_command_runs_and_a_second_answer_is_refused() {
         confirm_shell(30_000, TimeoutAction::Reject),
     )
     .await;
-    let mut sub = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
-    let turn = h
-        .engine
-        .send_message(&h.thread.id, "go", IfBusy::Reject)
-        .await
-        .unwrap();
+    let (mut sub, turn) = h.start_turn("go").await;
     let ask = started(&mut sub, "approval").await;
     let ItemKind::Approval { request, .. } = &ask.kind else {
         unreachable!()
@@ -129,12 +124,7 @@ async fn a_denied_command_does_not_run_and_the_model_hears_why() {
         confirm_shell(30_000, TimeoutAction::Reject),
     )
     .await;
-    let mut sub = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
-    let turn = h
-        .engine
-        .send_message(&h.thread.id, "go", IfBusy::Reject)
-        .await
-        .unwrap();
+    let (mut sub, turn) = h.start_turn("go").await;
     let id = approval_id(&started(&mut sub, "approval").await);
     let deny = ApprovalDecision::Deny {
         reason: Some("not on a Friday".into()),
@@ -192,12 +182,7 @@ async fn abort_at_an_approval_ends_the_turn() {
         confirm_shell(30_000, TimeoutAction::Reject),
     )
     .await;
-    let mut sub = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
-    let turn = h
-        .engine
-        .send_message(&h.thread.id, "go", IfBusy::Reject)
-        .await
-        .unwrap();
+    let (mut sub, turn) = h.start_turn("go").await;
     let id = approval_id(&started(&mut sub, "approval").await);
     h.engine
         .resolve_approval(&h.thread.id, &id, ApprovalDecision::Abort)
@@ -216,12 +201,7 @@ async fn an_interrupt_resolves_a_pending_approval_as_aborted() {
         confirm_shell(30_000, TimeoutAction::Reject),
     )
     .await;
-    let mut sub = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
-    let turn = h
-        .engine
-        .send_message(&h.thread.id, "go", IfBusy::Reject)
-        .await
-        .unwrap();
+    let (mut sub, turn) = h.start_turn("go").await;
     started(&mut sub, "approval").await;
     h.engine.interrupt(&h.thread.id).await.unwrap();
     let seen = until_turn_ends(&mut sub, &turn).await;
@@ -246,12 +226,7 @@ async fn approve_for_session_covers_identical_requests() {
         confirm_shell(30_000, TimeoutAction::Reject),
     )
     .await;
-    let mut sub = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
-    let turn = h
-        .engine
-        .send_message(&h.thread.id, "go", IfBusy::Reject)
-        .await
-        .unwrap();
+    let (mut sub, turn) = h.start_turn("go").await;
     let id = approval_id(&started(&mut sub, "approval").await);
     h.engine
         .resolve_approval(&h.thread.id, &id, ApprovalDecision::ApproveForSession)
@@ -284,12 +259,7 @@ async fn an_external_lane_hands_the_call_to_a_client() {
         .set_lane_handler(&h.thread.id, handler)
         .await
         .unwrap();
-    let mut sub = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
-    let turn = h
-        .engine
-        .send_message(&h.thread.id, "go", IfBusy::Reject)
-        .await
-        .unwrap();
+    let (mut sub, turn) = h.start_turn("go").await;
     let task = started(&mut sub, "external_task").await;
     let ItemKind::ExternalTask {
         task_id, payload, ..
@@ -350,12 +320,7 @@ async fn an_external_task_nobody_completes_fails_the_call_clearly() {
 async fn a_paused_thread_starts_no_model_call_until_resumed() {
     let h = Harness::new(vec![Step::text("hello")]).await;
     h.engine.pause(&h.thread.id).await.unwrap();
-    let mut sub = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
-    let turn = h
-        .engine
-        .send_message(&h.thread.id, "go", IfBusy::Reject)
-        .await
-        .unwrap();
+    let (mut sub, turn) = h.start_turn("go").await;
     // Interrupting while paused: the turn ends without ever calling the model.
     wait_for(&mut sub, |n| matches!(n, Notification::Event(e) if matches!(e.payload, EventPayload::TurnStarted { .. }))).await;
     assert_eq!(
@@ -425,12 +390,7 @@ async fn on_failure_offers_to_rerun_a_failed_command_without_the_sandbox() {
         policy,
     )
     .await;
-    let mut sub = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
-    let turn = h
-        .engine
-        .send_message(&h.thread.id, "go", IfBusy::Reject)
-        .await
-        .unwrap();
+    let (mut sub, turn) = h.start_turn("go").await;
     let ask = started(&mut sub, "approval").await;
     assert!(!target.exists(), "the sandbox stopped the first run");
     let ItemKind::Approval { request, .. } = &ask.kind else {

@@ -81,8 +81,56 @@ async fn a_discovered_skill_is_invoked_and_its_allowed_tools_apply() {
         result(3)
     );
 
+    // Invoked by the model, its instructions are in the history already,
+    // not repeated in the system prompt.
+    let later = requests[3].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(!later.contains("echo hello, NAME"), "{later}");
+
     // Unloaded, its rules stop applying.
     assert!(h.engine.unload_skill(&thread, "greeter").await.unwrap());
     let listed = h.engine.list_skills(&thread).await.unwrap();
     assert!(!listed[0].loaded);
+}
+
+#[tokio::test]
+async fn a_skill_loaded_on_request_gives_the_model_its_instructions() {
+    let h = Harness::new(vec![Step::text("hello, world"), Step::text("plain")]).await;
+    let dir = h.workspace().join(".gantry/skills/greeter");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("SKILL.md"), SKILL).unwrap();
+    let thread = h
+        .engine
+        .create_thread(CreateThread {
+            cwd: h.workspace(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .id;
+    h.engine.load_skill(&thread, "greeter").await.unwrap();
+    let run = |text: &'static str| {
+        let engine = h.engine.clone();
+        let thread = thread.clone();
+        async move {
+            let mut sub = engine.subscribe(&thread, 1).await.unwrap();
+            let turn = engine
+                .send_message(&thread, text, IfBusy::Reject)
+                .await
+                .unwrap();
+            until_turn_ends(&mut sub, &turn).await;
+        }
+    };
+    run("greet").await;
+    let system = |n: usize| {
+        h.llm.requests()[n].body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(system(0).contains("echo hello, NAME"), "{}", system(0));
+    assert!(h.engine.unload_skill(&thread, "greeter").await.unwrap());
+    run("again").await;
+    assert!(!system(1).contains("echo hello, NAME"), "{}", system(1));
 }

@@ -31,12 +31,7 @@ async fn steer_reaches_the_model_before_its_next_request() {
     let fifo = dir.path().join("gate");
     make_fifo(&fifo);
     let h = Harness::new(vec![blocked_shell(&fifo), Step::text("steered answer")]).await;
-    let mut sub = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
-    let turn = h
-        .engine
-        .send_message(&h.thread.id, "start", IfBusy::Reject)
-        .await
-        .unwrap();
+    let (mut sub, turn) = h.start_turn("start").await;
     wait_ready(&mut sub).await;
 
     let steered = h
@@ -92,12 +87,7 @@ async fn queued_message_runs_after_the_current_turn() {
         Step::text("second done"),
     ])
     .await;
-    let mut sub = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
-    let first = h
-        .engine
-        .send_message(&h.thread.id, "first", IfBusy::Reject)
-        .await
-        .unwrap();
+    let (mut sub, first) = h.start_turn("first").await;
     wait_ready(&mut sub).await;
     let second = h.engine.queue(&h.thread.id, "second").await.unwrap();
     assert_ne!(first, second);
@@ -123,12 +113,7 @@ async fn interrupt_kills_the_process_group_and_ends_the_turn() {
         Step::text("never sent"),
     ])
     .await;
-    let mut sub = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
-    let turn = h
-        .engine
-        .send_message(&h.thread.id, "wait a minute", IfBusy::Reject)
-        .await
-        .unwrap();
+    let (mut sub, turn) = h.start_turn("wait a minute").await;
     wait_ready(&mut sub).await;
 
     let interrupted = h.engine.interrupt(&h.thread.id).await.unwrap();
@@ -176,12 +161,7 @@ async fn interrupt_cancels_a_streaming_model_answer() {
             .with_delay_ms(200),
     ])
     .await;
-    let mut sub = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
-    let turn = h
-        .engine
-        .send_message(&h.thread.id, "talk slowly", IfBusy::Reject)
-        .await
-        .unwrap();
+    let (mut sub, turn) = h.start_turn("talk slowly").await;
     wait_for(
         &mut sub,
         |n| matches!(n, Notification::Delta(d) if matches!(d.kind, DeltaKind::AgentText(_))),

@@ -75,12 +75,20 @@ async fn invalid_twice_then_valid_becomes_a_structured_output_item() {
     let view = h.view().await;
     let turn = view.turns.last().expect("turn");
     assert_eq!(turn.turn.status, TurnStatus::Completed);
-    let rejected = turn
+    // Each rejected submission is a failed attempt that told the model why.
+    let rejected: Vec<_> = turn
         .items
         .iter()
-        .filter(|i| i.status == ItemStatus::Failed && matches!(i.kind, ItemKind::ToolCall { .. }))
-        .count();
-    assert_eq!(rejected, 2);
+        .filter(|i| i.status == ItemStatus::Failed)
+        .collect();
+    assert_eq!(rejected.len(), 2);
+    assert!(rejected.iter().all(|i| {
+        matches!(i.kind, ItemKind::StructuredOutput { .. })
+            && i.tool_call
+                .as_ref()
+                .and_then(|o| o.output.as_deref())
+                .is_some_and(|o| o.starts_with("error: "))
+    }));
     let last = turn.items.last().expect("item");
     assert_eq!(
         last.kind,
@@ -140,6 +148,7 @@ async fn a_non_object_schema_is_wrapped_and_streamed() {
     let done = loop {
         match stream.next().await.expect("chunk") {
             StructuredChunk::Partial(text) => partial.push_str(&text),
+            StructuredChunk::Rejected { problem } => panic!("rejected: {problem}"),
             StructuredChunk::Done(result) => break result.expect("output"),
         }
     };
@@ -151,6 +160,51 @@ async fn a_non_object_schema_is_wrapped_and_streamed() {
     assert!(stream.next().await.is_none());
     let params = &h.llm.requests()[0].body["tools"][0]["function"]["parameters"];
     assert_eq!(params["required"], json!(["output"]));
+}
+
+#[tokio::test]
+async fn submissions_stream_as_partial_json_and_a_rejected_one_is_retracted() {
+    let h = Harness::new(vec![
+        Step::tool_call("submit_output", json!({"name": "Ada", "age": -1})).with_chunk_size(5),
+        Step::tool_call("submit_output", json!({"name": "Ada", "age": 36})).with_chunk_size(5),
+    ])
+    .await;
+    let mut stream = h
+        .engine
+        .stream_structured(
+            &h.thread.id,
+            StructuredRequest::new("who?", person_schema()),
+        )
+        .await
+        .expect("start");
+    // Partial text per attempt; an attempt ends rejected or the turn ends.
+    let mut attempts = vec![Vec::new()];
+    let mut problems = Vec::new();
+    let done = loop {
+        match stream.next().await.expect("chunk") {
+            StructuredChunk::Partial(text) => attempts.last_mut().expect("attempt").push(text),
+            StructuredChunk::Rejected { problem } => {
+                problems.push(problem);
+                attempts.push(Vec::new());
+            }
+            StructuredChunk::Done(result) => break result.expect("output"),
+        }
+    };
+    assert_eq!(done.payload, json!({"name": "Ada", "age": 36}));
+    assert_eq!(problems.len(), 1);
+    assert!(problems[0].contains("minimum"), "{problems:?}");
+    // The JSON arrived in pieces as the model wrote it, not as one chunk,
+    // and each attempt's pieces join into what the model submitted.
+    assert!(attempts.iter().all(|a| a.len() > 2), "{attempts:?}");
+    let joined = |a: &Vec<String>| serde_json::from_str::<Value>(&a.concat()).ok();
+    assert_eq!(
+        joined(&attempts[0]),
+        Some(json!({"name": "Ada", "age": -1}))
+    );
+    assert_eq!(
+        joined(&attempts[1]),
+        Some(json!({"name": "Ada", "age": 36}))
+    );
 }
 
 #[tokio::test]

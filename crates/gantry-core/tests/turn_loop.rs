@@ -59,9 +59,10 @@ async fn multi_round_turn_runs_tools_and_feeds_results_back() {
         tool_msg["content"].as_str().unwrap().contains("one"),
         "{tool_msg}"
     );
+    // The built-ins, plus the thread's memory tools (`remember`, `recall`).
     assert_eq!(
         requests[0].body["tools"].as_array().unwrap().len(),
-        h.engine.tools().specs().len()
+        h.engine.tools().specs().len() + 2
     );
 
     // Usage is recorded on the turn and the thread.

@@ -73,6 +73,9 @@ pub struct ModelRequest {
     pub reasoning: Option<String>,
     /// Cap on generated tokens.
     pub max_output_tokens: Option<u32>,
+    /// Sampling temperature; not sent along with a reasoning effort
+    /// (reasoning models refuse it).
+    pub temperature: Option<f32>,
 }
 
 /// What a model stream yields, in order.
@@ -99,6 +102,17 @@ pub enum ModelEvent {
         signature: Option<String>,
         /// Opaque data returned unchanged.
         opaque: Option<String>,
+    },
+    /// A fragment of a tool call's arguments as they stream, before the
+    /// complete [`ModelEvent::ToolCall`]. Only for showing progress (partial
+    /// JSON); the complete call is authoritative.
+    ToolCallDelta {
+        /// Tells the answer's calls apart (the provider's call index).
+        index: u64,
+        /// The tool's name.
+        name: String,
+        /// The next piece of the arguments' JSON text.
+        arguments: String,
     },
     /// A complete tool call (its argument deltas are assembled by the client).
     ToolCall(ToolCall),

@@ -363,6 +363,7 @@ async fn request_body_has_the_messages_api_shape() {
         }],
         reasoning: None,
         max_output_tokens: Some(2000),
+        temperature: None,
     };
     let (_, error) = run(&client, request.clone()).await;
     assert_eq!(error, None);
@@ -401,6 +402,7 @@ async fn request_body_has_the_messages_api_shape() {
         instructions: None,
         tools: Vec::new(),
         max_output_tokens: None,
+        temperature: None,
         ..request
     };
     let (_, error) = run(&client, request).await;
@@ -449,6 +451,11 @@ async fn recorded_tool_use_with_thinking_replays() {
     let (events, error) = run(&client(&llm), request).await;
     assert_eq!(error, None);
     let signature = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds6Ojl8KAVhDAsW9SjNNmkJ3WjhVoeN01k4hSmNHdlpZrjVsPqGqnpoJqyaHxEYI7mKwWn4eqL8K3NRoiLT3sFXv5Dh8JQfNw";
+    let arg_delta = |piece: &str| ModelEvent::ToolCallDelta {
+        index: 2,
+        name: "get_weather".into(),
+        arguments: piece.into(),
+    };
     assert_eq!(
         events,
         vec![
@@ -463,6 +470,11 @@ async fn recorded_tool_use_with_thinking_replays() {
             },
             ModelEvent::TextDelta("I'll check the current".into()),
             ModelEvent::TextDelta(" weather in Paris for you.".into()),
+            // The input streams as it arrives, then the whole call.
+            arg_delta(r#"{"location":"#),
+            arg_delta(r#" "Paris, Fr"#),
+            arg_delta(r#"ance", "unit": "c"#),
+            arg_delta(r#"elsius"}"#),
             ModelEvent::ToolCall(ToolCall {
                 id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".into(),
                 name: "get_weather".into(),

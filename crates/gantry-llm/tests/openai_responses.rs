@@ -379,6 +379,7 @@ async fn request_has_responses_shape() {
         }],
         reasoning: Some("low".into()),
         max_output_tokens: Some(256),
+        temperature: None,
     };
     let client = client(&llm);
     let (_, error) = run(&client, request).await;
@@ -463,7 +464,25 @@ async fn recorded_tool_calls_and_text_replay() {
         }),
         finished("tool_calls"),
     ]);
+    // Argument fragments stream before each call; joined per call they are
+    // exactly its arguments.
+    let (fragments, events): (Vec<_>, Vec<_>) = events
+        .into_iter()
+        .partition(|e| matches!(e, ModelEvent::ToolCallDelta { .. }));
     assert_eq!(events, expected);
+    let joined = |want: u64| -> String {
+        fragments
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::ToolCallDelta {
+                    index, arguments, ..
+                } if *index == want => Some(arguments.as_str()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(joined(1), r#"{"location":"Paris, France"}"#);
+    assert_eq!(joined(2), r#"{"location":"Bogotá, Colombia"}"#);
 }
 
 #[tokio::test]

@@ -8,13 +8,18 @@
 #![warn(missing_docs)]
 
 mod codec;
+mod jobs;
+mod memories;
 pub mod memory;
 mod page;
 mod sql;
 pub mod sqlite;
 
 use async_trait::async_trait;
-use gantry_types::{Event, ProviderConfig, Thread, ThreadId};
+use gantry_types::{Agent, AgentId, Event, ProviderConfig, Thread, ThreadId};
+
+pub use jobs::JobStorage;
+pub use memories::{MemorySearch, MemoryStorage};
 
 pub use memory::MemoryStore;
 pub use page::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
@@ -63,9 +68,10 @@ pub enum StoreError {
     BadCursor(String),
 }
 
-/// The storage port.
+/// The storage port. Memory items and scheduled jobs are parts of it of
+/// their own ([`MemoryStorage`], [`JobStorage`]).
 #[async_trait]
-pub trait Store: Send + Sync {
+pub trait Store: MemoryStorage + JobStorage + Send + Sync {
     /// Applies a commit atomically.
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError>;
 
@@ -99,4 +105,16 @@ pub trait Store: Send + Sync {
 
     /// Sets a setting.
     async fn put_setting(&self, key: &str, value: &str) -> Result<(), StoreError>;
+
+    /// Every stored agent, by id.
+    async fn agents(&self) -> Result<Vec<Agent>, StoreError>;
+
+    /// The agent with `id`.
+    async fn agent(&self, id: &AgentId) -> Result<Option<Agent>, StoreError>;
+
+    /// Inserts or replaces the agent with `agent.id`.
+    async fn put_agent(&self, agent: &Agent) -> Result<(), StoreError>;
+
+    /// Deletes an agent; false if there was none with that id.
+    async fn delete_agent(&self, id: &AgentId) -> Result<bool, StoreError>;
 }

@@ -101,6 +101,41 @@ fn build_insert_events(rows: usize) -> String {
     sql
 }
 
+/// Every job, by name.
+pub(crate) const JOBS: &str = "SELECT id, data FROM cron_jobs ORDER BY name";
+/// One job by id.
+pub(crate) const JOB: &str = "SELECT id, data FROM cron_jobs WHERE id = $1";
+/// One job by name.
+pub(crate) const JOB_BY_NAME: &str = "SELECT id, data FROM cron_jobs WHERE name = $1";
+/// Inserts or replaces a job (a name taken by another job violates `UNIQUE`).
+pub(crate) const UPSERT_JOB: &str = "INSERT INTO cron_jobs (id, name, data) VALUES ($1, $2, $3) \
+     ON CONFLICT (id) DO UPDATE SET name = excluded.name, data = excluded.data";
+/// Deletes a job's executions (before the job, also where foreign keys are off).
+pub(crate) const DELETE_JOB_EXECUTIONS: &str = "DELETE FROM cron_executions WHERE job_id = $1";
+/// Deletes a job.
+pub(crate) const DELETE_JOB: &str = "DELETE FROM cron_jobs WHERE id = $1";
+/// Inserts or replaces an execution.
+pub(crate) const UPSERT_EXECUTION: &str = "INSERT INTO cron_executions \
+     (id, job_id, started_at, status, data) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (id) DO UPDATE SET job_id = excluded.job_id, \
+     started_at = excluded.started_at, status = excluded.status, data = excluded.data";
+/// A job's executions, newest first.
+pub(crate) const EXECUTIONS: &str = "SELECT id, data FROM cron_executions WHERE job_id = $1 \
+     ORDER BY started_at DESC, id DESC LIMIT $2";
+/// Executions with a given status, oldest first.
+pub(crate) const EXECUTIONS_WITH_STATUS: &str = "SELECT id, data FROM cron_executions \
+     WHERE status = $1 ORDER BY started_at, id";
+
+/// Every agent.
+pub(crate) const AGENTS: &str = "SELECT id, data FROM agents ORDER BY id";
+/// One agent.
+pub(crate) const AGENT: &str = "SELECT id, data FROM agents WHERE id = $1";
+/// Inserts or replaces an agent.
+pub(crate) const UPSERT_AGENT: &str = "INSERT INTO agents (id, data) VALUES ($1, $2) \
+     ON CONFLICT (id) DO UPDATE SET data = excluded.data";
+/// Deletes an agent.
+pub(crate) const DELETE_AGENT: &str = "DELETE FROM agents WHERE id = $1";
+
 #[cfg(test)]
 mod tests {
     use super::*;

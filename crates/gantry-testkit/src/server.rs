@@ -11,7 +11,8 @@ use axum::body::{Body, Bytes};
 use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -28,6 +29,11 @@ pub struct RecordedRequest {
     pub headers: BTreeMap<String, String>,
     /// The JSON body (a JSON string holding the raw text if it was not JSON).
     pub body: Value,
+    /// When it arrived.
+    pub received_at: std::time::Instant,
+    /// When the first event of its streamed answer was handed to the
+    /// connection (the model's "first token"), for latency measurements.
+    pub first_event_at: Option<std::time::Instant>,
 }
 
 impl RecordedRequest {
@@ -37,6 +43,18 @@ impl RecordedRequest {
             .get(&name.to_ascii_lowercase())
             .map(String::as_str)
     }
+}
+
+/// `GET /_mock/requests`: what the server received so far, for clients in
+/// other languages (`[{path, headers, body}]`).
+async fn recorded(AxumState(shared): AxumState<Shared>) -> Response {
+    let requests: Vec<Value> = shared
+        .lock()
+        .requests
+        .iter()
+        .map(|r| json!({"path": r.path, "headers": r.headers, "body": r.body}))
+        .collect();
+    axum::Json(requests).into_response()
 }
 
 /// Server state shared by the handlers and the [`MockLlm`] handle.
@@ -113,8 +131,14 @@ impl MockLlm {
             .route("/responses", post(handle))
             .route("/v1/messages", post(handle))
             .route("/messages", post(handle))
+            .route("/_mock/requests", get(recorded))
             .with_state(shared.clone());
         let mut stop = rx;
+        // No Nagle delay on small SSE events: latency measurements see the
+        // client under test, not this server's socket.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
             // Err means the sender (the MockLlm) is gone: time to stop.
             while stop.changed().await.is_ok() {}
@@ -175,12 +199,15 @@ async fn handle(
         .iter()
         .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
         .collect();
-    let (step, served, first_call) = {
+    let (step, served, first_call, index) = {
         let mut state = shared.lock();
+        let index = state.requests.len();
         state.requests.push(RecordedRequest {
             path: uri.path().to_owned(),
             headers,
             body: body.clone(),
+            received_at: std::time::Instant::now(),
+            first_event_at: None,
         });
         if let Err(e) = &parsed {
             let msg = format!("gantry-testkit: request body is not JSON: {e}");
@@ -194,7 +221,7 @@ async fn handle(
                 state.calls += r.tool_calls.len();
             }
         }
-        (step, state.served, first_call)
+        (step, state.served, first_call, index)
     };
     match step {
         None => {
@@ -237,7 +264,7 @@ async fn handle(
                     Wire::OpenAiResponses => openai_responses::stream_frames(&reply, &ctx),
                     Wire::Anthropic => anthropic::stream_frames(&reply, &ctx),
                 };
-                sse_response(frames, reply.delay_ms, shared.shutdown.clone())
+                sse_response(frames, reply.delay_ms, shared.clone(), index)
             } else {
                 axum::Json(completion(&reply, &ctx)).into_response()
             }
@@ -272,13 +299,21 @@ fn openai_error_body(status: u16) -> Value {
     json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
 }
 
-fn sse_response(frames: Vec<Frame>, delay_ms: u64, shutdown: watch::Receiver<()>) -> Response {
+/// Streams `frames` as SSE; stamps the request's `first_event_at` when the
+/// first one goes out.
+fn sse_response(frames: Vec<Frame>, delay_ms: u64, shared: Shared, request: usize) -> Response {
     let frames: VecDeque<Frame> = frames.into();
     let delay = Duration::from_millis(delay_ms);
+    let shutdown = shared.shutdown.clone();
     let body = futures_util::stream::unfold(
-        (frames, shutdown),
-        move |(mut frames, mut shutdown)| async move {
+        (frames, shutdown, Some(shared)),
+        move |(mut frames, mut shutdown, mut stamp)| async move {
             let frame = frames.pop_front()?;
+            if let Some(shared) = stamp.take()
+                && let Some(r) = shared.lock().requests.get_mut(request)
+            {
+                r.first_event_at = Some(std::time::Instant::now());
+            }
             if !delay.is_zero() {
                 tokio::select! {
                     _ = tokio::time::sleep(delay) => {}
@@ -306,7 +341,7 @@ fn sse_response(frames: Vec<Frame>, delay_ms: u64, shutdown: watch::Receiver<()>
                     ))
                 }
             };
-            Some((item, (frames, shutdown)))
+            Some((item, (frames, shutdown, stamp)))
         },
     );
     let mut response = Body::from_stream(body).into_response();

@@ -1,5 +1,6 @@
 //! What a tool call gets from the engine besides its arguments.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,6 +45,9 @@ pub struct ToolContext {
     /// The OS sandbox for shell commands; `read-only` also stops the file
     /// tools from writing. The engine sets it from the thread's policy.
     pub sandbox: SandboxPolicy,
+    /// Variables added to the environment of the commands tools start (a
+    /// client's `Initialize.env`), over the server's own.
+    pub env: Arc<BTreeMap<String, String>>,
 }
 
 impl ToolContext {
@@ -61,6 +65,7 @@ impl ToolContext {
             output: Arc::new(|_| {}),
             limits: ToolLimits::default(),
             sandbox: SandboxPolicy::danger_full_access(),
+            env: Arc::default(),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Tools the agent can call. The engine runs every tool through the [`Tool`]
 //! port; this crate holds the port, the registry, and the built-ins: `shell`,
 //! `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep`,
-//! `todo_write`; and the MCP client (`mcp`), skills (`skills`) and the OS
-//! sandbox for commands (`sandbox`).
+//! `todo_write`; the language server client (`lsp`), the MCP client
+//! (`mcp`), skills (`skills`) and the OS sandbox for commands (`sandbox`).
 
 mod common;
 mod context;
@@ -10,6 +10,7 @@ mod edit_file;
 mod glob;
 mod grep;
 mod list_dir;
+pub mod lsp;
 pub mod mcp;
 mod read_file;
 mod registry;
@@ -29,7 +30,7 @@ pub use list_dir::ListDirTool;
 pub use read_file::ReadFileTool;
 pub use registry::ToolRegistry;
 pub use sandbox::{SandboxError, SandboxPolicy, SandboxSupport};
-pub use shell::ShellTool;
+pub use shell::{GroupGuard, HeadTail, ShellTool};
 pub use todo_write::TodoWriteTool;
 pub use write_file::WriteFileTool;
 

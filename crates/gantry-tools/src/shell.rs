@@ -182,13 +182,23 @@ impl Tool for ShellTool {
 }
 
 /// Kills the process group when dropped, so a dropped `run` future (the
-/// engine gave up on the call) leaves no processes behind.
-struct GroupGuard {
+/// engine gave up on the call) leaves no processes behind. Public for other
+/// runners of process groups (scheduled jobs).
+pub struct GroupGuard {
     pgid: Option<Pid>,
 }
 
 impl GroupGuard {
-    fn kill(&mut self) {
+    /// Guards the group led by `pid`, a child spawned with `process_group(0)`
+    /// (`None`: the child is already gone, nothing to kill).
+    pub fn new(pid: Option<u32>) -> Self {
+        Self {
+            pgid: pid.and_then(|p| i32::try_from(p).ok()).map(Pid::from_raw),
+        }
+    }
+
+    /// Sends SIGKILL to the whole group, once.
+    pub fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
             // ESRCH (group already gone) is the normal case after a clean exit.
             let _ = killpg(pgid, Signal::SIGKILL);
@@ -217,6 +227,7 @@ async fn run_command(
     let mut cmd = tokio::process::Command::new("bash");
     cmd.arg("-lc")
         .arg(command)
+        .envs(ctx.env.iter())
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
@@ -243,9 +254,7 @@ async fn run_command(
     drop(cmd);
     let mut child = spawned?;
     let pid = child.id();
-    let mut guard = GroupGuard {
-        pgid: pid.and_then(|p| i32::try_from(p).ok()).map(Pid::from_raw),
-    };
+    let mut guard = GroupGuard::new(pid);
     let mut reader = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
 
     let mut out = OutputCollector::new(ctx.limits.output_cap_bytes, ctx.output.clone());
@@ -479,8 +488,9 @@ fn leading_continuations(bytes: &[u8]) -> usize {
         .count()
 }
 
-/// The first `cap / 2` and last `cap - cap / 2` bytes of a stream.
-struct HeadTail {
+/// The first `cap / 2` and last `cap - cap / 2` bytes of a stream; what is
+/// dropped between them becomes a `[... N bytes truncated ...]` marker.
+pub struct HeadTail {
     head_cap: usize,
     tail_cap: usize,
     head: Vec<u8>,
@@ -489,7 +499,8 @@ struct HeadTail {
 }
 
 impl HeadTail {
-    fn new(cap: usize) -> Self {
+    /// Keeps at most `cap` bytes.
+    pub fn new(cap: usize) -> Self {
         let head_cap = cap / 2;
         Self {
             head_cap,
@@ -500,7 +511,8 @@ impl HeadTail {
         }
     }
 
-    fn push(&mut self, bytes: &[u8]) {
+    /// Adds the next bytes of the stream.
+    pub fn push(&mut self, bytes: &[u8]) {
         self.total += bytes.len();
         let take = (self.head_cap - self.head.len()).min(bytes.len());
         self.head.extend_from_slice(&bytes[..take]);
@@ -515,7 +527,8 @@ impl HeadTail {
         }
     }
 
-    fn finish(self) -> String {
+    /// The kept text (lossy UTF-8), with the marker if bytes were dropped.
+    pub fn finish(self) -> String {
         let mut tail: Vec<u8> = self.tail.into();
         let mut head = self.head;
         if head.len() + tail.len() == self.total {

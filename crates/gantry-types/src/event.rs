@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     ExecutionPlan, Item, ItemId, LaneHandler, PlanStepStatus, QueuedInput, Thread, ThreadGoal,
-    ThreadId, ThreadPolicy, TodoItem, Turn, TurnId, TurnStatus, Usage,
+    ThreadId, ThreadPolicy, ThreadSettings, TodoItem, Turn, TurnFailure, TurnId, TurnStatus, Usage,
 };
 
 /// A durable state change. `seq` is dense and increasing per thread, from 1.
@@ -27,6 +27,9 @@ pub struct Event {
 }
 
 /// What a durable event says happened.
+// Events travel behind an `Arc` once built, so the size of the largest
+// variant (a thread's metadata) costs one allocation, not copies.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventPayload {
@@ -47,6 +50,12 @@ pub enum EventPayload {
     PolicyChanged {
         /// The new policy.
         policy: ThreadPolicy,
+    },
+    /// The thread's settings (name, model, instructions, model server,
+    /// sampling) were changed; they apply from the next model request.
+    ThreadConfigured {
+        /// All of its settings, as they are now.
+        settings: ThreadSettings,
     },
     /// The task list was replaced through the API.
     TodosSet {
@@ -84,6 +93,9 @@ pub enum EventPayload {
         /// Why it failed or was interrupted.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// Why it failed, when it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<TurnFailure>,
     },
     /// An item started.
     ItemStarted {
@@ -128,6 +140,7 @@ impl EventPayload {
             EventPayload::ThreadPaused => "thread_paused",
             EventPayload::ThreadResumed => "thread_resumed",
             EventPayload::PolicyChanged { .. } => "policy_changed",
+            EventPayload::ThreadConfigured { .. } => "thread_configured",
             EventPayload::LaneHandlerSet { .. } => "lane_handler_set",
             EventPayload::TodosSet { .. } => "todos_set",
             EventPayload::InputQueued { .. } => "input_queued",

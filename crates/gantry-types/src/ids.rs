@@ -66,3 +66,12 @@ id_type!(
     /// Identifies an item within a turn.
     ItemId
 );
+id_type!(
+    /// Identifies an agent (a named configuration threads can run under).
+    /// Control planes choose their own; any non-empty string is accepted.
+    AgentId
+);
+id_type!(
+    /// Identifies a memory item (the agent's memory; see [`crate::memory`]).
+    MemoryId
+);

@@ -4,10 +4,14 @@
 //! A thread's state is the fold of its events ([`ThreadView::apply`]); the
 //! engine appends events, the store persists them, adapters project them.
 
+mod agent;
+pub mod cron;
 mod event;
 mod ids;
 mod item;
 mod lanes;
+pub mod lsp;
+pub mod memory;
 mod model_info;
 mod policy;
 mod provider;
@@ -19,8 +23,9 @@ mod tool;
 mod turn;
 mod view;
 
+pub use agent::{Agent, GANTRY_SDK};
 pub use event::{Delta, DeltaKind, Event, EventPayload};
-pub use ids::{ItemId, ThreadId, TurnId, new_id};
+pub use ids::{AgentId, ItemId, ThreadId, TurnId, new_id};
 pub use item::{Item, ItemKind, ItemStatus, ToolCallOrigin};
 pub use lanes::{DEFAULT_EXTERNAL_TIMEOUT_MS, HandlerMode, LaneHandler};
 pub use model_info::{Modalities, ModelCost, ModelInfo, ModelLimit};
@@ -35,8 +40,8 @@ pub use structured::{
     AgentGoal, Complexity, ExecutionPlan, GoalCheck, PlanStep, PlanStepStatus, ThreadGoal,
     ThreadGoalStatus,
 };
-pub use thread::{ForkOrigin, QueuedInput, Thread, ThreadStatus};
+pub use thread::{ForkOrigin, ModelEndpoint, QueuedInput, Thread, ThreadSettings, ThreadStatus};
 pub use todo::{TodoItem, TodoPriority, TodoStatus, validate_todos};
 pub use tool::ToolSpec;
-pub use turn::{Turn, TurnStatus, Usage};
+pub use turn::{Turn, TurnFailure, TurnStatus, Usage};
 pub use view::{ThreadView, TurnView};

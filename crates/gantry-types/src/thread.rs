@@ -1,8 +1,12 @@
 //! Threads: a conversation with an agent in one workspace.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
-use crate::{LaneHandler, ThreadGoal, ThreadId, ThreadPolicy, TodoItem, TurnId, Usage};
+use crate::{
+    AgentId, LaneHandler, ProviderKind, ThreadGoal, ThreadId, ThreadPolicy, TodoItem, TurnId, Usage,
+};
 
 /// What a thread is doing right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,6 +48,9 @@ pub struct Thread {
     /// Optional human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The agent it runs under, if any: its skills are offered too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<AgentId>,
     /// Absolute path of the workspace the agent works in.
     pub cwd: String,
     /// Model the thread talks to.
@@ -51,6 +58,18 @@ pub struct Thread {
     /// Extra instructions given to the model on every request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// The thread's own model server, instead of the configured providers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<ModelEndpoint>,
+    /// Sampling temperature asked of the model; the provider's default when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Cap on the tokens of each model answer; the client's default when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// What clients keep with the thread (the engine does not read it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
     /// Running, idle, ...
     pub status: ThreadStatus,
     /// Archived threads are hidden from default listings and accept no input.
@@ -90,4 +109,95 @@ pub struct Thread {
     /// Seq of the last event applied.
     #[serde(default)]
     pub last_seq: u64,
+}
+
+/// A model server a thread talks to directly (a protocol's per-session LLM
+/// settings), bypassing the provider registry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ModelEndpoint {
+    /// The API it speaks.
+    pub kind: ProviderKind,
+    /// Base URL (with or without the `/v1`); the vendor's own when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The API key. Stored with the thread like a provider's key; adapters
+    /// never send it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+}
+
+/// The settings of a thread a client may change after creating it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadSettings {
+    /// Optional name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Model id.
+    pub model: String,
+    /// Extra instructions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// The thread's own model server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<ModelEndpoint>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Cap on the tokens of each model answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// What clients keep with the thread.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl Thread {
+    /// Its changeable settings.
+    pub fn settings(&self) -> ThreadSettings {
+        ThreadSettings {
+            name: self.name.clone(),
+            model: self.model.clone(),
+            instructions: self.instructions.clone(),
+            endpoint: self.endpoint.clone(),
+            temperature: self.temperature,
+            max_output_tokens: self.max_output_tokens,
+            metadata: self.metadata.clone(),
+        }
+    }
+
+    /// Replaces its changeable settings.
+    pub fn apply_settings(&mut self, settings: &ThreadSettings) {
+        self.name.clone_from(&settings.name);
+        self.model.clone_from(&settings.model);
+        self.instructions.clone_from(&settings.instructions);
+        self.endpoint.clone_from(&settings.endpoint);
+        self.temperature = settings.temperature;
+        self.max_output_tokens = settings.max_output_tokens;
+        self.metadata.clone_from(&settings.metadata);
+    }
+}
+
+impl ThreadSettings {
+    /// One line on what is wrong with the settings, if anything.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.model.trim().is_empty() {
+            return Err("model: must not be empty".to_owned());
+        }
+        if let Some(t) = self.temperature
+            && !(0.0..=2.0).contains(&t)
+        {
+            return Err(format!("temperature: {t} is outside 0..=2"));
+        }
+        if self.max_output_tokens == Some(0) {
+            return Err("max_output_tokens: must be at least 1".to_owned());
+        }
+        if let Some(url) = self.endpoint.as_ref().and_then(|e| e.base_url.as_deref())
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(format!(
+                "base_url: `{url}` must start with http:// or https://"
+            ));
+        }
+        Ok(())
+    }
 }

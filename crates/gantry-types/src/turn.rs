@@ -4,6 +4,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::{ThreadId, TurnId};
 
+/// Why a failed turn failed, for clients that answer each cause
+/// differently (a gRPC status, an HTTP code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnFailure {
+    /// The model server could not be reached.
+    ModelUnreachable,
+    /// The model cannot be used as configured: no provider serves it, its
+    /// key is missing or refused, its client is misconfigured.
+    ModelUnusable,
+    /// Anything else: the model failed or refused the request, a limit.
+    Other,
+}
+
 /// How a turn ended (or that it has not yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -88,6 +102,9 @@ pub struct Turn {
     /// Why the turn failed or was interrupted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The kind of failure, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<TurnFailure>,
 }
 
 impl Turn {

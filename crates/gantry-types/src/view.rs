@@ -112,6 +112,7 @@ impl ThreadView {
                 };
             }
             EventPayload::PolicyChanged { policy } => thread.policy = policy.clone(),
+            EventPayload::ThreadConfigured { settings } => thread.apply_settings(settings),
             EventPayload::TodosSet { todos } => thread.todos.clone_from(todos),
             EventPayload::LaneHandlerSet { handler } => {
                 thread.lane_handlers.retain(|h| h.lane != handler.lane);
@@ -138,6 +139,7 @@ impl ThreadView {
                 usage,
                 cost_usd,
                 error,
+                failure,
             } => {
                 thread.status = match status {
                     _ if thread.paused => ThreadStatus::Paused,
@@ -152,6 +154,7 @@ impl ThreadView {
                     tv.turn.usage = *usage;
                     tv.turn.cost_usd = *cost_usd;
                     tv.turn.error = error.clone();
+                    tv.turn.failure = *failure;
                     tv.turn.completed_at = Some(event.ts);
                 }
             }
@@ -218,12 +221,17 @@ mod tests {
             cwd: "/w".into(),
             model: "m".into(),
             instructions: None,
+            endpoint: None,
+            temperature: None,
+            max_output_tokens: None,
+            metadata: Default::default(),
             status: ThreadStatus::Idle,
             archived: false,
             preview: String::new(),
             created_at: 0,
             updated_at: 0,
             forked_from: None,
+            agent_id: None,
             usage: Usage::default(),
             cost_usd: 0.0,
             paused: false,
@@ -245,6 +253,7 @@ mod tests {
             usage: Usage::default(),
             cost_usd: 0.0,
             error: None,
+            failure: None,
         };
         let mut item = Item {
             id: "i".into(),
@@ -282,6 +291,7 @@ mod tests {
                 usage,
                 cost_usd: 0.5,
                 error: None,
+                failure: None,
             },
         ));
 

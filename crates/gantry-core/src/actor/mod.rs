@@ -14,19 +14,21 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use gantry_types::{
-    Delta, Event, EventPayload, Item, ItemKind, ItemStatus, LaneHandler, QueuedInput, ThreadId,
-    ThreadPolicy, ThreadView, Turn, TurnId, TurnStatus, Usage,
+    Delta, Event, EventPayload, Item, ItemKind, ItemStatus, LaneHandler, QueuedInput, Thread,
+    ThreadId, ThreadPolicy, ThreadSettings, ThreadView, Turn, TurnFailure, TurnId, TurnStatus,
+    Usage,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use self::pending::Pending;
 use crate::EngineError;
+use crate::agents_api::agent_skills_dir;
 use crate::context::Counter;
 use crate::engine::{IfBusy, Shared};
 use crate::live::{Grants, Live};
 use crate::turn::{self, TurnMode, TurnMsg, TurnSpec};
-use gantry_tools::skills::{SharedSkillSet, SkillSet};
+use gantry_tools::skills::{SharedSkillSet, SkillSet, SkillSource};
 
 /// Mailbox size; senders wait when it is full.
 const MAILBOX: usize = 64;
@@ -94,6 +96,11 @@ pub(crate) enum Command {
         clear: bool,
         reply: oneshot::Sender<Result<TurnId, EngineError>>,
     },
+    /// Change the thread's settings.
+    Configure {
+        change: Box<dyn FnOnce(&mut ThreadSettings) + Send>,
+        reply: oneshot::Sender<Result<Thread, EngineError>>,
+    },
     /// Structured output, plans and the thread goal.
     Structured(StructuredCommand),
 }
@@ -132,7 +139,12 @@ impl ThreadActor {
     ) -> ActorHandle {
         let (tx, rx) = mpsc::channel(MAILBOX);
         let live = watch::Sender::new(Live::of(&view.thread));
-        let skills = discover_skills(&view.thread.cwd);
+        let agent_skills = view
+            .thread
+            .agent_id
+            .as_ref()
+            .and_then(|a| agent_skills_dir(&shared.config, a));
+        let skills = discover_skills(&view.thread.cwd, agent_skills.as_deref());
         let mut actor = ThreadActor {
             shared,
             view,
@@ -251,6 +263,9 @@ impl ThreadActor {
             Command::Compact { clear, reply } => {
                 let _ = reply.send(self.compact(clear).await);
             }
+            Command::Configure { change, reply } => {
+                let _ = reply.send(self.configure(change).await);
+            }
             Command::Structured(cmd) => self.handle_structured(cmd).await,
         }
     }
@@ -362,6 +377,7 @@ impl ThreadActor {
             usage: Usage::default(),
             cost_usd: 0.0,
             error: None,
+            failure: None,
         })
         .await;
         Ok(id)
@@ -379,6 +395,7 @@ impl ThreadActor {
             usage: Usage::default(),
             cost_usd: 0.0,
             error: None,
+            failure: None,
         }
     }
 
@@ -395,8 +412,13 @@ impl ThreadActor {
         let thread = &self.view.thread;
         let spec = TurnSpec {
             turn_id: id.clone(),
+            thread_id: thread.id.clone(),
+            agent_id: thread.agent_id.clone(),
             model: thread.model.clone(),
             instructions: thread.instructions.clone(),
+            endpoint: thread.endpoint.clone(),
+            temperature: thread.temperature,
+            max_output_tokens: thread.max_output_tokens,
             cwd: PathBuf::from(&thread.cwd),
             history: turn::history(&self.view),
             mode,
@@ -496,6 +518,7 @@ impl ThreadActor {
                 usage: Usage::default(),
                 cost_usd: 0.0,
                 error: Some("the turn's task stopped unexpectedly".to_owned()),
+                failure: Some(TurnFailure::Other),
             })
             .await;
         }
@@ -507,6 +530,23 @@ impl ThreadActor {
             self.start_turn(next.turn_id, next.text, TurnMode::Chat)
                 .await;
         }
+    }
+
+    async fn configure(
+        &mut self,
+        change: Box<dyn FnOnce(&mut ThreadSettings) + Send>,
+    ) -> Result<Thread, EngineError> {
+        let thread = &self.view.thread;
+        if thread.archived {
+            return Err(EngineError::Archived(thread.id.clone()));
+        }
+        let mut settings = thread.settings();
+        change(&mut settings);
+        settings.validate().map_err(EngineError::InvalidInput)?;
+        if settings != thread.settings() {
+            self.emit(EventPayload::ThreadConfigured { settings }).await;
+        }
+        Ok(self.view.thread.clone())
     }
 
     /// Appends a new event with the next seq.
@@ -549,16 +589,32 @@ impl ThreadActor {
     }
 }
 
-/// The skills of a workspace and the user's config dir; broken ones are
-/// logged, not fatal.
-fn discover_skills(cwd: &str) -> SharedSkillSet {
+/// The skills of a workspace, the user's config dir and the thread's agent
+/// (installed packages, lowest precedence); broken ones are logged, not fatal.
+fn discover_skills(cwd: &str, agent_skills: Option<&std::path::Path>) -> SharedSkillSet {
     let config_home = gantry_tools::skills::default_config_home();
     let (skills, errors) =
         gantry_tools::skills::discover(std::path::Path::new(cwd), config_home.as_deref());
     for e in errors {
         tracing::warn!(error = %e, "skipping a skill");
     }
-    SkillSet::shared(skills)
+    let set = SkillSet::shared(skills);
+    if let Some(dir) = agent_skills {
+        let installed = discover_installed(dir);
+        set.write()
+            .unwrap_or_else(|p| p.into_inner())
+            .sync_source(SkillSource::Installed, installed);
+    }
+    set
+}
+
+/// The skills installed in an agent's skills dir; broken ones are logged.
+pub(crate) fn discover_installed(dir: &std::path::Path) -> Vec<gantry_tools::skills::Skill> {
+    let (skills, errors) = gantry_tools::skills::discover_dir(dir, SkillSource::Installed);
+    for e in errors {
+        tracing::warn!(error = %e, "skipping an installed skill");
+    }
+    skills
 }
 
 async fn next_turn_msg(turn: &mut Option<RunningTurn>) -> Option<TurnMsg> {

@@ -39,6 +39,7 @@ impl ThreadActor {
             usage: turn.usage,
             cost_usd: turn.cost_usd,
             error: Some(CRASHED.to_owned()),
+            failure: None,
         })
         .await;
         tracing::warn!(thread = %self.view.thread.id, "closed a turn interrupted by a crash");

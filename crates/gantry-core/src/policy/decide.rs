@@ -123,15 +123,26 @@ fn canonical_json(v: &Value) -> String {
     }
 }
 
-/// The lane of a tool call: the read-only built-ins are `query`; everything
+/// The lane of a tool call: the read-only built-ins (the language-server
+/// queries included) are `query`; everything
 /// else, unknown and MCP tools included, is `execute`, because its effects
 /// are not known. (`control` and `generate` are the engine's own work, never
 /// a model's tool call.)
 pub fn lane_of(tool: &str) -> Lane {
     match tool {
         "read_file" | "list_dir" | "glob" | "grep" => Lane::Query,
+        t if is_lsp_query(t) => Lane::Query,
         _ => Lane::Execute,
     }
+}
+
+/// The language-server tools: they only read (files through the server).
+/// Rules name them like any tool (`lsp_hover`, `lsp_*`).
+fn is_lsp_query(tool: &str) -> bool {
+    matches!(
+        tool,
+        "lsp_hover" | "lsp_definition" | "lsp_references" | "lsp_symbols" | "lsp_diagnostics"
+    )
 }
 
 /// Whether the engine should ask to re-run a failed (sandboxed) command
@@ -140,8 +151,9 @@ pub fn asks_on_failure(policy: &ThreadPolicy) -> bool {
     matches!(policy.approval, ApprovalPolicy::OnFailure)
 }
 
-/// Tools with no effect outside the thread itself.
-pub const THREAD_STATE_TOOLS: [&str; 2] = ["todo_write", "skill"];
+/// Tools with no effect outside the thread itself (and, for the memory
+/// tools, its agent's shared memory in the engine's own store).
+pub const THREAD_STATE_TOOLS: [&str; 4] = ["todo_write", "skill", "remember", "recall"];
 
 /// What the rules say about one call, before the approval and confirmation
 /// policies.
@@ -374,10 +386,12 @@ fn subjects_of(req: &ToolRequest<'_>) -> Subjects {
 }
 
 /// Whether the `untrusted` policy runs `req` without asking: the read-only
-/// built-ins, and shell command lines made only of known-safe commands.
+/// built-ins (the language-server queries included), and shell command
+/// lines made only of known-safe commands.
 pub fn is_known_safe(req: &ToolRequest<'_>) -> bool {
     match req.tool {
         "read_file" | "list_dir" | "glob" | "grep" => true,
+        t if is_lsp_query(t) => true,
         "shell" => req
             .args
             .get("command")

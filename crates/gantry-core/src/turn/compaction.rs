@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use gantry_llm::{Message, ModelClient, ModelError, ModelEvent, ModelRequest};
-use gantry_types::{ItemKind, ItemStatus, ToolSpec, Usage};
+use gantry_types::{ItemKind, ItemStatus, ToolSpec, TurnFailure, Usage};
 
 use super::{Loop, Outcome};
 use crate::context::Counter;
@@ -174,11 +174,15 @@ impl Loop<'_> {
                     drop_oldest(&mut source);
                 }
                 Err(SummaryError::Model(e)) => {
-                    return Err(Outcome::Failed(format!("context compaction failed: {e}")));
+                    return Err(Outcome::Failed(
+                        super::failure_of(&e),
+                        format!("context compaction failed: {e}"),
+                    ));
                 }
             }
         }
         Err(Outcome::Failed(
+            TurnFailure::Other,
             "context compaction failed: the conversation does not fit the model's context even after dropping its oldest messages".to_owned(),
         ))
     }

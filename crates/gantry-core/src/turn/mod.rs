@@ -11,14 +11,17 @@ mod emitter;
 mod gate;
 mod history;
 mod model_round;
+use model_round::StreamedTool;
+mod registry;
 mod structured;
 mod tool_calls;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use gantry_llm::{Message, ModelRequest};
-use gantry_types::{DeltaKind, EventPayload, ItemId, TurnId, TurnStatus, Usage};
+use gantry_types::{DeltaKind, EventPayload, Item, ItemId, TurnFailure, TurnId, TurnStatus, Usage};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -33,7 +36,7 @@ use crate::context::Counter;
 use crate::engine::Shared;
 use crate::live::{Grants, LiveRx};
 use gantry_tools::ToolRegistry;
-use gantry_tools::skills::{SharedSkillSet, SkillSet, SkillTool};
+use gantry_tools::skills::{SharedSkillSet, SkillSet};
 
 /// What a turn task tells its thread's actor.
 // Both variants are frequent; boxing the larger would allocate per event.
@@ -65,8 +68,16 @@ pub(crate) enum TurnMsg {
 /// What a turn needs to know about its thread.
 pub(crate) struct TurnSpec {
     pub turn_id: TurnId,
+    /// The thread, and the agent it runs under: whose memory the memory
+    /// tools use.
+    pub thread_id: gantry_types::ThreadId,
+    pub agent_id: Option<gantry_types::AgentId>,
     pub model: String,
     pub instructions: Option<String>,
+    /// The thread's own model server and sampling settings.
+    pub endpoint: Option<gantry_types::ModelEndpoint>,
+    pub temperature: Option<f32>,
+    pub max_output_tokens: Option<u32>,
     pub cwd: PathBuf,
     /// The conversation so far, this turn's user message included.
     pub history: Vec<Message>,
@@ -92,6 +103,24 @@ pub(crate) enum TurnMode {
     Structured(Arc<StructuredSpec>),
 }
 
+impl TurnSpec {
+    /// The model client of this turn, or why there is none.
+    pub(crate) fn client(
+        &self,
+        shared: &Shared,
+    ) -> Result<Arc<dyn gantry_llm::ModelClient>, String> {
+        crate::endpoints::client(
+            shared,
+            &crate::endpoints::ClientSpec {
+                model: &self.model,
+                endpoint: self.endpoint.as_ref(),
+                temperature: self.temperature,
+                max_output_tokens: self.max_output_tokens,
+            },
+        )
+    }
+}
+
 impl TurnMode {
     /// Whether the turn's input is a user message the model answers.
     pub(crate) fn has_user_message(&self) -> bool {
@@ -103,7 +132,8 @@ impl TurnMode {
 pub(crate) enum Outcome {
     Completed,
     Interrupted,
-    Failed(String),
+    /// Failed: why, for clients, and a one-line message.
+    Failed(TurnFailure, String),
     /// Stopped cleanly before a model request that would pass the thread
     /// goal's token budget; says why.
     BudgetLimited(String),
@@ -126,6 +156,12 @@ struct Loop<'a> {
     /// The provider's token count of the last request and answer, and the
     /// history length it covered: the base of the next estimate.
     known: Option<(u64, usize)>,
+    /// A tool whose arguments stream into an item of their own as they
+    /// arrive (structured output's `submit_output`: partial JSON).
+    streamed_tool: Option<StreamedTool>,
+    /// Open items of the last answer's streamed calls, by call id, for the
+    /// loop to complete once it has judged each call.
+    streamed_calls: HashMap<String, Item>,
 }
 
 /// Runs a turn to its end and closes it.
@@ -137,14 +173,7 @@ pub(crate) async fn run(
     tx: mpsc::UnboundedSender<TurnMsg>,
 ) {
     let em = Emitter::new(tx, shared.clock.clone(), spec.turn_id.clone());
-    let mut tools = shared.tools.clone();
-    for tool in shared.mcp.tools_as_registry_entries().await {
-        tools.register(tool);
-    }
-    let has_skills = !read_skills(&spec.skills).names().is_empty();
-    if has_skills {
-        tools.register(Arc::new(SkillTool::new(spec.skills.clone())));
-    }
+    let tools = registry::turn_tools(&shared, &spec).await;
     let mut lp = Loop {
         shared: &shared,
         spec: &spec,
@@ -158,18 +187,20 @@ pub(crate) async fn run(
         grants: spec.grants.clone(),
         tools,
         known: None,
+        streamed_tool: None,
+        streamed_calls: HashMap::new(),
     };
     let outcome = match &spec.mode {
         TurnMode::Chat => lp.drive(&mut steer).await,
         TurnMode::Compact => lp.compact_now().await,
         TurnMode::Structured(structured) => lp.structured(structured, &mut steer).await,
     };
-    let (status, error) = match outcome {
+    let (status, failure) = match outcome {
         Outcome::Completed => (TurnStatus::Completed, None),
-        Outcome::Interrupted => (TurnStatus::Interrupted, Some("interrupted".to_owned())),
-        Outcome::Failed(message) => {
+        Outcome::Interrupted => (TurnStatus::Interrupted, None),
+        Outcome::Failed(kind, message) => {
             em.error_item(lp.rounds, message.clone());
-            (TurnStatus::Failed, Some(message))
+            (TurnStatus::Failed, Some((kind, message)))
         }
         // A budget stop is not a failure: the turn completes, an item says
         // why it stopped, and the actor marks the goal `budget_limited`.
@@ -189,23 +220,41 @@ pub(crate) async fn run(
         rounds: lp.rounds,
         usage: lp.usage,
         cost_usd,
-        error,
+        error: match (&failure, status) {
+            (Some((_, message)), _) => Some(message.clone()),
+            (None, TurnStatus::Interrupted) => Some("interrupted".to_owned()),
+            _ => None,
+        },
+        failure: failure.map(|(kind, _)| kind),
     });
+}
+
+/// Why a model error fails a turn, for clients.
+pub(super) fn failure_of(error: &gantry_llm::ModelError) -> TurnFailure {
+    use gantry_llm::ModelError;
+    match error {
+        ModelError::Connect { .. } => TurnFailure::ModelUnreachable,
+        ModelError::Auth { .. } | ModelError::Config(_) => TurnFailure::ModelUnusable,
+        _ => TurnFailure::Other,
+    }
 }
 
 impl Loop<'_> {
     async fn drive(&mut self, steer: &mut mpsc::UnboundedReceiver<String>) -> Outcome {
-        let client = match self.shared.models.resolve(&self.spec.model) {
+        let client = match self.spec.client(self.shared) {
             Ok(c) => c,
-            Err(reason) => return Outcome::Failed(reason),
+            Err(reason) => return Outcome::Failed(TurnFailure::ModelUnusable, reason),
         };
         let tools = self.tools.specs();
         let max_rounds = self.shared.config.max_rounds;
         loop {
             if self.rounds >= max_rounds {
-                return Outcome::Failed(format!(
-                    "stopped after {max_rounds} model rounds without a final answer (raise --max-rounds to allow more)"
-                ));
+                return Outcome::Failed(
+                    TurnFailure::Other,
+                    format!(
+                        "stopped after {max_rounds} model rounds without a final answer (raise --max-rounds to allow more)"
+                    ),
+                );
             }
             if !self.wait_unpaused().await {
                 return Outcome::Interrupted;
@@ -261,6 +310,7 @@ impl Loop<'_> {
         };
         let answer = self.model_round(client, request).await?;
         self.usage.add(&answer.usage);
+        self.streamed_calls = answer.streamed;
         // The request (and its clone of the Arc) is gone by now, so this
         // appends in place.
         Arc::make_mut(&mut self.messages).push(Message::Assistant {
@@ -276,7 +326,8 @@ impl Loop<'_> {
     }
 
     /// The thread's instructions, then the skills the model may invoke and
-    /// the instructions of skills loaded on request.
+    /// the instructions of skills loaded on request (a model-invoked
+    /// skill's are already in the history, as the `skill` tool's result).
     fn instructions(&self) -> Option<String> {
         let skills = read_skills(&self.spec.skills);
         let mut parts: Vec<String> = self.spec.instructions.iter().cloned().collect();
@@ -284,19 +335,17 @@ impl Loop<'_> {
         if !catalog.is_empty() {
             parts.push(catalog);
         }
-        for skill in skills.loaded() {
-            if !skill.model_invocable() {
-                parts.push(skill.instructions());
-            }
+        for skill in skills.requested() {
+            parts.push(skill.instructions());
         }
         (!parts.is_empty()).then(|| parts.join("\n\n"))
     }
 
     /// A manual compaction: summarise now, whatever the fill level.
     async fn compact_now(&mut self) -> Outcome {
-        let client = match self.shared.models.resolve(&self.spec.model) {
+        let client = match self.spec.client(self.shared) {
             Ok(c) => c,
-            Err(reason) => return Outcome::Failed(reason),
+            Err(reason) => return Outcome::Failed(TurnFailure::ModelUnusable, reason),
         };
         let tools = self.tools.specs();
         let used = self.context_used(&tools);

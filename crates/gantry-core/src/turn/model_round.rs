@@ -1,8 +1,10 @@
 //! One model request: stream the answer into items and collect its tool calls.
 
+use std::collections::HashMap;
+
 use futures_util::StreamExt;
 use gantry_llm::{ModelClient, ModelEvent, ModelRequest, ReasoningBlock, ToolCall};
-use gantry_types::{DeltaKind, Item, ItemKind, ItemStatus, Usage};
+use gantry_types::{DeltaKind, Item, ItemKind, ItemStatus, TurnFailure, Usage};
 
 use super::{Emitter, Loop, Outcome};
 
@@ -12,6 +14,17 @@ pub(super) struct Answer {
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
+    /// Open items the [`StreamedTool`]'s calls streamed into, by call id.
+    pub streamed: HashMap<String, Item>,
+}
+
+/// A tool whose calls' arguments stream into an item of their own while the
+/// model writes them.
+pub(super) struct StreamedTool {
+    /// The tool's name.
+    pub name: String,
+    /// The kind of item its arguments stream into.
+    pub kind: ItemKind,
 }
 
 /// An item being streamed into: the agent message, or the current reasoning block.
@@ -32,6 +45,7 @@ impl Streaming {
         self.text.push_str(&delta);
         let kind = match self.item.kind {
             ItemKind::AgentMessage { .. } => DeltaKind::AgentText(delta),
+            ItemKind::StructuredOutput { .. } => DeltaKind::StructuredOutput(delta),
             _ => DeltaKind::Reasoning(delta),
         };
         em.delta(&self.item.id, kind);
@@ -48,6 +62,15 @@ impl Streaming {
         em.complete_item(self.item, status);
         self.text
     }
+}
+
+/// The streamed arguments a complete call was assembled from: the ones
+/// with exactly its text, else the oldest of its tool.
+fn written_by(writing: &[(u64, Streaming)], call: &ToolCall) -> Option<usize> {
+    writing
+        .iter()
+        .position(|(_, s)| s.text == call.arguments)
+        .or_else(|| (!writing.is_empty()).then_some(0))
 }
 
 fn reasoning_kind() -> ItemKind {
@@ -73,6 +96,9 @@ impl Loop<'_> {
         let mut thinking: Option<Streaming> = None;
         let mut reasoning = Vec::new();
         let mut tool_calls = Vec::new();
+        // Calls of the streamed tool still being written, by call index.
+        let mut writing: Vec<(u64, Streaming)> = Vec::new();
+        let mut streamed = HashMap::new();
         let mut usage = Usage::default();
         let end = loop {
             let event = tokio::select! {
@@ -113,7 +139,34 @@ impl Loop<'_> {
                         opaque,
                     });
                 }
-                Some(Ok(ModelEvent::ToolCall(call))) => tool_calls.push(call),
+                Some(Ok(ModelEvent::ToolCallDelta {
+                    index,
+                    name,
+                    arguments,
+                })) => {
+                    if let Some(tool) = self.streamed_tool.as_ref().filter(|t| t.name == name) {
+                        let at = match writing.iter().position(|(i, _)| *i == index) {
+                            Some(at) => at,
+                            None => {
+                                let item = Streaming::start(em, round, tool.kind.clone());
+                                writing.push((index, item));
+                                writing.len() - 1
+                            }
+                        };
+                        writing[at].1.push(em, arguments);
+                    }
+                }
+                Some(Ok(ModelEvent::ToolCall(call))) => {
+                    let of_streamed = self
+                        .streamed_tool
+                        .as_ref()
+                        .is_some_and(|t| t.name == call.name);
+                    if let Some(at) = written_by(&writing, &call).filter(|_| of_streamed) {
+                        let (_, item) = writing.remove(at);
+                        streamed.insert(call.id.clone(), item.item);
+                    }
+                    tool_calls.push(call);
+                }
                 Some(Ok(ModelEvent::Usage(u))) => usage = u,
                 Some(Ok(ModelEvent::Retrying {
                     attempt,
@@ -123,9 +176,10 @@ impl Loop<'_> {
                     tracing::warn!(attempt, delay_ms, %reason, "model request failed; retrying");
                 }
                 Some(Ok(ModelEvent::Finished { .. })) => break None,
-                Some(Err(e)) => break Some(Outcome::Failed(e.to_string())),
+                Some(Err(e)) => break Some(Outcome::Failed(super::failure_of(&e), e.to_string())),
                 None => {
                     break Some(Outcome::Failed(
+                        TurnFailure::Other,
                         "model stream ended without a finish event".to_owned(),
                     ));
                 }
@@ -146,14 +200,27 @@ impl Loop<'_> {
             });
         }
         let text = text.map(|t| t.finish(em, status)).unwrap_or_default();
+        // Arguments that never became a call are not a submission.
+        let unfinished = if end.is_none() {
+            ItemStatus::Failed
+        } else {
+            status
+        };
+        for (_, item) in writing {
+            em.complete_item(item.item, unfinished);
+        }
         match end {
             None => Ok(Answer {
                 reasoning,
                 text,
                 tool_calls,
                 usage,
+                streamed,
             }),
             Some(outcome) => {
+                for item in streamed.into_values() {
+                    em.complete_item(item, status);
+                }
                 self.usage.add(&usage);
                 Err(outcome)
             }

@@ -7,11 +7,11 @@
 use std::sync::Arc;
 
 use gantry_llm::{Message, ToolCall};
-use gantry_types::{DeltaKind, ItemKind, ItemStatus, ToolCallOrigin, ToolSpec};
+use gantry_types::{DeltaKind, ItemKind, ItemStatus, ToolCallOrigin, ToolSpec, TurnFailure};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::{Loop, Outcome};
+use super::{Loop, Outcome, StreamedTool};
 
 /// The name of the tool the model submits its output with.
 pub(crate) const SUBMIT_OUTPUT: &str = "submit_output";
@@ -182,20 +182,34 @@ impl Loop<'_> {
         spec: &StructuredSpec,
         steer: &mut mpsc::UnboundedReceiver<String>,
     ) -> Outcome {
-        let client = match self.shared.models.resolve(&self.spec.model) {
+        let client = match self.spec.client(self.shared) {
             Ok(c) => c,
-            Err(reason) => return Outcome::Failed(reason),
+            Err(reason) => return Outcome::Failed(TurnFailure::ModelUnusable, reason),
         };
         let tools = vec![spec.tool.clone()];
         let instructions = spec.request_instructions(self.spec.instructions.as_deref());
+        // Submissions stream as partial JSON. A wrapped schema's would show
+        // the `{"output": ...}` envelope, so its payload is sent whole instead.
+        if !spec.wrapped {
+            self.streamed_tool = Some(StreamedTool {
+                name: SUBMIT_OUTPUT.to_owned(),
+                kind: ItemKind::StructuredOutput {
+                    schema_name: spec.name.clone(),
+                    payload: Value::Null,
+                },
+            });
+        }
         let max_rounds = self.shared.config.max_rounds;
         let mut invalid = 0u32;
         let mut last_problem = String::new();
         loop {
             if self.rounds >= max_rounds {
-                return Outcome::Failed(format!(
-                    "stopped after {max_rounds} model rounds without a valid structured output"
-                ));
+                return Outcome::Failed(
+                    TurnFailure::Other,
+                    format!(
+                        "stopped after {max_rounds} model rounds without a valid structured output"
+                    ),
+                );
             }
             if !self.wait_unpaused().await {
                 return Outcome::Interrupted;
@@ -261,10 +275,13 @@ impl Loop<'_> {
                 return Outcome::Completed;
             }
             if invalid > spec.retries {
-                return Outcome::Failed(format!(
-                    "no valid structured output: {invalid} submissions were rejected (retry limit {}); the last problem: {last_problem}",
-                    spec.retries
-                ));
+                return Outcome::Failed(
+                    TurnFailure::Other,
+                    format!(
+                        "no valid structured output: {invalid} submissions were rejected (retry limit {}); the last problem: {last_problem}",
+                        spec.retries
+                    ),
+                );
             }
             if self.cancel.is_cancelled() {
                 return Outcome::Interrupted;
@@ -273,23 +290,28 @@ impl Loop<'_> {
         }
     }
 
-    /// Records an accepted submission as a `structured_output` item; the
-    /// payload is streamed as its delta first. Returns what the model is told.
-    fn accept(&self, spec: &StructuredSpec, call: &ToolCall, payload: Value) -> String {
+    /// Records an accepted submission as a `structured_output` item: the
+    /// one its JSON streamed into, else a new one with the payload sent as
+    /// one delta. Returns what the model is told.
+    fn accept(&mut self, spec: &StructuredSpec, call: &ToolCall, payload: Value) -> String {
         let output = "accepted".to_owned();
-        let mut item = self.em.new_item(
-            self.rounds,
-            ItemKind::StructuredOutput {
-                schema_name: spec.name.clone(),
-                payload: Value::Null,
-            },
-        );
+        let mut item = match self.streamed_calls.remove(&call.id) {
+            Some(item) => item,
+            None => {
+                let item = self.em.new_item(
+                    self.rounds,
+                    ItemKind::StructuredOutput {
+                        schema_name: spec.name.clone(),
+                        payload: Value::Null,
+                    },
+                );
+                self.em.announce(&item);
+                self.em
+                    .delta(&item.id, DeltaKind::StructuredOutput(payload.to_string()));
+                item
+            }
+        };
         item.tool_call = Some(origin(call, &output));
-        self.em.announce(&item);
-        // The model client hands over whole tool calls, so the "partial"
-        // JSON is the complete payload, sent once.
-        self.em
-            .delta(&item.id, DeltaKind::StructuredOutput(payload.to_string()));
         item.kind = ItemKind::StructuredOutput {
             schema_name: spec.name.clone(),
             payload,
@@ -298,21 +320,33 @@ impl Loop<'_> {
         output
     }
 
-    /// Records a rejected submission as a failed tool call item. Returns what
-    /// the model is told.
-    fn reject(&self, call: &ToolCall, arguments: Value, problem: &str) -> String {
+    /// Records a rejected submission: the `structured_output` item its JSON
+    /// streamed into fails (so a streaming client drops the partial text),
+    /// else a failed tool call item is recorded. Returns what the model is told.
+    fn reject(&mut self, call: &ToolCall, arguments: Value, problem: &str) -> String {
         let output = format!("error: {problem}");
-        let mut item = self.em.new_item(
-            self.rounds,
-            ItemKind::ToolCall {
-                name: call.name.clone(),
-                arguments,
-                result: None,
-                error: Some(problem.to_owned()),
-            },
-        );
+        let mut item = match self.streamed_calls.remove(&call.id) {
+            Some(mut item) => {
+                if let ItemKind::StructuredOutput { payload, .. } = &mut item.kind {
+                    *payload = arguments;
+                }
+                item
+            }
+            None => {
+                let item = self.em.new_item(
+                    self.rounds,
+                    ItemKind::ToolCall {
+                        name: call.name.clone(),
+                        arguments,
+                        result: None,
+                        error: Some(problem.to_owned()),
+                    },
+                );
+                self.em.announce(&item);
+                item
+            }
+        };
         item.tool_call = Some(origin(call, &output));
-        self.em.announce(&item);
         self.em.complete_item(item, ItemStatus::Failed);
         output
     }

@@ -119,6 +119,7 @@ impl Loop<'_> {
         let mut ctx = ToolContext::new(self.spec.cwd.clone());
         ctx.cancel = self.cancel.child_token();
         ctx.limits = self.shared.config.tool_limits;
+        ctx.env = self.shared.command_env();
         let mode = self.live.borrow().policy.sandbox;
         ctx.sandbox = SandboxPolicy::new(mode, &self.spec.cwd);
         if let Some(item) = item {

@@ -55,13 +55,26 @@ impl Harness {
         self.dir.path().join("ws")
     }
 
+    /// Subscribes to the whole thread and sends `text`; the subscription
+    /// and the turn the message started.
+    pub async fn start_turn(&self, text: &str) -> (Subscription, TurnId) {
+        self.send_from(1, text).await
+    }
+
     /// Subscribes from the thread's next seq, sends `text`, and collects every
     /// notification until the turn ends.
     pub async fn run_turn(&self, text: &str) -> (TurnId, Vec<Notification>) {
         let view = self.engine.read(&self.thread.id).await.expect("read");
-        let mut sub = self
+        let (mut sub, turn) = self.send_from(view.thread.last_seq + 1, text).await;
+        let seen = until_turn_ends(&mut sub, &turn).await;
+        (turn, seen)
+    }
+
+    /// Subscribes from `seq`, then sends `text`.
+    async fn send_from(&self, seq: u64, text: &str) -> (Subscription, TurnId) {
+        let sub = self
             .engine
-            .subscribe(&self.thread.id, view.thread.last_seq + 1)
+            .subscribe(&self.thread.id, seq)
             .await
             .expect("subscribe");
         let turn = self
@@ -69,8 +82,7 @@ impl Harness {
             .send_message(&self.thread.id, text, gantry_core::IfBusy::Reject)
             .await
             .expect("send");
-        let seen = until_turn_ends(&mut sub, &turn).await;
-        (turn, seen)
+        (sub, turn)
     }
 
     pub async fn view(&self) -> ThreadView {

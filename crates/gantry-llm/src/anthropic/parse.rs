@@ -282,7 +282,10 @@ impl MessageParser {
             }
             (
                 Block::ToolUse {
-                    json, from_start, ..
+                    json,
+                    from_start,
+                    name,
+                    ..
                 },
                 Delta::InputJson { partial_json },
             ) if !partial_json.is_empty() => {
@@ -290,6 +293,11 @@ impl MessageParser {
                     json.clear();
                 }
                 json.push_str(&partial_json);
+                out.push_back(ModelEvent::ToolCallDelta {
+                    index,
+                    name: name.clone(),
+                    arguments: partial_json,
+                });
             }
             // Deltas of other kinds (citations, empty fragments) carry nothing to forward.
             _ => {}
@@ -436,6 +444,17 @@ mod tests {
             })
             .collect();
         assert_eq!(calls, [("a", "{}"), ("b", r#"{"q":2}"#)]);
+        // The fragments also stream as they come, tagged by block index.
+        let deltas: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::ToolCallDelta {
+                    index, arguments, ..
+                } => Some((*index, arguments.as_str())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deltas, [(1, r#"{"q":"#), (1, "2}")]);
     }
 
     #[test]

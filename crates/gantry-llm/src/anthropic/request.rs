@@ -46,6 +46,10 @@ pub(super) fn body(request: &ModelRequest) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), request.model.clone().into());
     body.insert("max_tokens".into(), max_tokens.into());
+    // Extended thinking requires the default temperature.
+    if let Some(t) = request.temperature.filter(|_| budget.is_none()) {
+        body.insert("temperature".into(), f64::from(t).into());
+    }
     if let Some(system) = request.instructions.as_ref().filter(|s| !s.is_empty()) {
         body.insert("system".into(), system.clone().into());
     }
@@ -197,6 +201,17 @@ mod tests {
         assert_eq!(body(&req)["max_tokens"], 32000);
         req.reasoning = Some("none".into());
         assert!(body(&req).get("thinking").is_none());
+    }
+
+    #[test]
+    fn temperature_is_sent_except_with_thinking() {
+        let mut req = ModelRequest {
+            temperature: Some(0.5),
+            ..ModelRequest::default()
+        };
+        assert_eq!(body(&req)["temperature"], 0.5);
+        req.reasoning = Some("low".into());
+        assert!(body(&req).get("temperature").is_none());
     }
 
     #[test]

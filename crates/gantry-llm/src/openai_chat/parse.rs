@@ -178,8 +178,13 @@ impl ChunkParser {
                 {
                     call.name = name;
                 }
-                if let Some(args) = f.arguments {
+                if let Some(args) = f.arguments.filter(|a| !a.is_empty()) {
                     call.arguments.push_str(&args);
+                    out.push_back(ModelEvent::ToolCallDelta {
+                        index: u64::from(index),
+                        name: call.name.clone(),
+                        arguments: args,
+                    });
                 }
             }
         }
@@ -285,9 +290,18 @@ mod tests {
                 arguments: args.into(),
             })
         };
+        let delta = |index: u64, name: &str, args: &str| ModelEvent::ToolCallDelta {
+            index,
+            name: name.into(),
+            arguments: args.into(),
+        };
         assert_eq!(
             events,
             vec![
+                // Argument fragments stream as they come, tagged by call.
+                delta(0, "shell", "{\"c"),
+                delta(1, "read", "{}"),
+                delta(0, "shell", "\":1}"),
                 call("a", "shell", r#"{"c":1}"#),
                 call("b", "read", "{}"),
                 ModelEvent::Finished {

@@ -36,6 +36,9 @@ pub(super) fn body(request: &ModelRequest) -> Value {
     if let Some(max) = request.max_output_tokens {
         body.insert("max_tokens".into(), max.into());
     }
+    if let Some(t) = request.temperature.filter(|_| request.reasoning.is_none()) {
+        body.insert("temperature".into(), f64::from(t).into());
+    }
     Value::Object(body)
 }
 
@@ -88,6 +91,17 @@ mod tests {
             json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
                    "stream": true, "stream_options": {"include_usage": true}})
         );
+    }
+
+    #[test]
+    fn temperature_is_sent_except_with_a_reasoning_effort() {
+        let mut req = ModelRequest {
+            temperature: Some(0.25),
+            ..ModelRequest::default()
+        };
+        assert_eq!(body(&req)["temperature"], 0.25);
+        req.reasoning = Some("high".into());
+        assert!(body(&req).get("temperature").is_none());
     }
 
     #[test]

@@ -203,8 +203,15 @@ impl SseParser for EventParser {
             "response.function_call_arguments.delta" => {
                 let d: Delta = parse(data)?;
                 let open = self.open.entry(d.output_index);
-                if let Open::Call(call) = open.or_insert_with(|| Open::Call(empty_call())) {
+                if let Open::Call(call) = open.or_insert_with(|| Open::Call(empty_call()))
+                    && !d.delta.is_empty()
+                {
                     call.arguments.push_str(&d.delta);
+                    out.push_back(ModelEvent::ToolCallDelta {
+                        index: d.output_index,
+                        name: call.name.clone(),
+                        arguments: d.delta,
+                    });
                 }
             }
             "response.function_call_arguments.done" => {
@@ -519,9 +526,17 @@ mod tests {
                 arguments: args.into(),
             })
         };
+        let delta = |index: u64, name: &str, args: &str| ModelEvent::ToolCallDelta {
+            index,
+            name: name.into(),
+            arguments: args.into(),
+        };
         assert_eq!(
             events,
             vec![
+                delta(1, "read", "{}"),
+                delta(0, "shell", "{\"c"),
+                delta(0, "shell", "\":1}"),
                 call("call_b", "read", "{}"),
                 call("call_a", "shell", r#"{"c":1}"#),
                 ModelEvent::Finished {

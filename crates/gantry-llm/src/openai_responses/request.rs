@@ -46,6 +46,9 @@ pub(super) fn body(request: &ModelRequest) -> Value {
     if let Some(max) = request.max_output_tokens {
         body.insert("max_output_tokens".into(), max.into());
     }
+    if let Some(t) = request.temperature.filter(|_| request.reasoning.is_none()) {
+        body.insert("temperature".into(), f64::from(t).into());
+    }
     Value::Object(body)
 }
 
@@ -96,6 +99,17 @@ fn reasoning_item(block: &ReasoningBlock) -> Option<Value> {
 mod tests {
     use super::*;
     use crate::ToolCall;
+
+    #[test]
+    fn temperature_is_sent_except_with_a_reasoning_effort() {
+        let mut req = ModelRequest {
+            temperature: Some(1.5),
+            ..ModelRequest::default()
+        };
+        assert_eq!(body(&req)["temperature"], 1.5);
+        req.reasoning = Some("low".into());
+        assert!(body(&req).get("temperature").is_none());
+    }
 
     #[test]
     fn optional_fields_are_left_out() {

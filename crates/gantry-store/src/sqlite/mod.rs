@@ -4,6 +4,9 @@
 //! transaction each; reads run concurrently on the other connections, which
 //! WAL lets proceed while a commit is writing.
 
+mod agents;
+mod jobs;
+mod memories;
 mod read;
 mod settings;
 mod write;
@@ -12,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use gantry_types::{Event, ProviderConfig, Thread, ThreadId};
+use gantry_types::{Agent, AgentId, Event, ProviderConfig, Thread, ThreadId};
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -129,5 +132,21 @@ impl Store for SqliteStore {
 
     async fn put_setting(&self, key: &str, value: &str) -> Result<(), StoreError> {
         settings::put_setting(&self.pool, &self.writer, key, value).await
+    }
+
+    async fn agents(&self) -> Result<Vec<Agent>, StoreError> {
+        agents::agents(&self.pool).await
+    }
+
+    async fn agent(&self, id: &AgentId) -> Result<Option<Agent>, StoreError> {
+        agents::agent(&self.pool, id).await
+    }
+
+    async fn put_agent(&self, agent: &Agent) -> Result<(), StoreError> {
+        agents::put_agent(&self.pool, &self.writer, agent).await
+    }
+
+    async fn delete_agent(&self, id: &AgentId) -> Result<bool, StoreError> {
+        agents::delete_agent(&self.pool, &self.writer, id).await
     }
 }

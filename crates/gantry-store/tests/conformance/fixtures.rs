@@ -19,6 +19,10 @@ pub fn thread(id: &ThreadId, status: ThreadStatus, archived: bool) -> Thread {
         cwd: "/work/ws".into(),
         model: "gpt-test".into(),
         instructions: Some("be brief".into()),
+        endpoint: None,
+        temperature: None,
+        max_output_tokens: None,
+        metadata: Default::default(),
         status,
         archived,
         preview: "why does \"cargo\" fail?\n".into(),
@@ -35,6 +39,7 @@ pub fn thread(id: &ThreadId, status: ThreadStatus, archived: bool) -> Thread {
             cache_write_tokens: 5,
             reasoning_tokens: 4,
         },
+        agent_id: Some("agent-1".into()),
         cost_usd: 0.25,
         paused: false,
         policy: Default::default(),
@@ -122,6 +127,7 @@ pub fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
                 usage: Usage::default(),
                 cost_usd: 0.0,
                 error: None,
+                failure: None,
             },
         },
     ];
@@ -150,6 +156,7 @@ pub fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
         },
         cost_usd: 0.125,
         error: Some("boom".into()),
+        failure: None,
     });
     (1..)
         .zip(payloads)

@@ -2,9 +2,17 @@
 //! Each case takes a fresh, empty store.
 
 pub mod fixtures;
+pub mod jobs;
+pub mod memories;
+
+pub use jobs::{execution_needs_its_job, job_history, job_names_unique, jobs_crud};
+pub use memories::{
+    memory_empty, memory_put_and_touch, memory_query_text_is_words, memory_replace,
+    memory_search_filters, memory_search_ranking, memory_stats_and_clear,
+};
 
 use gantry_store::{Commit, Store, StoreError, ThreadQuery};
-use gantry_types::{ProviderConfig, ProviderKind, ThreadId, ThreadStatus};
+use gantry_types::{Agent, AgentId, ProviderConfig, ProviderKind, ThreadId, ThreadStatus};
 
 use fixtures::{all_kinds_log, archived_event, thread, thread_id};
 
@@ -17,7 +25,11 @@ macro_rules! conformance_tests {
             round_trip, from_seq, all_events_order, duplicate_rejected,
             duplicate_within_commit_rejected, upsert_replaces, listing_pages,
             archived_filter, bad_cursor, running_threads, empty_store,
-            providers_crud, settings_crud);
+            providers_crud, settings_crud, agents_crud,
+            jobs_crud, job_names_unique, job_history, execution_needs_its_job,
+            memory_put_and_touch, memory_replace, memory_search_ranking,
+            memory_search_filters, memory_stats_and_clear, memory_query_text_is_words,
+            memory_empty);
     };
     (@cases $fixture:path; $($case:ident),*) => {
         $(
@@ -380,4 +392,32 @@ pub async fn settings_crud(store: &dyn Store) {
         Some("b/m2")
     );
     assert_eq!(store.setting("other").await.unwrap().as_deref(), Some("x"));
+}
+
+/// Agents are replaced by id, listed by id, deleted once.
+pub async fn agents_crud(store: &dyn Store) {
+    let agent = |id: &str, model: &str| Agent {
+        id: AgentId::from(id),
+        name: format!("agent {id}"),
+        sdk: "gantry".into(),
+        model: Some(model.into()),
+        reasoning: Some("high".into()),
+        instructions: None,
+        created_at: 1,
+        updated_at: 2,
+    };
+    assert!(store.agents().await.unwrap().is_empty());
+    store.put_agent(&agent("b", "m1")).await.unwrap();
+    store.put_agent(&agent("a", "m1")).await.unwrap();
+    store.put_agent(&agent("b", "m2")).await.unwrap();
+    let agents = store.agents().await.unwrap();
+    assert_eq!(agents, vec![agent("a", "m1"), agent("b", "m2")]);
+    assert_eq!(
+        store.agent(&AgentId::from("b")).await.unwrap(),
+        Some(agent("b", "m2"))
+    );
+    assert_eq!(store.agent(&AgentId::from("zz")).await.unwrap(), None);
+    assert!(store.delete_agent(&AgentId::from("a")).await.unwrap());
+    assert!(!store.delete_agent(&AgentId::from("a")).await.unwrap());
+    assert_eq!(store.agents().await.unwrap(), vec![agent("b", "m2")]);
 }

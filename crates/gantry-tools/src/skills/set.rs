@@ -39,6 +39,9 @@ pub struct SkillListing {
 pub struct SkillSet {
     skills: BTreeMap<String, Skill>,
     loaded: BTreeSet<String>,
+    /// Loaded on request (not invoked by the model): their instructions go
+    /// to the model with every request, as the model never read them.
+    requested: BTreeSet<String>,
     /// Skills an inline skill of the same name replaced; they come back
     /// when the inline one is unloaded.
     shadowed: BTreeMap<String, Skill>,
@@ -64,6 +67,43 @@ impl SkillSet {
     /// it was). Returns the replaced skill.
     pub fn insert(&mut self, skill: Skill) -> Option<Skill> {
         self.skills.insert(skill.name.clone(), skill)
+    }
+
+    /// Makes the skills from `source` exactly `skills` (e.g. after a
+    /// package install into an agent's skills dir): new ones are added
+    /// unless a skill of higher precedence has the name, gone ones are
+    /// removed (and unloaded). Returns the names added and removed.
+    pub fn sync_source(
+        &mut self,
+        source: SkillSource,
+        skills: Vec<Skill>,
+    ) -> (Vec<String>, Vec<String>) {
+        let fresh: BTreeSet<String> = skills.iter().map(|s| s.name.clone()).collect();
+        let removed: Vec<String> = self
+            .skills
+            .values()
+            .filter(|s| s.source == source && !fresh.contains(&s.name))
+            .map(|s| s.name.clone())
+            .collect();
+        for name in &removed {
+            self.skills.remove(name);
+            self.loaded.remove(name);
+            self.requested.remove(name);
+        }
+        let mut added = Vec::new();
+        for skill in skills {
+            let shadowed = self
+                .skills
+                .get(&skill.name)
+                .is_some_and(|old| old.source < source);
+            if !shadowed {
+                if !self.skills.contains_key(&skill.name) {
+                    added.push(skill.name.clone());
+                }
+                self.skills.insert(skill.name.clone(), skill);
+            }
+        }
+        (added, removed)
     }
 
     /// The skill called `name`.
@@ -96,6 +136,17 @@ impl SkillSet {
             return Err(self.unknown(name));
         }
         self.loaded.insert(name.to_string());
+        self.requested.insert(name.to_string());
+        self.skills.get(name).ok_or_else(|| self.unknown(name))
+    }
+
+    /// Marks `name` loaded because the model invoked it (its instructions
+    /// came back as the `skill` tool's result, so they are in the history).
+    pub fn invoke(&mut self, name: &str) -> Result<&Skill, SkillError> {
+        if !self.skills.contains_key(name) {
+            return Err(self.unknown(name));
+        }
+        self.loaded.insert(name.to_string());
         self.skills.get(name).ok_or_else(|| self.unknown(name))
     }
 
@@ -120,6 +171,7 @@ impl SkillSet {
             return Err(self.unknown(name));
         };
         let was_loaded = self.loaded.remove(name);
+        self.requested.remove(name);
         if skill.source == SkillSource::Inline {
             self.skills.remove(name);
             if let Some(old) = self.shadowed.remove(name) {
@@ -132,6 +184,15 @@ impl SkillSet {
     /// Whether `name` is loaded.
     pub fn is_loaded(&self, name: &str) -> bool {
         self.loaded.contains(name)
+    }
+
+    /// The skills loaded on request (not by the model), by name: the
+    /// ones whose instructions the model must be given.
+    pub fn requested(&self) -> Vec<&Skill> {
+        self.requested
+            .iter()
+            .filter_map(|n| self.skills.get(n))
+            .collect()
     }
 
     /// The loaded skills, by name.

@@ -101,7 +101,7 @@ impl Tool for SkillTool {
                     let s = s.clone();
                     // Invoking is loading: the engine applies the skill's
                     // allowed-tools from the set's loaded skills.
-                    let _ = set.load(&s.name);
+                    let _ = set.invoke(&s.name);
                     Ok(s)
                 }
             }

@@ -5,9 +5,12 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use gantry_types::{Event, ProviderConfig, Thread, ThreadId, ThreadStatus};
+use gantry_types::{Agent, AgentId, Event, ProviderConfig, Thread, ThreadId, ThreadStatus};
 
 use crate::codec::seq_to_db;
+
+mod jobs;
+mod memories;
 use crate::page::{check_cursor, page_limit};
 use crate::{Commit, Store, StoreError, ThreadPage, ThreadQuery};
 
@@ -15,6 +18,8 @@ use crate::{Commit, Store, StoreError, ThreadPage, ThreadQuery};
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    memories: Mutex<memories::MemoryTable>,
+    jobs: Mutex<jobs::JobTables>,
 }
 
 #[derive(Debug, Default)]
@@ -24,6 +29,7 @@ struct Inner {
     threads: BTreeMap<ThreadId, Thread>,
     providers: BTreeMap<String, ProviderConfig>,
     settings: BTreeMap<String, String>,
+    agents: BTreeMap<AgentId, Agent>,
 }
 
 impl MemoryStore {
@@ -162,5 +168,22 @@ impl Store for MemoryStore {
             .settings
             .insert(key.to_owned(), value.to_owned());
         Ok(())
+    }
+
+    async fn agents(&self) -> Result<Vec<Agent>, StoreError> {
+        Ok(self.lock().agents.values().cloned().collect())
+    }
+
+    async fn agent(&self, id: &AgentId) -> Result<Option<Agent>, StoreError> {
+        Ok(self.lock().agents.get(id).cloned())
+    }
+
+    async fn put_agent(&self, agent: &Agent) -> Result<(), StoreError> {
+        self.lock().agents.insert(agent.id.clone(), agent.clone());
+        Ok(())
+    }
+
+    async fn delete_agent(&self, id: &AgentId) -> Result<bool, StoreError> {
+        Ok(self.lock().agents.remove(id).is_some())
     }
 }

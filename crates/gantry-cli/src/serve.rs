@@ -1,0 +1,141 @@
+//! `gantry serve`: the engine behind its protocol listeners, with the
+//! scheduler of jobs and the stored MCP servers.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use gantry_core::{Engine, EngineBuilder, EngineConfig, Providers};
+use gantry_store::{MemoryStore, Store};
+use proto_code_agent::{ServeOptions, TlsPem};
+use tokio::net::TcpListener;
+
+use crate::args::{Global, ServeArgs, StorageBackend};
+use crate::setup::DataDir;
+
+/// Runs the daemon until a signal or the `Shutdown` rpc.
+pub async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
+    let providers_config = crate::config::load(global.config.as_deref())?;
+    let workspace = match &args.workspace {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let workspace = std::fs::canonicalize(&workspace)
+        .ok()
+        .filter(|p| p.is_dir())
+        .with_context(|| {
+            format!(
+                "workspace {} is not an existing directory",
+                workspace.display()
+            )
+        })?;
+    let auth_token = match &args.auth_token_file {
+        Some(path) => Some(read_token(path)?),
+        None => None,
+    };
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsPem {
+            cert: std::fs::read(cert).with_context(|| format!("cannot read {}", cert.display()))?,
+            key: std::fs::read(key).with_context(|| format!("cannot read {}", key.display()))?,
+        }),
+        _ => None,
+    };
+
+    // The data dir (and its lock) lives as long as the server.
+    let (store, data): (Arc<dyn Store>, Option<DataDir>) = match args.storage_backend {
+        StorageBackend::File => {
+            let data = DataDir::open(&global).await?;
+            (data.store.clone(), Some(data))
+        }
+        StorageBackend::Memory => (Arc::new(MemoryStore::new()), None),
+    };
+    let providers = Arc::new(Providers::load(store.clone(), providers_config).await?);
+    let config = EngineConfig {
+        default_model: providers
+            .default_model()
+            .unwrap_or_else(|| EngineConfig::default().default_model),
+        data_dir: data.as_ref().map(|d| d.path.clone()),
+        ..EngineConfig::default()
+    };
+    let engine = EngineBuilder::new(store, providers.clone())
+        .providers(providers)
+        .config(config)
+        .start()
+        .await?;
+    start_background_work(&engine);
+    let scheduler = engine.start_scheduler().await?;
+
+    let listener = TcpListener::bind(&args.listen_addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen_addr))?;
+    if let Ok(addr) = listener.local_addr() {
+        if !addr.ip().is_loopback() && auth_token.is_none() {
+            eprintln!(
+                "gantry: warning: listening on {addr}, reachable from other machines, without \
+                 authentication; pass --auth-token-file"
+            );
+        }
+        // The one line scripts wait for (the port, when 0 was asked for).
+        eprintln!("gantry: serving a3s.code.agent.v1.CodeAgentService on {addr}");
+    }
+    let options = ServeOptions {
+        workspace,
+        auth_token,
+        tls,
+        grace: Duration::from_secs(args.grace_secs),
+    };
+    let served = proto_code_agent::serve(engine, listener, options, stop_signal()).await;
+    // Runs the stop cut off are recorded as cancelled before the store closes.
+    scheduler.stop().await;
+    served?;
+    drop(data);
+    eprintln!("gantry: stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Connects the stored MCP servers without holding up the listener.
+fn start_background_work(engine: &Engine) {
+    let engine = engine.clone();
+    tokio::spawn(async move {
+        if !engine.mcp_servers().is_empty() {
+            let summary = engine.start_mcp_servers().await;
+            for failure in summary.failed {
+                tracing::warn!(server = %failure.server_name, error = %failure.error, "MCP server failed to start");
+            }
+        }
+    });
+}
+
+/// A token file's first line, which must not be empty.
+fn read_token(path: &std::path::Path) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the auth token file {}", path.display()))?;
+    let token = text.lines().next().unwrap_or_default().trim().to_owned();
+    if token.is_empty() {
+        bail!("the auth token file {} is empty", path.display());
+    }
+    Ok(token)
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn stop_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

@@ -1,0 +1,33 @@
+//! The tools a turn offers its model, fixed when the turn starts so the
+//! model's tool list does not change under it.
+
+use std::sync::Arc;
+
+use gantry_tools::ToolRegistry;
+use gantry_tools::skills::SkillTool;
+
+use super::{TurnSpec, read_skills};
+use crate::engine::Shared;
+
+/// The built-ins, the tools of connected MCP servers, the `skill` tool
+/// when the thread has skills, the memory tools (`remember`, `recall`),
+/// and the `lsp_*` tools while a language
+/// server runs for the thread's workspace.
+pub(super) async fn turn_tools(shared: &Shared, spec: &TurnSpec) -> ToolRegistry {
+    let mut tools = shared.tools.clone();
+    for tool in shared.mcp.tools_as_registry_entries().await {
+        tools.register(tool);
+    }
+    if !read_skills(&spec.skills).names().is_empty() {
+        tools.register(Arc::new(SkillTool::new(spec.skills.clone())));
+    }
+    for tool in crate::memory::tools(shared, &spec.thread_id, spec.agent_id.as_ref()) {
+        tools.register(tool);
+    }
+    if shared.lsp.serves(&spec.cwd) {
+        for tool in shared.lsp.tools() {
+            tools.register(tool);
+        }
+    }
+    tools
+}

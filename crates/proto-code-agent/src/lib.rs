@@ -1,0 +1,21 @@
+//! The `a3s.code.agent.v1.CodeAgentService` gRPC API over the Gantry engine.
+
+/// The generated messages, server and client of the seed's proto.
+pub mod pb {
+    #![allow(missing_docs, clippy::all, clippy::pedantic)]
+    tonic::include_proto!("a3s.code.agent.v1");
+
+    /// The encoded file descriptor set, for server reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        tonic::include_file_descriptor_set!("code_agent_descriptor");
+}
+
+mod service;
+mod state;
+mod status;
+mod views;
+
+pub use service::CodeAgent;
+mod server;
+
+pub use server::{DEFAULT_ADDR, ServeError, ServeOptions, TlsPem, serve};

@@ -1,0 +1,178 @@
+//! The gRPC server: CodeAgentService behind optional bearer-token auth and
+//! TLS, with `grpc.health.v1` and server reflection, and a graceful stop.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gantry_core::Engine;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Identity, Server, ServerTlsConfig};
+use tonic::{Request, Status};
+
+use crate::pb;
+use crate::pb::code_agent_service_server::CodeAgentServiceServer;
+use crate::service::CodeAgent;
+use crate::state::Ctx;
+
+/// The default listen address (the A3S SDK's default).
+pub const DEFAULT_ADDR: &str = "127.0.0.1:4088";
+
+/// How long connections get to close once running turns are interrupted.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Workspace of sessions that name none.
+    pub workspace: PathBuf,
+    /// When set, every CodeAgentService call must carry
+    /// `authorization: Bearer <token>` (health and reflection stay open,
+    /// for probes and discovery).
+    pub auth_token: Option<String>,
+    /// PEM certificate chain and private key; plaintext when `None`.
+    pub tls: Option<TlsPem>,
+    /// How long running calls may go on after a stop is asked for, before
+    /// the engine interrupts running turns.
+    pub grace: Duration,
+}
+
+/// A PEM certificate chain and key.
+#[derive(Debug, Clone)]
+pub struct TlsPem {
+    /// Certificate chain.
+    pub cert: Vec<u8>,
+    /// Private key.
+    pub key: Vec<u8>,
+}
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The TLS material or the transport failed.
+    #[error("gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    /// Reflection could not be set up from the descriptor set.
+    #[error("gRPC reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+}
+
+/// Serves on `listener` until `stop` completes or a client calls
+/// `Shutdown`; then stops accepting, lets calls finish for the grace
+/// period, interrupts what still runs, and flushes the store.
+pub async fn serve(
+    engine: Engine,
+    listener: TcpListener,
+    options: ServeOptions,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let (stop_tx, mut stop_rx) = watch::channel(false);
+    let ctx = Arc::new(Ctx::new(engine.clone(), options.workspace, stop_tx.clone()));
+    let service = CodeAgentServiceServer::new(CodeAgent::new(ctx))
+        .max_decoding_message_size(64 * 1024 * 1024);
+    let auth = Auth(options.auth_token.map(Arc::from));
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_serving::<CodeAgentServiceServer<CodeAgent>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+
+    let mut builder = Server::builder();
+    if let Some(tls) = options.tls {
+        builder = builder
+            .tls_config(ServerTlsConfig::new().identity(Identity::from_pem(tls.cert, tls.key)))?;
+    }
+
+    tokio::spawn(async move {
+        stop.await;
+        let _ = stop_tx.send(true);
+    });
+    let mut stopping = stop_rx.clone();
+    let server = builder
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(InterceptedService::new(service, auth))
+        .serve_with_incoming_shutdown(incoming(listener), async move {
+            let _ = stopping.wait_for(|s| *s).await;
+        });
+    tokio::pin!(server);
+
+    let result = tokio::select! {
+        result = &mut server => result,
+        // The watch guard must not live across the awaits below (the
+        // future would not be `Send`): drop it inside the block.
+        () = async { let _ = stop_rx.wait_for(|s| *s).await; } => {
+            health.set_not_serving::<CodeAgentServiceServer<CodeAgent>>().await;
+            // Calls in flight (a streaming turn, say) get the grace period;
+            // then running turns are interrupted, which ends their calls.
+            match tokio::time::timeout(options.grace, &mut server).await {
+                Ok(result) => result,
+                Err(_) => {
+                    tracing::info!("grace period over; interrupting running turns");
+                    engine.shutdown().await;
+                    // Interrupted turns end their calls at once; a client
+                    // that still holds its connection open does not get to
+                    // keep the process alive.
+                    match tokio::time::timeout(CLOSE_WAIT, &mut server).await {
+                        Ok(result) => result,
+                        Err(_) => Ok(()),
+                    }
+                }
+            }
+        }
+    };
+    engine.shutdown().await;
+    result.map_err(ServeError::from)
+}
+
+/// The accepted connections, without Nagle's algorithm: a streamed chunk
+/// goes out at once instead of waiting for the peer's delayed ACK (~40 ms).
+/// (tonic applies its own `tcp_nodelay` only to listeners it binds.)
+fn incoming(
+    listener: TcpListener,
+) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    use tokio_stream::StreamExt;
+    TcpListenerStream::new(listener).map(|accepted| {
+        accepted.inspect(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+            }
+        })
+    })
+}
+
+/// Checks the bearer token on every CodeAgentService call.
+#[derive(Clone)]
+struct Auth(Option<Arc<str>>);
+
+impl tonic::service::Interceptor for Auth {
+    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
+        let Some(expected) = &self.0 else {
+            return Ok(request);
+        };
+        let given = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        match given {
+            Some(token) if same(token.as_bytes(), expected.as_bytes()) => Ok(request),
+            Some(_) => Err(Status::unauthenticated("invalid bearer token")),
+            None => Err(Status::unauthenticated(
+                "missing `authorization: Bearer <token>` metadata",
+            )),
+        }
+    }
+}
+
+/// Compares in time independent of where the inputs differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

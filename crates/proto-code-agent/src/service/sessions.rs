@@ -1,0 +1,217 @@
+//! Sessions (threads): create, destroy, list, get, configure, messages.
+
+use std::path::PathBuf;
+
+use gantry_core::{ContextMessage, ContextRole, CreateThread, ThreadQuery};
+use gantry_types::{ThreadId, ThreadSettings};
+use tonic::Status;
+
+use super::Ctx;
+use crate::pb;
+use crate::status::{session_id, status};
+use crate::views::conversation;
+use crate::views::session::{apply_config, session};
+
+/// `CreateSession`: a thread in the config's workspace (the server's when
+/// empty), with the client's id if it chose one (`ALREADY_EXISTS` if taken),
+/// its LLM settings, system prompt and starting conversation.
+pub(crate) async fn create_session(
+    ctx: &Ctx,
+    req: pb::CreateSessionRequest,
+) -> Result<pb::CreateSessionResponse, Status> {
+    let config = req.config.unwrap_or_default();
+    let cwd = match config.workspace.trim() {
+        "" => ctx.workspace(),
+        dir => PathBuf::from(dir),
+    };
+    // The settings a new thread would get, changed by the config.
+    let mut settings = ThreadSettings {
+        name: None,
+        model: ctx.engine.default_model(),
+        instructions: None,
+        endpoint: None,
+        temperature: None,
+        max_output_tokens: None,
+        metadata: Default::default(),
+    };
+    apply_config(&ctx.engine, &config, &mut settings)?;
+    let (mut instructions, context) = initial_context(&req.initial_context)?;
+    if let Some(prompt) = settings.instructions.take() {
+        instructions.insert(0, prompt);
+    }
+    let id = req
+        .session_id
+        .as_deref()
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .map(ThreadId::from);
+    let thread = ctx
+        .engine
+        .create_thread(CreateThread {
+            cwd,
+            model: Some(settings.model),
+            instructions: (!instructions.is_empty()).then(|| instructions.join("\n\n")),
+            name: settings.name,
+            id,
+            endpoint: settings.endpoint,
+            temperature: settings.temperature,
+            max_output_tokens: settings.max_output_tokens,
+            metadata: settings.metadata,
+            context,
+            ..CreateThread::default()
+        })
+        .await
+        .map_err(status)?;
+    let view = ctx.engine.read(&thread.id).await.map_err(status)?;
+    Ok(pb::CreateSessionResponse {
+        session_id: thread.id.to_string(),
+        session: Some(session(&ctx.engine, &view)),
+    })
+}
+
+/// `initial_context` as extra instructions (its `system` messages) and the
+/// conversation the thread starts with.
+fn initial_context(messages: &[pb::Message]) -> Result<(Vec<String>, Vec<ContextMessage>), Status> {
+    let mut system = Vec::new();
+    let mut context = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let role = match m.role.trim().to_ascii_lowercase().as_str() {
+            "system" => {
+                system.push(m.content.clone());
+                continue;
+            }
+            "user" => ContextRole::User,
+            "assistant" => ContextRole::Assistant,
+            other => {
+                return Err(Status::invalid_argument(format!(
+                    "initial_context[{i}].role: `{other}` is not user, assistant or system"
+                )));
+            }
+        };
+        context.push(ContextMessage {
+            role,
+            text: m.content.clone(),
+        });
+    }
+    Ok((system, context))
+}
+
+/// `DestroySession`: interrupts what runs and archives the thread; it stays
+/// readable (`GetSession`, `GetMessages`, other protocols) but takes no more
+/// work (`FAILED_PRECONDITION`) and leaves `ListSessions`.
+pub(crate) async fn destroy_session(
+    ctx: &Ctx,
+    req: pb::DestroySessionRequest,
+) -> Result<pb::DestroySessionResponse, Status> {
+    let id = session_id(&req.session_id)?;
+    let view = ctx.engine.read(&id).await.map_err(status)?;
+    if !view.thread.archived {
+        ctx.engine.interrupt(&id).await.map_err(status)?;
+        ctx.engine.archive(&id).await.map_err(status)?;
+    }
+    Ok(pb::DestroySessionResponse { success: true })
+}
+
+/// `ListSessions`: every session not destroyed, newest first.
+pub(crate) async fn list_sessions(
+    ctx: &Ctx,
+    _req: pb::ListSessionsRequest,
+) -> Result<pb::ListSessionsResponse, Status> {
+    let mut sessions = Vec::new();
+    let mut query = ThreadQuery {
+        archived: Some(false),
+        limit: 1000,
+        cursor: None,
+    };
+    loop {
+        let page = ctx.engine.list(&query).await.map_err(status)?;
+        for thread in page.threads {
+            let view = match ctx.engine.read(&thread.id).await {
+                Ok(view) => view,
+                // Destroyed or gone since the listing: not listed.
+                Err(gantry_core::EngineError::ThreadNotFound(_)) => continue,
+                Err(e) => return Err(status(e)),
+            };
+            sessions.push(session(&ctx.engine, &view));
+        }
+        match page.next_cursor {
+            Some(cursor) => query.cursor = Some(cursor),
+            None => break,
+        }
+    }
+    Ok(pb::ListSessionsResponse { sessions })
+}
+
+/// `GetSession` (also of a destroyed session, whose state is completed).
+pub(crate) async fn get_session(
+    ctx: &Ctx,
+    req: pb::GetSessionRequest,
+) -> Result<pb::GetSessionResponse, Status> {
+    let id = session_id(&req.session_id)?;
+    let view = ctx.engine.read(&id).await.map_err(status)?;
+    Ok(pb::GetSessionResponse {
+        session: Some(session(&ctx.engine, &view)),
+    })
+}
+
+/// `ConfigureSession`: changes the non-empty fields of the config (name,
+/// system prompt, LLM, limits) from the next model request on. The
+/// workspace of a session cannot change.
+pub(crate) async fn configure_session(
+    ctx: &Ctx,
+    req: pb::ConfigureSessionRequest,
+) -> Result<pb::ConfigureSessionResponse, Status> {
+    let id = session_id(&req.session_id)?;
+    let config = req
+        .config
+        .ok_or_else(|| Status::invalid_argument("config: required"))?;
+    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let workspace = config.workspace.trim();
+    if !workspace.is_empty() {
+        let same = std::fs::canonicalize(workspace)
+            .is_ok_and(|dir| dir.to_string_lossy() == view.thread.cwd);
+        if !same {
+            return Err(Status::invalid_argument(format!(
+                "config.workspace: a session's workspace cannot change (it is {})",
+                view.thread.cwd
+            )));
+        }
+    }
+    // Validated on a copy first, so a bad config changes nothing; then
+    // applied to the settings as they are inside the thread's actor, so a
+    // concurrent change of other fields is kept.
+    apply_config(&ctx.engine, &config, &mut view.thread.settings())?;
+    let engine = ctx.engine.clone();
+    ctx.engine
+        .configure_thread(&id, move |s| {
+            // Cannot fail: the same config passed above.
+            let _ = apply_config(&engine, &config, s);
+        })
+        .await
+        .map_err(status)?;
+    let view = ctx.engine.read(&id).await.map_err(status)?;
+    Ok(pb::ConfigureSessionResponse {
+        session: Some(session(&ctx.engine, &view)),
+    })
+}
+
+/// `GetMessages`: the conversation from its start; `offset` skips, `limit`
+/// caps (all when absent), `has_more` says whether messages follow.
+pub(crate) async fn get_messages(
+    ctx: &Ctx,
+    req: pb::GetMessagesRequest,
+) -> Result<pb::GetMessagesResponse, Status> {
+    let id = session_id(&req.session_id)?;
+    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let all = conversation::messages(&view);
+    let total = all.len();
+    let offset = req.offset.map_or(0, |o| o as usize).min(total);
+    let limit = req.limit.map_or(total, |l| l as usize);
+    let messages: Vec<_> = all.into_iter().skip(offset).take(limit).collect();
+    let has_more = offset + messages.len() < total;
+    Ok(pb::GetMessagesResponse {
+        messages,
+        total_count: crate::views::u32_of(total),
+        has_more,
+    })
+}

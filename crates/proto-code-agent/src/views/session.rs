@@ -1,0 +1,208 @@
+//! Threads as `Session`s, and `SessionConfig`/`LLMConfig` as thread settings.
+
+use gantry_core::Engine;
+use gantry_types::{
+    ItemKind, ModelEndpoint, ProviderKind, Thread, ThreadSettings, ThreadStatus, ThreadView,
+};
+use tonic::Status;
+
+use super::u32_of;
+use crate::pb;
+
+/// Thread metadata keys for `SessionConfig` fields the engine does not use.
+pub(crate) mod keys {
+    /// `LLMConfig.provider` as the client named it.
+    pub const PROVIDER: &str = "a3s.provider";
+    /// `SessionConfig.max_context_length`.
+    pub const MAX_CONTEXT: &str = "a3s.max_context_length";
+    /// `SessionConfig.auto_compact`.
+    pub const AUTO_COMPACT: &str = "a3s.auto_compact";
+    /// `SessionConfig.storage_type`.
+    pub const STORAGE: &str = "a3s.storage_type";
+}
+
+/// The session of `view`, with its context usage.
+pub(crate) fn session(engine: &Engine, view: &ThreadView) -> pb::Session {
+    let thread = &view.thread;
+    pb::Session {
+        session_id: thread.id.to_string(),
+        config: Some(config(engine, thread)),
+        state: state(thread).into(),
+        context_usage: Some(context_usage(engine, view)),
+        created_at: thread.created_at,
+        updated_at: thread.updated_at,
+    }
+}
+
+/// The session's context: estimated tokens of the next request, the
+/// tokens used so far, and the user and agent messages.
+pub(crate) fn context_usage(engine: &Engine, view: &ThreadView) -> pb::ContextUsage {
+    let thread = &view.thread;
+    let message_count = view
+        .turns
+        .iter()
+        .flat_map(|t| &t.items)
+        .filter(|i| {
+            matches!(
+                i.kind,
+                ItemKind::UserMessage { .. } | ItemKind::AgentMessage { .. }
+            )
+        })
+        .count();
+    pb::ContextUsage {
+        total_tokens: u32_of(engine.context_usage_of(view).used),
+        prompt_tokens: u32_of(thread.usage.input_tokens),
+        completion_tokens: u32_of(thread.usage.output_tokens),
+        message_count: u32_of(message_count),
+    }
+}
+
+/// The session's state: destroyed sessions are completed.
+pub(crate) fn state(thread: &Thread) -> pb::SessionState {
+    if thread.archived {
+        pb::SessionState::Completed
+    } else if thread.paused {
+        pb::SessionState::Paused
+    } else if thread.status == ThreadStatus::Failed {
+        pb::SessionState::Error
+    } else {
+        pb::SessionState::Active
+    }
+}
+
+/// The thread's settings as a `SessionConfig`; the API key is never sent back.
+fn config(engine: &Engine, thread: &Thread) -> pb::SessionConfig {
+    let meta = &thread.metadata;
+    let provider = meta
+        .get(keys::PROVIDER)
+        .cloned()
+        .unwrap_or_else(|| match &thread.endpoint {
+            Some(e) => e.kind.as_str().to_owned(),
+            None => engine
+                .providers()
+                .and_then(|p| p.route_of(&thread.model).ok())
+                .map(|(p, _)| p.name)
+                .unwrap_or_default(),
+        });
+    let (model, base_url) = match &thread.endpoint {
+        Some(e) => (thread.model.clone(), e.base_url.clone().unwrap_or_default()),
+        // A routed model is `provider/model`: the client named them apart.
+        None => match thread.model.split_once('/') {
+            Some((p, m)) if p == provider => (m.to_owned(), String::new()),
+            _ => (thread.model.clone(), String::new()),
+        },
+    };
+    pb::SessionConfig {
+        name: thread.name.clone().unwrap_or_default(),
+        workspace: thread.cwd.clone(),
+        llm: Some(pb::LlmConfig {
+            provider,
+            model,
+            api_key: String::new(),
+            base_url,
+            temperature: thread.temperature.unwrap_or_default(),
+            max_tokens: thread.max_output_tokens.unwrap_or_default(),
+        }),
+        system_prompt: thread.instructions.clone().unwrap_or_default(),
+        max_context_length: meta
+            .get(keys::MAX_CONTEXT)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default(),
+        auto_compact: meta.get(keys::AUTO_COMPACT).is_none_or(|v| v == "true"),
+        storage_type: meta
+            .get(keys::STORAGE)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default(),
+    }
+}
+
+/// Applies the non-empty fields of a `SessionConfig` to `settings`
+/// (proto3 cannot tell an empty field from an absent one, so empty means
+/// "unchanged"). `engine` tells configured providers from model servers.
+pub(crate) fn apply_config(
+    engine: &Engine,
+    config: &pb::SessionConfig,
+    settings: &mut ThreadSettings,
+) -> Result<(), Status> {
+    if !config.name.trim().is_empty() {
+        settings.name = Some(config.name.trim().to_owned());
+    }
+    if !config.system_prompt.trim().is_empty() {
+        settings.instructions = Some(config.system_prompt.clone());
+    }
+    if let Some(llm) = &config.llm {
+        apply_llm(engine, llm, settings)?;
+    }
+    let meta = &mut settings.metadata;
+    if config.max_context_length > 0 {
+        meta.insert(
+            keys::MAX_CONTEXT.to_owned(),
+            config.max_context_length.to_string(),
+        );
+    }
+    if config.auto_compact {
+        meta.insert(keys::AUTO_COMPACT.to_owned(), "true".to_owned());
+    }
+    if config.storage_type != 0 {
+        meta.insert(keys::STORAGE.to_owned(), config.storage_type.to_string());
+    }
+    Ok(())
+}
+
+/// An `LLMConfig` as settings: a provider the engine has configured (and no
+/// key or URL of the client's own) routes through it; otherwise the session
+/// gets its own model server: `anthropic`/`claude` speak Anthropic
+/// Messages, `openai-responses` OpenAI Responses, anything else an
+/// OpenAI-compatible Chat Completions API.
+fn apply_llm(
+    engine: &Engine,
+    llm: &pb::LlmConfig,
+    settings: &mut ThreadSettings,
+) -> Result<(), Status> {
+    let provider = llm.provider.trim();
+    let model = llm.model.trim();
+    if provider.is_empty() && model.is_empty() {
+        return Ok(());
+    }
+    if model.is_empty() {
+        return Err(Status::invalid_argument("llm.model: required"));
+    }
+    let own_server = !llm.api_key.trim().is_empty() || !llm.base_url.trim().is_empty();
+    let configured =
+        !provider.is_empty() && engine.providers().is_some_and(|p| p.get(provider).is_ok());
+    if configured && !own_server {
+        settings.model = format!("{provider}/{model}");
+        settings.endpoint = None;
+    } else {
+        let kind = match provider.to_ascii_lowercase().as_str() {
+            "anthropic" | "claude" => ProviderKind::Anthropic,
+            "openai-responses" => ProviderKind::OpenaiResponses,
+            _ => ProviderKind::OpenaiChat,
+        };
+        let base_url = llm.base_url.trim();
+        let http = base_url.starts_with("http://") || base_url.starts_with("https://");
+        if !base_url.is_empty() && !http {
+            return Err(Status::invalid_argument(format!(
+                "llm.base_url: `{base_url}` must start with http:// or https://"
+            )));
+        }
+        settings.model = model.to_owned();
+        settings.endpoint = Some(ModelEndpoint {
+            kind,
+            base_url: (!base_url.is_empty()).then(|| base_url.to_owned()),
+            api_key: Some(llm.api_key.trim().to_owned()).filter(|k| !k.is_empty()),
+        });
+    }
+    if !provider.is_empty() {
+        settings
+            .metadata
+            .insert(keys::PROVIDER.to_owned(), provider.to_owned());
+    }
+    if llm.temperature.is_finite() && llm.temperature > 0.0 {
+        settings.temperature = Some(llm.temperature);
+    }
+    if llm.max_tokens > 0 {
+        settings.max_output_tokens = Some(llm.max_tokens);
+    }
+    Ok(())
+}
