@@ -100,6 +100,9 @@ impl Loop<'_> {
         };
         let timeout_ms = ask.timeout_ms;
         let approval_id = new_id();
+        // Held before it is announced: a client answering the event at once
+        // must find it pending.
+        let answer = self.hold(&approval_id, waiting);
         let mut item = self.em.start_item(
             self.rounds,
             ItemKind::Approval {
@@ -110,7 +113,7 @@ impl Loop<'_> {
             },
         );
         let Some(Resolution::Approval { decision, by }) =
-            self.wait(&approval_id, waiting, timeout_ms).await
+            self.wait(&approval_id, answer, timeout_ms).await
         else {
             self.em.complete_item(item, ItemStatus::Interrupted);
             return Gate::Stop;
@@ -159,7 +162,6 @@ impl Loop<'_> {
             result: None,
             error: None,
         };
-        self.em.announce(&item);
         let info = ExternalTaskInfo {
             task_id: task_id.clone(),
             lane: handler.lane,
@@ -169,10 +171,10 @@ impl Loop<'_> {
             remaining_ms: handler.timeout_ms,
             started: Some(Instant::now()),
         };
-        let outcome = match self
-            .wait(&task_id, Waiting::Task(info), handler.timeout_ms)
-            .await
-        {
+        // Held before it is announced, like an approval.
+        let answer = self.hold(&task_id, Waiting::Task(info));
+        self.em.announce(&item);
+        let outcome = match self.wait(&task_id, answer, handler.timeout_ms).await {
             Some(Resolution::Task(result)) => result,
             _ => Err("interrupted".to_owned()),
         };
@@ -192,16 +194,26 @@ impl Loop<'_> {
         (item, status, output)
     }
 
-    /// Registers a pending request with the actor and waits for its
-    /// resolution; after `timeout_ms` asks the actor to resolve it by policy.
-    /// `None` if the actor is gone.
-    async fn wait(&self, id: &str, waiting: Waiting, timeout_ms: u64) -> Option<Resolution> {
-        let (tx, mut rx) = oneshot::channel();
+    /// Registers a pending request with the actor; the receiver gets its
+    /// resolution.
+    fn hold(&self, id: &str, waiting: Waiting) -> oneshot::Receiver<Resolution> {
+        let (tx, rx) = oneshot::channel();
         self.em.send(TurnMsg::Await {
             id: id.to_owned(),
             waiting,
             reply: tx,
         });
+        rx
+    }
+
+    /// Waits for a held request's resolution; after `timeout_ms` asks the
+    /// actor to resolve it by policy. `None` if the actor is gone.
+    async fn wait(
+        &self,
+        id: &str,
+        mut rx: oneshot::Receiver<Resolution>,
+        timeout_ms: u64,
+    ) -> Option<Resolution> {
         tokio::select! {
             resolution = &mut rx => return resolution.ok(),
             () = self.cancel.cancelled() => return None,
