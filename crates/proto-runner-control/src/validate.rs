@@ -1,0 +1,229 @@
+//! The proto's `buf.validate` constraints, enforced by hand: a message that
+//! breaks one is refused with the field's path, never processed.
+
+use std::fmt;
+
+use crate::pb;
+use crate::pb::client_message::Payload;
+use crate::pb::server_message::Request;
+
+/// A broken constraint: which field, and what it must be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// Dotted path from the checked message, e.g. `create_thread_request.model`.
+    pub field: String,
+    /// What the field must be.
+    pub rule: &'static str,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid {}: {}", self.field, self.rule)
+    }
+}
+
+impl std::error::Error for Violation {}
+
+/// A message whose fields carry `buf.validate` constraints.
+pub trait Validate {
+    /// `Ok` when every constraint holds, else the first broken one.
+    fn validate(&self) -> Result<(), Violation>;
+}
+
+/// `string.min_len = 1`.
+fn non_empty(value: &str, field: impl FnOnce() -> String) -> Result<(), Violation> {
+    if value.is_empty() {
+        return Err(Violation {
+            field: field(),
+            rule: "must not be empty",
+        });
+    }
+    Ok(())
+}
+
+/// `int64.gte = 1`.
+fn positive(value: i64, field: &str) -> Result<(), Violation> {
+    if value < 1 {
+        return Err(Violation {
+            field: field.to_owned(),
+            rule: "must be at least 1",
+        });
+    }
+    Ok(())
+}
+
+macro_rules! non_empty_fields {
+    ($msg:expr, $prefix:literal, [$($field:ident),+ $(,)?]) => {{
+        $(non_empty(&$msg.$field, || concat!($prefix, stringify!($field)).to_owned())?;)+
+        Ok(())
+    }};
+}
+
+impl Validate for pb::RegisterRunnerRequest {
+    fn validate(&self) -> Result<(), Violation> {
+        for (i, sdk) in self.agent_sdks.iter().enumerate() {
+            non_empty(&sdk.name, || format!("agent_sdks[{i}].name"))?;
+            for (j, model) in sdk.models.iter().enumerate() {
+                non_empty(&model.name, || format!("agent_sdks[{i}].models[{j}].name"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Validate for pb::ServerMessage {
+    fn validate(&self) -> Result<(), Violation> {
+        match &self.request {
+            None => Err(Violation {
+                field: "request".to_owned(),
+                rule: "must be set",
+            }),
+            Some(Request::CreateAgentRequest(r)) => {
+                non_empty_fields!(r, "create_agent_request.", [agent_id, agent_sdk])
+            }
+            Some(Request::DeleteAgentRequest(r)) => {
+                non_empty_fields!(r, "delete_agent_request.", [agent_id])
+            }
+            Some(Request::CreateThreadRequest(r)) => {
+                non_empty_fields!(r, "create_thread_request.", [agent_id, model])
+            }
+            Some(Request::DeleteThreadRequest(r)) => {
+                non_empty_fields!(r, "delete_thread_request.", [agent_id, thread_id])
+            }
+            Some(Request::CreateUserMessageRequest(r)) => {
+                non_empty_fields!(
+                    r,
+                    "create_user_message_request.",
+                    [agent_id, thread_id, text]
+                )
+            }
+            Some(Request::InstallSkillsMpRequest(r)) => {
+                non_empty_fields!(r, "install_skills_mp_request.", [agent_id, package_name])
+            }
+        }
+    }
+}
+
+impl Validate for pb::ClientMessage {
+    fn validate(&self) -> Result<(), Violation> {
+        match &self.payload {
+            None => Err(Violation {
+                field: "payload".to_owned(),
+                rule: "must be set",
+            }),
+            Some(Payload::RequestError(e)) => {
+                non_empty_fields!(e, "request_error.", [error_message])
+            }
+            Some(Payload::AgentUpdate(u)) => non_empty_fields!(u, "agent_update.", [agent_id]),
+            Some(Payload::ThreadUpdate(u)) => non_empty_fields!(u, "thread_update.", [thread_id]),
+            Some(Payload::TurnUpdate(u)) => non_empty_fields!(u, "turn_update.", [sdk_turn_id]),
+            Some(Payload::ItemUpdate(u)) => {
+                non_empty(&u.sdk_item_id, || "item_update.sdk_item_id".to_owned())?;
+                match &u.command_execution_item {
+                    Some(c) => non_empty_fields!(
+                        c,
+                        "item_update.command_execution_item.",
+                        [command, cwd, process_id]
+                    ),
+                    None => Ok(()),
+                }
+            }
+            Some(Payload::SkillMpUpdate(u)) => {
+                non_empty_fields!(u, "skill_mp_update.", [agent_id, package_name])
+            }
+        }
+    }
+}
+
+impl Validate for pb::ListGithubInstallationsForRunnerResponse {
+    fn validate(&self) -> Result<(), Violation> {
+        for (i, installation) in self.installations.iter().enumerate() {
+            positive(
+                installation.installation_id,
+                &format!("installations[{i}].installation_id"),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Validate for pb::GetGithubInstallationAccessTokenForRunnerRequest {
+    fn validate(&self) -> Result<(), Violation> {
+        positive(self.installation_id, "installation_id")
+    }
+}
+
+impl Validate for pb::GetGithubInstallationAccessTokenForRunnerResponse {
+    fn validate(&self) -> Result<(), Violation> {
+        non_empty(&self.access_token, || "access_token".to_owned())?;
+        for (i, repo) in self.repositories.iter().enumerate() {
+            non_empty(repo, || format!("repositories[{i}]"))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_required_field_is_named_with_its_path() {
+        let msg = pb::ServerMessage {
+            request_id: Some("r1".into()),
+            request: Some(Request::CreateThreadRequest(pb::CreateThreadRequest {
+                agent_id: "a".into(),
+                model: String::new(),
+                reasoning_level: None,
+            })),
+        };
+        let err = msg.validate().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid create_thread_request.model: must not be empty"
+        );
+    }
+
+    #[test]
+    fn a_message_without_a_request_is_refused() {
+        let msg = pb::ServerMessage::default();
+        assert_eq!(msg.validate().unwrap_err().field, "request");
+    }
+
+    #[test]
+    fn nested_command_fields_and_model_names_are_checked() {
+        let msg = pb::ClientMessage {
+            request_id: None,
+            payload: Some(Payload::ItemUpdate(pb::ItemUpdate {
+                sdk_item_id: "i".into(),
+                command_execution_item: Some(pb::CommandExecutionItem {
+                    command: "ls".into(),
+                    cwd: "/w".into(),
+                    process_id: String::new(),
+                    output: None,
+                }),
+                ..Default::default()
+            })),
+        };
+        assert_eq!(
+            msg.validate().unwrap_err().field,
+            "item_update.command_execution_item.process_id"
+        );
+        let register = pb::RegisterRunnerRequest {
+            agent_sdks: vec![pb::AgentSdk {
+                name: "gantry".into(),
+                models: vec![pb::LlmModel::default()],
+            }],
+        };
+        assert_eq!(
+            register.validate().unwrap_err().field,
+            "agent_sdks[0].models[0].name"
+        );
+    }
+
+    #[test]
+    fn installation_ids_start_at_one() {
+        let request = pb::GetGithubInstallationAccessTokenForRunnerRequest { installation_id: 0 };
+        assert_eq!(request.validate().unwrap_err().rule, "must be at least 1");
+    }
+}
