@@ -75,7 +75,7 @@ fn print_transcript(view: &ThreadView) {
         );
         for item in &tv.items {
             match &item.kind {
-                ItemKind::UserMessage { text } => println!("user: {text}"),
+                ItemKind::UserMessage { text, .. } => println!("user: {text}"),
                 ItemKind::AgentMessage { text } => println!("agent: {text}"),
                 ItemKind::Reasoning { text, .. } => println!("thinking: {text}"),
                 ItemKind::CommandExecution {

@@ -36,6 +36,30 @@ pub enum IfBusy {
     Queue,
 }
 
+/// Where a keyed message went ([`Engine::send_message_once`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivered {
+    /// The turn it started, steered or was queued as.
+    pub turn: TurnId,
+    /// Whether it steered a running turn (else it starts or is queued as `turn`).
+    pub steered: bool,
+    /// False when the key was seen before and nothing was done.
+    pub first_time: bool,
+}
+
+/// A user message on its way into a thread.
+#[derive(Debug, Clone)]
+pub(crate) struct Input {
+    pub text: String,
+    pub key: Option<String>,
+}
+
+impl From<String> for Input {
+    fn from(text: String) -> Self {
+        Input { text, key: None }
+    }
+}
+
 /// Parameters of a new thread.
 #[derive(Debug, Clone, Default)]
 pub struct CreateThread {
@@ -43,6 +67,8 @@ pub struct CreateThread {
     pub cwd: PathBuf,
     /// Model id; the engine's default when `None`.
     pub model: Option<String>,
+    /// Reasoning effort; the agent's, else the engine's default when `None`.
+    pub reasoning: Option<String>,
     /// Extra instructions for the model.
     pub instructions: Option<String>,
     /// Optional name.
@@ -291,6 +317,10 @@ impl Engine {
             .filter(|m| !m.trim().is_empty())
             .or_else(|| agent.as_ref().and_then(|a| a.model.clone()))
             .unwrap_or_else(|| self.default_model());
+        let reasoning = params
+            .reasoning
+            .filter(|r| !r.trim().is_empty())
+            .or_else(|| agent.as_ref().and_then(|a| a.reasoning.clone()));
         let instructions = params
             .instructions
             .or_else(|| agent.as_ref().and_then(|a| a.instructions.clone()));
@@ -304,6 +334,7 @@ impl Engine {
             name: params.name,
             cwd: cwd.to_string_lossy().into_owned(),
             model,
+            reasoning,
             instructions,
             endpoint: params.endpoint,
             temperature: params.temperature,
@@ -362,8 +393,35 @@ impl Engine {
         if_busy: IfBusy,
     ) -> Result<TurnId, EngineError> {
         let text = non_empty(text.into())?;
+        let delivered = self
+            .ask(thread, |reply| Command::Send {
+                input: Input { text, key: None },
+                if_busy,
+                reply,
+            })
+            .await??;
+        Ok(delivered.turn)
+    }
+
+    /// Sends a user message at most once per `key` (a client's request id):
+    /// the first time like [`Engine::send_message`]; again with a key the
+    /// thread has seen, nothing happens and the turn the first one went to
+    /// is returned with `first_time: false`. Keys live in the thread's log,
+    /// so this holds across restarts.
+    pub async fn send_message_once(
+        &self,
+        thread: &ThreadId,
+        key: impl Into<String>,
+        text: impl Into<String>,
+        if_busy: IfBusy,
+    ) -> Result<Delivered, EngineError> {
+        let text = non_empty(text.into())?;
+        let key = non_empty(key.into())?;
         self.ask(thread, |reply| Command::Send {
-            text,
+            input: Input {
+                text,
+                key: Some(key),
+            },
             if_busy,
             reply,
         })
@@ -378,8 +436,11 @@ impl Engine {
         text: impl Into<String>,
     ) -> Result<TurnId, EngineError> {
         let text = non_empty(text.into())?;
-        self.ask(thread, |reply| Command::Steer { text, reply })
-            .await?
+        self.ask(thread, |reply| Command::Steer {
+            input: Input { text, key: None },
+            reply,
+        })
+        .await?
     }
 
     /// Runs the message after the current turn (at once if idle).
@@ -865,6 +926,7 @@ fn context_turn(thread: &Thread, context: &[ContextMessage], now: i64) -> Vec<Ev
             ContextRole::User => (
                 ItemKind::UserMessage {
                     text: message.text.clone(),
+                    key: None,
                 },
                 0,
             ),

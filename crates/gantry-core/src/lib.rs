@@ -38,7 +38,9 @@ pub use clock::{Clock, SystemClock};
 pub use config::{EngineConfig, ModelResolver, SingleModel};
 pub use context::ContextUsage;
 pub use cron::{DEFAULT_HISTORY_LIMIT, JobUpdate, NewJob, ParsedSchedule, SchedulerHandle};
-pub use engine::{ContextMessage, ContextRole, CreateThread, Engine, EngineBuilder, IfBusy};
+pub use engine::{
+    ContextMessage, ContextRole, CreateThread, Delivered, Engine, EngineBuilder, IfBusy,
+};
 pub use engine_events::{EngineEvent, EngineEventKind, EngineEventNotice, EngineEvents};
 pub use error::EngineError;
 pub use gantry_store::{ThreadPage, ThreadQuery};

@@ -296,3 +296,65 @@ async fn a_turn_records_its_cost_from_the_catalog() {
     assert!((view.thread.cost_usd - expected).abs() < 1e-9);
     assert_eq!(llm.requests()[0].body["model"], "gpt-4.1");
 }
+
+#[tokio::test]
+async fn a_threads_reasoning_effort_comes_from_its_agent_then_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let llm = MockLlm::start(Script::new(vec![
+        Step::text("a"),
+        Step::text("b"),
+        Step::text("c"),
+    ]))
+    .unwrap();
+    let config = ProvidersConfig {
+        providers: vec![mock_provider("mock", &llm)],
+        retry: fast_retries(),
+        ..ProvidersConfig::default()
+    };
+    let (engine, _) = engine(dir.path(), config).await;
+    engine
+        .save_agent(gantry_core::AgentSpec {
+            id: Some("planner".into()),
+            reasoning: Some("low".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let create = |reasoning: Option<&str>| CreateThread {
+        cwd: dir.path().join("ws"),
+        model: Some("mock/o4-mini".into()),
+        agent: Some("planner".into()),
+        reasoning: reasoning.map(str::to_owned),
+        ..CreateThread::default()
+    };
+    let from_agent = engine.create_thread(create(None)).await.unwrap();
+    let own = engine.create_thread(create(Some("medium"))).await.unwrap();
+    assert_eq!(from_agent.reasoning.as_deref(), Some("low"));
+    assert_eq!(own.reasoning.as_deref(), Some("medium"));
+
+    let run = |thread: gantry_types::ThreadId| {
+        let engine = engine.clone();
+        async move {
+            let mut sub = engine.subscribe(&thread, 1).await.unwrap();
+            let turn = engine
+                .send_message(&thread, "go", IfBusy::Queue)
+                .await
+                .unwrap();
+            until_turn_ends(&mut sub, &turn).await;
+        }
+    };
+    run(from_agent.id.clone()).await;
+    run(own.id.clone()).await;
+    engine
+        .configure_thread(&own.id, |s| s.reasoning = Some("high".into()))
+        .await
+        .unwrap();
+    run(own.id.clone()).await;
+    let efforts: Vec<_> = llm
+        .requests()
+        .iter()
+        .map(|r| r.body["reasoning_effort"].clone())
+        .collect();
+    assert_eq!(efforts, [json!("low"), json!("medium"), json!("high")]);
+}

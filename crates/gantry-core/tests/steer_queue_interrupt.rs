@@ -185,3 +185,82 @@ async fn interrupt_cancels_a_streaming_model_answer() {
         "what streamed before the interrupt is kept: {text:?}"
     );
 }
+
+#[tokio::test]
+async fn a_message_sent_twice_with_one_key_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("gate");
+    make_fifo(&fifo);
+    let h = Harness::new(vec![
+        blocked_shell(&fifo),
+        Step::text("done"),
+        Step::text("second"),
+    ])
+    .await;
+    let thread = &h.thread.id;
+    let mut sub = h.engine.subscribe(thread, 1).await.unwrap();
+    let first = h
+        .engine
+        .send_message_once(thread, "req-1", "build it", IfBusy::Reject)
+        .await
+        .unwrap();
+    assert!(first.first_time && !first.steered);
+    wait_ready(&mut sub).await;
+
+    // The same request again, while its turn runs: nothing new happens.
+    let again = h
+        .engine
+        .send_message_once(thread, "req-1", "build it", IfBusy::Reject)
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.turn.clone(), again.first_time),
+        (first.turn.clone(), false)
+    );
+    // A steer keyed once, sent twice, joins the turn once.
+    let steer = h
+        .engine
+        .send_message_once(thread, "req-2", "and test it", IfBusy::Steer)
+        .await
+        .unwrap();
+    assert!(steer.steered && steer.first_time);
+    let steer_again = h
+        .engine
+        .send_message_once(thread, "req-2", "and test it", IfBusy::Steer)
+        .await
+        .unwrap();
+    assert_eq!(
+        (steer_again.turn, steer_again.first_time),
+        (first.turn.clone(), false)
+    );
+
+    std::fs::write(&fifo, "go\n").unwrap();
+    until_turn_ends(&mut sub, &first.turn).await;
+    // After the turn, and after a restart, the keys are still known.
+    h.engine.shutdown().await;
+    let engine = engine_at(h.dir.path(), &h.llm, gantry_core::EngineConfig::default()).await;
+    let after = engine
+        .send_message_once(thread, "req-2", "and test it", IfBusy::Reject)
+        .await
+        .unwrap();
+    assert_eq!((after.turn, after.first_time), (first.turn.clone(), false));
+    let view = engine.read(thread).await.unwrap();
+    assert_eq!(view.turns.len(), 1, "no second turn");
+    let users: Vec<_> = view.turns[0]
+        .items
+        .iter()
+        .filter_map(|i| match &i.kind {
+            ItemKind::UserMessage { text, key } => Some((text.as_str(), key.as_deref())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        users,
+        [("build it", Some("req-1")), ("and test it", Some("req-2"))]
+    );
+    assert_eq!(
+        h.llm.requests().len(),
+        2,
+        "the model ran one turn of two rounds"
+    );
+}

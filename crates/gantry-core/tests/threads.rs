@@ -161,6 +161,7 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
         name: None,
         cwd: dir.path().display().to_string(),
         model: "m".into(),
+        reasoning: None,
         instructions: None,
         endpoint: None,
         temperature: None,

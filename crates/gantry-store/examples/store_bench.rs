@@ -70,6 +70,7 @@ async fn commit_all(store: &dyn Store) -> Result<(), gantry_store::StoreError> {
         name: None,
         cwd: "/work/ws".into(),
         model: "gpt-bench".into(),
+        reasoning: None,
         instructions: None,
         endpoint: None,
         temperature: None,

@@ -42,6 +42,10 @@ pub enum ItemKind {
     UserMessage {
         /// The user's text.
         text: String,
+        /// The sender's idempotency key, if it gave one: the same key is
+        /// never sent twice.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
     },
     /// Text the agent says.
     AgentMessage {

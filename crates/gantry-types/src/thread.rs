@@ -38,6 +38,9 @@ pub struct QueuedInput {
     pub turn_id: TurnId,
     /// The user's text.
     pub text: String,
+    /// The sender's idempotency key, if it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// A thread's metadata (its turns and items live in [`crate::ThreadView`]).
@@ -55,6 +58,10 @@ pub struct Thread {
     pub cwd: String,
     /// Model the thread talks to.
     pub model: String,
+    /// Reasoning effort asked of the model (`low`, `high`, ...); the
+    /// engine's default when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     /// Extra instructions given to the model on every request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
@@ -134,6 +141,9 @@ pub struct ThreadSettings {
     pub name: Option<String>,
     /// Model id.
     pub model: String,
+    /// Reasoning effort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     /// Extra instructions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
@@ -157,6 +167,7 @@ impl Thread {
         ThreadSettings {
             name: self.name.clone(),
             model: self.model.clone(),
+            reasoning: self.reasoning.clone(),
             instructions: self.instructions.clone(),
             endpoint: self.endpoint.clone(),
             temperature: self.temperature,
@@ -169,6 +180,7 @@ impl Thread {
     pub fn apply_settings(&mut self, settings: &ThreadSettings) {
         self.name.clone_from(&settings.name);
         self.model.clone_from(&settings.model);
+        self.reasoning.clone_from(&settings.reasoning);
         self.instructions.clone_from(&settings.instructions);
         self.endpoint.clone_from(&settings.endpoint);
         self.temperature = settings.temperature;

@@ -220,6 +220,7 @@ mod tests {
             name: None,
             cwd: "/w".into(),
             model: "m".into(),
+            reasoning: None,
             instructions: None,
             endpoint: None,
             temperature: None,

@@ -25,7 +25,7 @@ use self::pending::Pending;
 use crate::EngineError;
 use crate::agents_api::agent_skills_dir;
 use crate::context::Counter;
-use crate::engine::{IfBusy, Shared};
+use crate::engine::{Delivered, IfBusy, Input, Shared};
 use crate::live::{Grants, Live};
 use crate::turn::{self, TurnMode, TurnMsg, TurnSpec};
 use gantry_tools::skills::{SharedSkillSet, SkillSet, SkillSource};
@@ -37,13 +37,13 @@ const MAILBOX: usize = 64;
 pub(crate) enum Command {
     /// Start a turn with a user message, or handle it per `if_busy`.
     Send {
-        text: String,
+        input: Input,
         if_busy: IfBusy,
-        reply: oneshot::Sender<Result<TurnId, EngineError>>,
+        reply: oneshot::Sender<Result<Delivered, EngineError>>,
     },
     /// Inject a message into the running turn.
     Steer {
-        text: String,
+        input: Input,
         reply: oneshot::Sender<Result<TurnId, EngineError>>,
     },
     /// End the running turn; replies once it has ended.
@@ -111,7 +111,9 @@ pub(crate) type ActorHandle = mpsc::Sender<Command>;
 struct RunningTurn {
     id: TurnId,
     cancel: CancellationToken,
-    steer: mpsc::UnboundedSender<String>,
+    steer: mpsc::UnboundedSender<Input>,
+    /// Keys of steered messages the turn has not recorded yet.
+    steered_keys: Vec<String>,
     rx: mpsc::UnboundedReceiver<TurnMsg>,
     interrupt_waiters: Vec<oneshot::Sender<Option<TurnId>>>,
     /// The turn said it stopped for the goal's token budget.
@@ -190,15 +192,22 @@ impl ThreadActor {
     async fn handle(&mut self, cmd: Command) {
         match cmd {
             Command::Send {
-                text,
+                input,
                 if_busy,
                 reply,
             } => {
-                let result = self.send(text, if_busy).await;
+                let result = match input.key.as_deref().and_then(|k| self.delivered(k)) {
+                    Some(turn) => Ok(Delivered {
+                        turn,
+                        steered: false,
+                        first_time: false,
+                    }),
+                    None => self.send(input, if_busy).await,
+                };
                 let _ = reply.send(result);
             }
-            Command::Steer { text, reply } => {
-                let _ = reply.send(self.steer(text));
+            Command::Steer { input, reply } => {
+                let _ = reply.send(self.steer(input));
             }
             Command::Interrupt { reply } => match &mut self.turn {
                 Some(turn) => {
@@ -270,36 +279,65 @@ impl ThreadActor {
         }
     }
 
-    async fn send(&mut self, text: String, if_busy: IfBusy) -> Result<TurnId, EngineError> {
+    async fn send(&mut self, input: Input, if_busy: IfBusy) -> Result<Delivered, EngineError> {
         if self.view.thread.archived {
             return Err(EngineError::Archived(self.thread_id().clone()));
         }
+        let fresh = |turn, steered| Delivered {
+            turn,
+            steered,
+            first_time: true,
+        };
         let Some(running) = &self.turn else {
             let id = TurnId::new();
-            self.start_turn(id.clone(), text, TurnMode::Chat).await;
-            return Ok(id);
+            self.start_turn(id.clone(), input, TurnMode::Chat).await;
+            return Ok(fresh(id, false));
         };
         match if_busy {
             IfBusy::Reject => Err(EngineError::Busy {
                 thread: self.thread_id().clone(),
                 turn: running.id.clone(),
             }),
-            IfBusy::Steer => self.steer(text),
+            IfBusy::Steer => self.steer(input).map(|turn| fresh(turn, true)),
             IfBusy::Queue => {
                 let input = QueuedInput {
                     turn_id: TurnId::new(),
-                    text,
+                    text: input.text,
+                    key: input.key,
                 };
                 let id = input.turn_id.clone();
                 self.emit(EventPayload::InputQueued { input }).await;
-                Ok(id)
+                Ok(fresh(id, false))
             }
         }
     }
 
-    fn steer(&mut self, text: String) -> Result<TurnId, EngineError> {
+    /// The turn a message with `key` already went to, if one did.
+    fn delivered(&self, key: &str) -> Option<TurnId> {
+        if let Some(turn) = &self.turn
+            && turn.steered_keys.iter().any(|k| k == key)
+        {
+            return Some(turn.id.clone());
+        }
+        if let Some(queued) = self
+            .view
+            .queued
+            .iter()
+            .find(|q| q.key.as_deref() == Some(key))
+        {
+            return Some(queued.turn_id.clone());
+        }
+        self.view.turns.iter().rev().find_map(|t| {
+            t.items
+                .iter()
+                .any(|i| matches!(&i.kind, ItemKind::UserMessage { key: Some(k), .. } if k == key))
+                .then(|| t.turn.id.clone())
+        })
+    }
+
+    fn steer(&mut self, input: Input) -> Result<TurnId, EngineError> {
         let thread = self.thread_id().clone();
-        let Some(turn) = &self.turn else {
+        let Some(turn) = &mut self.turn else {
             return Err(EngineError::NotSteerable {
                 thread,
                 reason: "no turn is running; send the message as a new turn",
@@ -311,8 +349,12 @@ impl ThreadActor {
                 reason: "the running turn is being interrupted",
             });
         }
-        match turn.steer.send(text) {
-            Ok(()) => Ok(turn.id.clone()),
+        let key = input.key.clone();
+        match turn.steer.send(input) {
+            Ok(()) => {
+                turn.steered_keys.extend(key);
+                Ok(turn.id.clone())
+            }
             Err(_) => Err(EngineError::NotSteerable {
                 thread,
                 reason: "the running turn is finishing; queue the message instead",
@@ -352,7 +394,7 @@ impl ThreadActor {
         }
         let id = TurnId::new();
         if !clear {
-            self.start_turn(id.clone(), "/compact".to_owned(), TurnMode::Compact)
+            self.start_turn(id.clone(), "/compact".to_owned().into(), TurnMode::Compact)
                 .await;
             return Ok(id);
         }
@@ -399,11 +441,11 @@ impl ThreadActor {
         }
     }
 
-    async fn start_turn(&mut self, id: TurnId, text: String, mode: TurnMode) {
-        let turn = self.new_turn(&id, text.clone());
+    async fn start_turn(&mut self, id: TurnId, input: Input, mode: TurnMode) {
+        let turn = self.new_turn(&id, input.text.clone());
         self.emit(EventPayload::TurnStarted { turn }).await;
         if mode.has_user_message() {
-            self.emit_user_message(&id, text).await;
+            self.emit_user_message(&id, input).await;
         }
 
         let (tx, rx) = mpsc::unbounded_channel();
@@ -418,6 +460,7 @@ impl ThreadActor {
             instructions: thread.instructions.clone(),
             endpoint: thread.endpoint.clone(),
             temperature: thread.temperature,
+            reasoning: thread.reasoning.clone(),
             max_output_tokens: thread.max_output_tokens,
             cwd: PathBuf::from(&thread.cwd),
             history: turn::history(&self.view),
@@ -437,15 +480,19 @@ impl ThreadActor {
             id,
             cancel,
             steer: steer_tx,
+            steered_keys: Vec::new(),
             rx,
             interrupt_waiters: Vec::new(),
             budget_limited: false,
         });
     }
 
-    async fn emit_user_message(&mut self, turn_id: &TurnId, text: String) {
-        self.emit_instant_item(turn_id, 0, ItemKind::UserMessage { text })
-            .await;
+    async fn emit_user_message(&mut self, turn_id: &TurnId, input: Input) {
+        let kind = ItemKind::UserMessage {
+            text: input.text,
+            key: input.key,
+        };
+        self.emit_instant_item(turn_id, 0, kind).await;
     }
 
     /// An item that starts and completes at once (user input, the actor's
@@ -527,8 +574,11 @@ impl ThreadActor {
         }
         if !self.view.thread.archived && !self.view.queued.is_empty() {
             let next = self.view.queued[0].clone();
-            self.start_turn(next.turn_id, next.text, TurnMode::Chat)
-                .await;
+            let input = Input {
+                text: next.text,
+                key: next.key,
+            };
+            self.start_turn(next.turn_id, input, TurnMode::Chat).await;
         }
     }
 

@@ -116,7 +116,7 @@ impl ThreadActor {
             });
         }
         let id = TurnId::new();
-        self.start_turn(id.clone(), text, TurnMode::Structured(spec))
+        self.start_turn(id.clone(), text.into(), TurnMode::Structured(spec))
             .await;
         Ok(id)
     }

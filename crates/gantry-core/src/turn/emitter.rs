@@ -89,8 +89,8 @@ impl Emitter {
     }
 
     /// A user message injected into the running turn.
-    pub(crate) fn user_item(&self, round: u32, text: String) {
-        let item = self.start_item(round, ItemKind::UserMessage { text });
+    pub(crate) fn user_item(&self, round: u32, text: String, key: Option<String>) {
+        let item = self.start_item(round, ItemKind::UserMessage { text, key });
         self.complete_item(item, ItemStatus::Completed);
     }
 

@@ -36,7 +36,7 @@ pub(crate) fn history(view: &ThreadView) -> Vec<Message> {
             }
             continue;
         }
-        if let ItemKind::UserMessage { text } = &item.kind {
+        if let ItemKind::UserMessage { text, .. } = &item.kind {
             out.push(Message::User { text: text.clone() });
             continue;
         }

@@ -33,7 +33,7 @@ pub(crate) use structured::StructuredSpec;
 
 use crate::actor::{Resolution, Waiting};
 use crate::context::Counter;
-use crate::engine::Shared;
+use crate::engine::{Input, Shared};
 use crate::live::{Grants, LiveRx};
 use gantry_tools::ToolRegistry;
 use gantry_tools::skills::{SharedSkillSet, SkillSet};
@@ -78,6 +78,8 @@ pub(crate) struct TurnSpec {
     pub endpoint: Option<gantry_types::ModelEndpoint>,
     pub temperature: Option<f32>,
     pub max_output_tokens: Option<u32>,
+    /// The thread's reasoning effort, over the engine's default.
+    pub reasoning: Option<String>,
     pub cwd: PathBuf,
     /// The conversation so far, this turn's user message included.
     pub history: Vec<Message>,
@@ -169,7 +171,7 @@ pub(crate) async fn run(
     shared: Arc<Shared>,
     spec: TurnSpec,
     cancel: CancellationToken,
-    mut steer: mpsc::UnboundedReceiver<String>,
+    mut steer: mpsc::UnboundedReceiver<Input>,
     tx: mpsc::UnboundedSender<TurnMsg>,
 ) {
     let em = Emitter::new(tx, shared.clock.clone(), spec.turn_id.clone());
@@ -240,7 +242,7 @@ pub(super) fn failure_of(error: &gantry_llm::ModelError) -> TurnFailure {
 }
 
 impl Loop<'_> {
-    async fn drive(&mut self, steer: &mut mpsc::UnboundedReceiver<String>) -> Outcome {
+    async fn drive(&mut self, steer: &mut mpsc::UnboundedReceiver<Input>) -> Outcome {
         let client = match self.spec.client(self.shared) {
             Ok(c) => c,
             Err(reason) => return Outcome::Failed(TurnFailure::ModelUnusable, reason),
@@ -302,10 +304,13 @@ impl Loop<'_> {
             instructions,
             messages: self.messages.clone(),
             tools: tools.to_vec(),
-            reasoning: self
-                .shared
-                .models
-                .reasoning_for(&self.spec.model, self.shared.config.reasoning.as_deref()),
+            reasoning: self.shared.models.reasoning_for(
+                &self.spec.model,
+                self.spec
+                    .reasoning
+                    .as_deref()
+                    .or(self.shared.config.reasoning.as_deref()),
+            ),
             ..ModelRequest::default()
         };
         let answer = self.model_round(client, request).await?;
@@ -360,10 +365,10 @@ impl Loop<'_> {
     }
 
     /// Moves steered messages into the conversation; true if there were any.
-    pub(super) fn take_steers(&mut self, steer: &mut mpsc::UnboundedReceiver<String>) -> bool {
+    pub(super) fn take_steers(&mut self, steer: &mut mpsc::UnboundedReceiver<Input>) -> bool {
         let mut any = false;
-        while let Ok(text) = steer.try_recv() {
-            self.em.user_item(self.rounds, text.clone());
+        while let Ok(Input { text, key }) = steer.try_recv() {
+            self.em.user_item(self.rounds, text.clone(), key);
             Arc::make_mut(&mut self.messages).push(Message::User { text });
             any = true;
         }

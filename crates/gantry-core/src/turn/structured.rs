@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::{Loop, Outcome, StreamedTool};
+use crate::engine::Input;
 
 /// The name of the tool the model submits its output with.
 pub(crate) const SUBMIT_OUTPUT: &str = "submit_output";
@@ -180,7 +181,7 @@ impl Loop<'_> {
     pub(super) async fn structured(
         &mut self,
         spec: &StructuredSpec,
-        steer: &mut mpsc::UnboundedReceiver<String>,
+        steer: &mut mpsc::UnboundedReceiver<Input>,
     ) -> Outcome {
         let client = match self.spec.client(self.shared) {
             Ok(c) => c,
@@ -238,7 +239,7 @@ impl Loop<'_> {
                     let text = format!(
                         "Your answer was not accepted: call the {SUBMIT_OUTPUT} tool with it."
                     );
-                    self.em.user_item(self.rounds, text.clone());
+                    self.em.user_item(self.rounds, text.clone(), None);
                     Arc::make_mut(&mut self.messages).push(Message::User { text });
                 }
             } else {

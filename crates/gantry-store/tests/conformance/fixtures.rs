@@ -18,6 +18,7 @@ pub fn thread(id: &ThreadId, status: ThreadStatus, archived: bool) -> Thread {
         name: Some("fix the build ✓".into()),
         cwd: "/work/ws".into(),
         model: "gpt-test".into(),
+        reasoning: Some("high".into()),
         instructions: Some("be brief".into()),
         endpoint: None,
         temperature: None,
@@ -67,6 +68,7 @@ fn item_kinds() -> Vec<ItemKind> {
     vec![
         ItemKind::UserMessage {
             text: "hello 👋".into(),
+            key: Some("req-1".into()),
         },
         ItemKind::AgentMessage {
             text: "hi\nthere".into(),
@@ -113,6 +115,7 @@ pub fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
             input: QueuedInput {
                 turn_id: turn.clone(),
                 text: "next".into(),
+                key: None,
             },
         },
         EventPayload::TurnStarted {

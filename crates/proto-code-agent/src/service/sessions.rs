@@ -28,6 +28,7 @@ pub(crate) async fn create_session(
     let mut settings = ThreadSettings {
         name: None,
         model: ctx.engine.default_model(),
+        reasoning: None,
         instructions: None,
         endpoint: None,
         temperature: None,

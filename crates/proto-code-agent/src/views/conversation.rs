@@ -25,7 +25,7 @@ pub(crate) fn messages(view: &ThreadView) -> Vec<pb::ConversationMessage> {
             r.flush(&mut out);
         }
         match &item.kind {
-            ItemKind::UserMessage { text } => {
+            ItemKind::UserMessage { text, .. } => {
                 out.push(message(item, "user", vec![text_block(text)]));
                 continue;
             }
