@@ -911,6 +911,7 @@ fn context_turn(thread: &Thread, context: &[ContextMessage], now: i64) -> Vec<Ev
             id: turn_id.clone(),
             thread_id: thread.id.clone(),
             input: String::new(),
+            key: None,
             status: TurnStatus::Running,
             started_at: now,
             completed_at: None,

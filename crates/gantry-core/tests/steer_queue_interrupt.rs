@@ -246,6 +246,7 @@ async fn a_message_sent_twice_with_one_key_runs_once() {
     assert_eq!((after.turn, after.first_time), (first.turn.clone(), false));
     let view = engine.read(thread).await.unwrap();
     assert_eq!(view.turns.len(), 1, "no second turn");
+    assert_eq!(view.turns[0].turn.key.as_deref(), Some("req-1"));
     let users: Vec<_> = view.turns[0]
         .items
         .iter()

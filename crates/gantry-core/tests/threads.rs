@@ -219,6 +219,7 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
                 id: turn_id.clone(),
                 thread_id: thread_id.clone(),
                 input: "build it".into(),
+                key: None,
                 status: TurnStatus::Running,
                 started_at: 2,
                 completed_at: None,

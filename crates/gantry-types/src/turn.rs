@@ -83,6 +83,9 @@ pub struct Turn {
     pub thread_id: ThreadId,
     /// The user input that started the turn.
     pub input: String,
+    /// The idempotency key that input was sent with, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// Running until it ends.
     pub status: TurnStatus,
     /// Start time, unix milliseconds.

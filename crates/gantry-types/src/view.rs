@@ -247,6 +247,7 @@ mod tests {
             id: turn_id.clone(),
             thread_id: thread.id.clone(),
             input: "fix the build\nplease".into(),
+            key: None,
             status: TurnStatus::Running,
             started_at: 2,
             completed_at: None,

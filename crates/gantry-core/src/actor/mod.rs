@@ -401,7 +401,7 @@ impl ThreadActor {
         let before =
             Counter::for_model(&self.view.thread.model).messages(&turn::history(&self.view), false);
         self.emit(EventPayload::TurnStarted {
-            turn: self.new_turn(&id, "/clear".to_owned()),
+            turn: self.new_turn(&id, &"/clear".to_owned().into()),
         })
         .await;
         let cleared = ItemKind::ContextCompaction {
@@ -425,11 +425,12 @@ impl ThreadActor {
         Ok(id)
     }
 
-    fn new_turn(&self, id: &TurnId, input: String) -> Turn {
+    fn new_turn(&self, id: &TurnId, input: &Input) -> Turn {
         Turn {
             id: id.clone(),
             thread_id: self.thread_id().clone(),
-            input,
+            input: input.text.clone(),
+            key: input.key.clone(),
             status: TurnStatus::Running,
             started_at: self.shared.clock.now_ms(),
             completed_at: None,
@@ -442,7 +443,7 @@ impl ThreadActor {
     }
 
     async fn start_turn(&mut self, id: TurnId, input: Input, mode: TurnMode) {
-        let turn = self.new_turn(&id, input.text.clone());
+        let turn = self.new_turn(&id, &input);
         self.emit(EventPayload::TurnStarted { turn }).await;
         if mode.has_user_message() {
             self.emit_user_message(&id, input).await;

@@ -123,6 +123,7 @@ pub fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
                 id: turn.clone(),
                 thread_id: id.clone(),
                 input: "do it".into(),
+                key: Some("req-1".into()),
                 status: TurnStatus::Running,
                 started_at: 1_700_000_000_050,
                 completed_at: None,
