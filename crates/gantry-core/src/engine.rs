@@ -135,6 +135,8 @@ pub(crate) struct Shared {
     /// Variables added to the environment of every command tools and jobs
     /// start (`set_command_env`).
     pub command_env: std::sync::RwLock<Arc<BTreeMap<String, String>>>,
+    /// Variables minted for one command as it starts.
+    pub command_env_source: Option<Arc<dyn crate::CommandEnvSource>>,
     /// Live thread actors. A tokio mutex, held while a thread loads, so one
     /// thread never gets two actors.
     actors: Mutex<HashMap<ThreadId, ActorHandle>>,
@@ -161,6 +163,7 @@ pub struct EngineBuilder {
     clock: Arc<dyn Clock>,
     config: EngineConfig,
     providers: Option<Arc<Providers>>,
+    command_env_source: Option<Arc<dyn crate::CommandEnvSource>>,
 }
 
 impl EngineBuilder {
@@ -175,7 +178,15 @@ impl EngineBuilder {
             clock: Arc::new(SystemClock),
             config: EngineConfig::default(),
             providers: None,
+            command_env_source: None,
         }
+    }
+
+    /// Asks `source` for variables for each command as it starts (see
+    /// [`crate::CommandEnvSource`]).
+    pub fn command_env_source(mut self, source: Arc<dyn crate::CommandEnvSource>) -> Self {
+        self.command_env_source = Some(source);
+        self
     }
 
     /// Replaces the tool registry.
@@ -239,6 +250,7 @@ impl EngineBuilder {
                 cron: Default::default(),
                 endpoints: Default::default(),
                 command_env: Default::default(),
+                command_env_source: self.command_env_source,
                 actors: Mutex::new(HashMap::new()),
             }),
         };
@@ -968,14 +980,18 @@ const MAX_THREAD_ID_LEN: usize = 128;
 
 /// A client-chosen thread id, if it is one the store and every protocol
 /// can carry.
-fn check_thread_id(id: ThreadId) -> Result<ThreadId, EngineError> {
-    let ok = !id.0.is_empty()
-        && id.0.len() <= MAX_THREAD_ID_LEN
+/// Whether a client may choose `id` as a thread's id: 1 to 128 letters,
+/// digits, `-`, `_`, `.` or `:`.
+pub fn valid_thread_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_THREAD_ID_LEN
         && id
-            .0
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
-    if ok {
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+fn check_thread_id(id: ThreadId) -> Result<ThreadId, EngineError> {
+    if valid_thread_id(&id.0) {
         Ok(id)
     } else {
         Err(EngineError::InvalidInput(format!(

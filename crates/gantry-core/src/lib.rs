@@ -11,6 +11,7 @@ mod actor;
 mod agents_api;
 mod bus;
 mod clock;
+mod command_env;
 mod config;
 mod context;
 mod cron;
@@ -35,11 +36,13 @@ pub use actor::ExternalTaskInfo;
 pub use agents_api::AgentSpec;
 pub use bus::{Notification, ResumeFrom, Subscription};
 pub use clock::{Clock, SystemClock};
+pub use command_env::CommandEnvSource;
 pub use config::{EngineConfig, ModelResolver, SingleModel};
 pub use context::ContextUsage;
 pub use cron::{DEFAULT_HISTORY_LIMIT, JobUpdate, NewJob, ParsedSchedule, SchedulerHandle};
 pub use engine::{
     ContextMessage, ContextRole, CreateThread, Delivered, Engine, EngineBuilder, IfBusy,
+    valid_thread_id,
 };
 pub use engine_events::{EngineEvent, EngineEventKind, EngineEventNotice, EngineEvents};
 pub use error::EngineError;

@@ -450,6 +450,17 @@ impl Engine {
         self.registry()?.set_default_model(model).await
     }
 
+    /// What the catalog knows about `model` (reasoning, limits, prices).
+    pub fn model_info(&self, model: &str) -> Option<gantry_types::ModelInfo> {
+        self.shared.models.model_info(model)
+    }
+
+    /// Whether a thread could talk to `model`; a one-line reason if not
+    /// (an unknown provider, no provider serving it).
+    pub fn check_model(&self, model: &str) -> Result<(), String> {
+        self.shared.models.resolve(model).map(|_| ())
+    }
+
     /// The model new threads get when they name none.
     pub fn default_model(&self) -> String {
         self.providers()

@@ -225,6 +225,16 @@ impl Loop<'_> {
     ) -> (String, ItemStatus, bool) {
         self.em.announce(&item);
         let mut ctx = self.tool_context(Some(&item));
+        if let (Some(source), ItemKind::CommandExecution { command, .. }) =
+            (&self.shared.command_env_source, &item.kind)
+        {
+            let extra = source.env_for(&self.spec.thread_id, command).await;
+            if !extra.is_empty() {
+                let mut env = (*ctx.env).clone();
+                env.extend(extra);
+                ctx.env = Arc::new(env);
+            }
+        }
         if unsandboxed {
             ctx.sandbox = SandboxPolicy::danger_full_access();
         }
