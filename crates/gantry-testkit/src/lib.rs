@@ -84,6 +84,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod github;
 pub mod process;
 mod script;
 mod server;

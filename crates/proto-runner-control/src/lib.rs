@@ -8,4 +8,6 @@ pub mod pb {
     tonic::include_proto!("companyhelm.runner.v1");
 }
 
+pub mod github;
+pub mod runner;
 pub mod validate;

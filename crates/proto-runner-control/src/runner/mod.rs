@@ -1,0 +1,125 @@
+//! Gantry as a runner: dials a control plane, registers what it offers,
+//! serves the requests that come over the control channel with the engine,
+//! and reports every agent, thread, turn and item change back.
+
+mod backoff;
+mod catalog;
+mod endpoint;
+mod github_env;
+mod github_tokens;
+mod outbox;
+mod reports;
+mod requests;
+mod session;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use gantry_core::Engine;
+use tokio_util::sync::CancellationToken;
+
+pub use backoff::Backoff;
+pub use endpoint::ControlPlaneUrl;
+pub use github_env::GithubCommandEnv;
+pub use github_tokens::{GithubTokens, git_env};
+
+use outbox::{Outbox, Unconfirmed};
+use reports::Followers;
+use requests::Handler;
+use session::Session;
+
+/// How to reach the control plane and where threads work.
+#[derive(Debug, Clone)]
+pub struct RunnerOptions {
+    /// The control plane (`http(s)://host:port[/prefix]`).
+    pub url: ControlPlaneUrl,
+    /// The runner's secret, sent as a bearer token on every call.
+    pub token: String,
+    /// Extra CA certificate (PEM) to trust for a TLS control plane.
+    pub ca_pem: Option<Vec<u8>>,
+    /// Each thread gets its own directory under this one.
+    pub workspaces: PathBuf,
+    /// Reconnect delays.
+    pub backoff: Backoff,
+    /// Where `git`/`gh` commands get their GitHub token; the same source
+    /// must be given to the engine ([`gantry_core::EngineBuilder::command_env_source`]).
+    pub github: Option<Arc<GithubCommandEnv>>,
+}
+
+/// Why the runner stopped before it was asked to.
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    /// The control plane refused the runner's token.
+    #[error("the control plane refused this runner ({0}); check the token")]
+    Refused(String),
+    /// The workspaces directory cannot be used.
+    #[error("workspaces directory {path}: {error}")]
+    Workspaces {
+        /// The directory.
+        path: PathBuf,
+        /// What went wrong.
+        error: std::io::Error,
+    },
+}
+
+/// Runs the runner until `shutdown` is cancelled, reconnecting whenever the
+/// channel drops; threads created under earlier runs are reported again.
+pub async fn run(
+    engine: Engine,
+    options: RunnerOptions,
+    shutdown: CancellationToken,
+) -> Result<(), RunnerError> {
+    tokio::fs::create_dir_all(&options.workspaces)
+        .await
+        .map_err(|error| RunnerError::Workspaces {
+            path: options.workspaces.clone(),
+            error,
+        })?;
+    let (outbox, queued) = Outbox::new();
+    let handler = Handler {
+        engine: engine.clone(),
+        workspaces: options.workspaces,
+        outbox: outbox.clone(),
+        followers: Followers::default(),
+    };
+    follow_existing_threads(&handler).await;
+    let session = Session {
+        url: options.url,
+        token: options.token,
+        ca_pem: options.ca_pem,
+        backoff: options.backoff,
+        github: options.github,
+        handler,
+        outbox: queued,
+        unconfirmed: Unconfirmed::default(),
+    };
+    session.run(shutdown).await
+}
+
+/// The runner's threads from earlier runs (threads of an agent, not
+/// archived) are followed again, so their turns are reported.
+async fn follow_existing_threads(handler: &Handler) {
+    let mut query = gantry_core::ThreadQuery {
+        archived: Some(false),
+        ..Default::default()
+    };
+    loop {
+        let page = match handler.engine.list(&query).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list threads to follow");
+                return;
+            }
+        };
+        for thread in page.threads.iter().filter(|t| t.agent_id.is_some()) {
+            handler
+                .followers
+                .ensure(&handler.engine, &thread.id, &handler.outbox)
+                .await;
+        }
+        match page.next_cursor {
+            Some(cursor) => query.cursor = Some(cursor),
+            None => return,
+        }
+    }
+}
