@@ -52,6 +52,20 @@ pub enum Command {
     ///
     ///   gantry serve --listen-addr 127.0.0.1:4088 --workspace ~/src/app
     Serve(ServeArgs),
+    /// Run as a runner under a control plane (`companyhelm.runner.v1`).
+    ///
+    /// Dials the control plane, registers the models it serves, and runs
+    /// the agents, threads and messages it is sent, reporting every turn
+    /// and item back; reconnects by itself when the channel drops.
+    ///
+    ///   gantry runner --control-plane http://cp:7400 --token-file runner.token
+    #[command(after_help = crate::runner::EXAMPLES)]
+    Runner(crate::runner::RunnerArgs),
+    /// Gantry's own control plane: runners dial it, users drive it over HTTP.
+    ///
+    ///   gantry control-plane add-runner builder-1 > builder-1.token
+    ///   gantry control-plane serve
+    ControlPlane(crate::control_plane::ControlPlaneArgs),
     /// List and show stored threads.
     #[command(subcommand)]
     Threads(ThreadsCommand),

@@ -3,11 +3,14 @@
 
 mod args;
 mod config;
+mod control_plane;
 mod exec;
 mod model;
 mod render;
+mod runner;
 mod serve;
 mod setup;
+mod signals;
 mod threads;
 
 use std::process::ExitCode;
@@ -33,6 +36,11 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Exec(args) => exec::run(cli.global, args).await,
             Command::Serve(args) => serve::run(cli.global, args).await,
+            Command::Runner(args) => runner::run(cli.global, args).await,
+            Command::ControlPlane(args) => match setup::data_dir_path(&cli.global) {
+                Ok(dir) => control_plane::run(dir, args).await,
+                Err(e) => Err(e),
+            },
             Command::Threads(args) => threads::run(cli.global, args).await,
         }
     });

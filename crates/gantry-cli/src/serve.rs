@@ -5,14 +5,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use gantry_core::{Engine, EngineBuilder, EngineConfig, Providers};
 use gantry_store::{MemoryStore, Store};
 use proto_code_agent::{ServeOptions, TlsPem};
 use tokio::net::TcpListener;
 
 use crate::args::{Global, ServeArgs, StorageBackend};
-use crate::setup::DataDir;
+use crate::setup::{DataDir, read_token};
+use crate::signals::stop_signal;
 
 /// Runs the daemon until a signal or the `Shutdown` rpc.
 pub async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
@@ -50,19 +51,8 @@ pub async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         }
         StorageBackend::Memory => (Arc::new(MemoryStore::new()), None),
     };
-    let providers = Arc::new(Providers::load(store.clone(), providers_config).await?);
-    let config = EngineConfig {
-        default_model: providers
-            .default_model()
-            .unwrap_or_else(|| EngineConfig::default().default_model),
-        data_dir: data.as_ref().map(|d| d.path.clone()),
-        ..EngineConfig::default()
-    };
-    let engine = EngineBuilder::new(store, providers.clone())
-        .providers(providers)
-        .config(config)
-        .start()
-        .await?;
+    let data_dir = data.as_ref().map(|d| d.path.clone());
+    let engine = daemon_engine(store, providers_config, data_dir, |b| b).await?;
     start_background_work(&engine);
     let scheduler = engine.start_scheduler().await?;
 
@@ -94,8 +84,30 @@ pub async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The engine a daemon runs: the configured providers over `store`;
+/// `customize` adds to the builder.
+pub async fn daemon_engine(
+    store: Arc<dyn Store>,
+    providers_config: gantry_core::ProvidersConfig,
+    data_dir: Option<std::path::PathBuf>,
+    customize: impl FnOnce(EngineBuilder) -> EngineBuilder,
+) -> Result<Engine> {
+    let providers = Arc::new(Providers::load(store.clone(), providers_config).await?);
+    let config = EngineConfig {
+        default_model: providers
+            .default_model()
+            .unwrap_or_else(|| EngineConfig::default().default_model),
+        data_dir,
+        ..EngineConfig::default()
+    };
+    let builder = EngineBuilder::new(store, providers.clone())
+        .providers(providers)
+        .config(config);
+    Ok(customize(builder).start().await?)
+}
+
 /// Connects the stored MCP servers without holding up the listener.
-fn start_background_work(engine: &Engine) {
+pub fn start_background_work(engine: &Engine) {
     let engine = engine.clone();
     tokio::spawn(async move {
         if !engine.mcp_servers().is_empty() {
@@ -105,37 +117,4 @@ fn start_background_work(engine: &Engine) {
             }
         }
     });
-}
-
-/// A token file's first line, which must not be empty.
-fn read_token(path: &std::path::Path) -> Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the auth token file {}", path.display()))?;
-    let token = text.lines().next().unwrap_or_default().trim().to_owned();
-    if token.is_empty() {
-        bail!("the auth token file {} is empty", path.display());
-    }
-    Ok(token)
-}
-
-/// Completes on SIGINT or SIGTERM.
-async fn stop_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
-    }
 }

@@ -22,10 +22,7 @@ impl DataDir {
     /// data dir at a time, so crash recovery never closes another live
     /// process's turns and seqs never collide.
     pub async fn open(global: &Global) -> Result<Self> {
-        let path = match &global.data_dir {
-            Some(p) => p.clone(),
-            None => default_data_dir()?,
-        };
+        let path = data_dir_path(global)?;
         std::fs::create_dir_all(&path)
             .with_context(|| format!("cannot create data dir {}", path.display()))?;
         let lock = lock(&path)?;
@@ -72,6 +69,14 @@ fn lock(dir: &Path) -> Result<File> {
     }
 }
 
+/// The data dir `global` names, else the default one (not opened).
+pub fn data_dir_path(global: &Global) -> Result<PathBuf> {
+    match &global.data_dir {
+        Some(p) => Ok(p.clone()),
+        None => default_data_dir(),
+    }
+}
+
 fn default_data_dir() -> Result<PathBuf> {
     if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
         return Ok(PathBuf::from(dir).join("gantry"));
@@ -80,4 +85,15 @@ fn default_data_dir() -> Result<PathBuf> {
         Some(home) => Ok(PathBuf::from(home).join(".local/share/gantry")),
         None => bail!("cannot find a data dir: set --data-dir, GANTRY_DATA_DIR or HOME"),
     }
+}
+
+/// A token file's first line, which must not be empty.
+pub fn read_token(path: &std::path::Path) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the token file {}", path.display()))?;
+    let token = text.lines().next().unwrap_or_default().trim().to_owned();
+    if token.is_empty() {
+        bail!("the token file {} is empty", path.display());
+    }
+    Ok(token)
 }

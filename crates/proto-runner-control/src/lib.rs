@@ -8,6 +8,7 @@ pub mod pb {
     tonic::include_proto!("companyhelm.runner.v1");
 }
 
+pub mod control_plane;
 pub mod github;
 pub mod runner;
 pub mod validate;

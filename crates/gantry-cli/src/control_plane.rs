@@ -1,0 +1,210 @@
+//! `gantry control-plane`: Gantry's own control plane, which runners dial
+//! over `companyhelm.runner.v1` gRPC and users drive over an HTTP JSON API,
+//! and the command that adds the runners allowed to connect.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use gantry_store::control_plane::SqliteControlPlaneStore;
+use proto_runner_control::control_plane::{
+    self, ControlPlane, ControlPlaneOptions, DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR,
+};
+use proto_runner_control::github::{GithubApp, GithubInstallations};
+use tokio::net::TcpListener;
+
+use crate::signals::stop_signal;
+
+/// Examples shown under `--help`.
+const EXAMPLES: &str = "\
+Examples:
+  # Allow a runner to connect; its token is printed once, on stdout.
+  gantry control-plane add-runner builder-1 > builder-1.token
+
+  # Serve runners on :7400 (gRPC) and users on :7401 (HTTP JSON API).
+  gantry control-plane serve
+
+  # Then, with a runner connected:
+  curl -s localhost:7401/v1/runners
+  curl -s -XPOST localhost:7401/v1/agents -d '{\"model\": \"gpt-4.1\"}'
+  curl -s -XPOST localhost:7401/v1/agents/AGENT/threads -d '{}'
+  curl -s -XPOST localhost:7401/v1/threads/THREAD/messages -d '{\"text\": \"fix the build\"}'
+  curl -N localhost:7401/v1/threads/THREAD/events
+  curl -s localhost:7401/openapi.json
+
+State (runners' token hashes, agents, threads, history) is kept in
+control-plane.db in the data dir, so a restart loses nothing; runners
+reconnect by themselves.";
+
+/// Gantry's own control plane: runners dial it, users drive it over HTTP.
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
+pub struct ControlPlaneArgs {
+    #[command(subcommand)]
+    pub command: ControlPlaneCommand,
+}
+
+/// `gantry control-plane ...`.
+#[derive(Debug, Subcommand)]
+pub enum ControlPlaneCommand {
+    /// Serve runners (gRPC) and users (HTTP JSON API) until SIGINT/SIGTERM.
+    ///
+    /// Prints one line on stderr once both listen:
+    /// `gantry: control plane gRPC on ADDR, HTTP on ADDR`.
+    #[command(after_help = EXAMPLES)]
+    Serve(ServeArgs),
+    /// Allow a runner to connect: prints its bearer token once on stdout
+    /// (only its hash is kept; a lost token means adding the runner anew).
+    #[command(
+        after_help = "Example:\n  gantry control-plane add-runner builder-1 > builder-1.token"
+    )]
+    AddRunner(AddRunnerArgs),
+}
+
+/// `gantry control-plane serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address runners dial (`HOST:PORT`; port 0 picks a free one).
+    #[arg(long, value_name = "HOST:PORT", default_value = DEFAULT_GRPC_ADDR)]
+    pub grpc_listen: String,
+
+    /// Address of the HTTP JSON API (`HOST:PORT`; port 0 picks a free one).
+    /// The API has no authentication: keep it on a trusted network.
+    #[arg(long, value_name = "HOST:PORT", default_value = DEFAULT_HTTP_ADDR)]
+    pub http_listen: String,
+
+    /// Seconds a runner gets to answer a request before the API answers 504.
+    #[arg(long, value_name = "N", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_timeout_secs: u64,
+
+    /// GitHub App id (or client id): runners may then ask for installation
+    /// tokens, which their `git`/`gh` commands get. Needs --github-app-key-file.
+    #[arg(long, value_name = "ID", requires = "github_app_key_file")]
+    pub github_app_id: Option<String>,
+
+    /// The GitHub App's private key (PEM, as GitHub hands it out).
+    #[arg(long, value_name = "FILE", requires = "github_app_id")]
+    pub github_app_key_file: Option<PathBuf>,
+
+    /// GitHub's REST API (GitHub Enterprise Server: `https://HOST/api/v3`).
+    #[arg(long, value_name = "URL", default_value = GithubApp::DEFAULT_API_BASE_URL)]
+    pub github_api_url: String,
+
+    /// Limit a runner to an installation: `RUNNER=INSTALLATION_ID`
+    /// (repeatable). Without any, every runner may use every installation.
+    #[arg(long = "github-installation", value_name = "RUNNER=ID", value_parser = parse_installation)]
+    pub github_installations: Vec<(String, i64)>,
+}
+
+/// `RUNNER=ID` with a positive id.
+fn parse_installation(text: &str) -> Result<(String, i64), String> {
+    let (runner, id) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}`: use RUNNER=INSTALLATION_ID"))?;
+    let id: i64 = id
+        .trim()
+        .parse()
+        .ok()
+        .filter(|id| *id >= 1)
+        .ok_or_else(|| format!("`{text}`: the installation id must be a positive number"))?;
+    if runner.trim().is_empty() {
+        return Err(format!("`{text}`: the runner name is empty"));
+    }
+    Ok((runner.trim().to_owned(), id))
+}
+
+/// `gantry control-plane add-runner`.
+#[derive(Debug, Args)]
+pub struct AddRunnerArgs {
+    /// A unique name for the runner (shown in `GET /v1/runners`).
+    pub name: String,
+}
+
+/// Runs `gantry control-plane` on the control plane of `data_dir`.
+pub async fn run(data_dir: PathBuf, args: ControlPlaneArgs) -> Result<ExitCode> {
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("cannot create data dir {}", data_dir.display()))?;
+    match args.command {
+        ControlPlaneCommand::Serve(args) => serve(&data_dir, args).await,
+        ControlPlaneCommand::AddRunner(args) => add_runner(&data_dir, &args.name).await,
+    }
+}
+
+/// Serves until a signal.
+async fn serve(data_dir: &Path, args: ServeArgs) -> Result<ExitCode> {
+    let options = ControlPlaneOptions {
+        request_timeout: Duration::from_secs(args.request_timeout_secs),
+        github: github_app(&args)?,
+    };
+    let cp = ControlPlane::open_in(data_dir, options)
+        .await
+        .with_context(|| format!("cannot open the control plane in {}", data_dir.display()))?;
+    let grpc = bind(&args.grpc_listen).await?;
+    let http = bind(&args.http_listen).await?;
+    let grpc_addr = local_addr(&grpc)?;
+    let http_addr = local_addr(&http)?;
+    if !http_addr.ip().is_loopback() {
+        eprintln!(
+            "gantry: warning: the HTTP API on {http_addr} is reachable from other machines and \
+             has no authentication"
+        );
+    }
+    // The one line scripts wait for (the ports, when 0 was asked for).
+    eprintln!("gantry: control plane gRPC on {grpc_addr}, HTTP on {http_addr}");
+    control_plane::serve(cp, grpc, http, stop_signal()).await?;
+    eprintln!("gantry: stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Adds a runner and prints its token, and nothing else, on stdout.
+async fn add_runner(data_dir: &Path, name: &str) -> Result<ExitCode> {
+    let store = SqliteControlPlaneStore::open_in(data_dir)
+        .await
+        .with_context(|| format!("cannot open the control plane in {}", data_dir.display()))?;
+    let added = control_plane::add_runner(&store, name).await;
+    store.close().await;
+    let (runner, token) = added?;
+    println!("{token}");
+    eprintln!(
+        "gantry: added runner {} ({}); its token above is shown only this once",
+        runner.name, runner.id
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The GitHub App the flags configure, if any.
+fn github_app(args: &ServeArgs) -> Result<Option<Arc<dyn GithubInstallations>>> {
+    let (Some(id), Some(key_file)) = (&args.github_app_id, &args.github_app_key_file) else {
+        return Ok(None);
+    };
+    let key = std::fs::read_to_string(key_file)
+        .with_context(|| format!("cannot read the GitHub App key {}", key_file.display()))?;
+    let mut builder = GithubApp::builder(id.clone(), key).api_base_url(args.github_api_url.clone());
+    if !args.github_installations.is_empty() {
+        let mut allowed: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+        for (runner, id) in &args.github_installations {
+            allowed.entry(runner.clone()).or_default().push(*id);
+        }
+        builder = builder.runner_installations(allowed);
+    }
+    let app = builder.build().context("the GitHub App")?;
+    Ok(Some(Arc::new(app)))
+}
+
+async fn bind(addr: &str) -> Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))
+}
+
+fn local_addr(listener: &TcpListener) -> Result<SocketAddr> {
+    listener
+        .local_addr()
+        .context("cannot read the bound address")
+}

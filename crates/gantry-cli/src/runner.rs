@@ -1,0 +1,111 @@
+//! `gantry runner`: Gantry as a runner under a control plane
+//! (`companyhelm.runner.v1`): it dials out, registers the models it serves,
+//! and runs the agents, threads and messages the control plane sends.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use proto_runner_control::runner::{
+    self, Backoff, ControlPlaneUrl, GithubCommandEnv, RunnerOptions,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::args::Global;
+use crate::serve::{daemon_engine, start_background_work};
+use crate::setup::{DataDir, read_token};
+use crate::signals::stop_signal;
+
+/// Examples shown under `--help`.
+pub const EXAMPLES: &str = "\
+Examples:
+  # On the control plane: allow the runner, keep its token.
+  gantry control-plane add-runner builder-1 > builder-1.token
+
+  # On the runner's machine: dial the control plane and serve it.
+  gantry runner --control-plane http://cp.internal:7400 --token-file builder-1.token
+
+  # Behind a reverse proxy that routes /runners/ to the control plane:
+  gantry runner --control-plane https://cp.example.com/runners --token-file builder-1.token
+
+The models offered are the configured providers' (see --config); each thread
+works in its own directory under --workspaces. The runner reconnects with
+backoff when the channel drops and reports what ran meanwhile; Ctrl-C stops it.";
+
+/// `gantry runner`.
+#[derive(Debug, Args)]
+pub struct RunnerArgs {
+    /// The control plane: `http(s)://HOST:PORT[/PREFIX]`. `http://` and
+    /// loopback hosts are plaintext, anything else TLS; a path prefixes
+    /// every rpc path.
+    #[arg(long, env = "GANTRY_CONTROL_PLANE", value_name = "URL")]
+    pub control_plane: String,
+
+    /// File whose first line is this runner's token (sent as
+    /// `authorization: Bearer <token>` on every call).
+    #[arg(long, env = "GANTRY_RUNNER_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: PathBuf,
+
+    /// Each thread works in its own directory under this one
+    /// [default: DATA_DIR/workspaces].
+    #[arg(long, value_name = "DIR")]
+    pub workspaces: Option<PathBuf>,
+
+    /// CA certificate (PEM) to trust for a TLS control plane, besides the
+    /// web's root certificates.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+}
+
+/// Runs the runner until SIGINT/SIGTERM, or until the control plane
+/// refuses its token.
+pub async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
+    let url = ControlPlaneUrl::parse(&args.control_plane).map_err(anyhow::Error::msg)?;
+    let token = read_token(&args.token_file)?;
+    let ca_pem = match &args.tls_ca {
+        Some(path) => {
+            Some(std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?)
+        }
+        None => None,
+    };
+    let providers_config = crate::config::load(global.config.as_deref())?;
+    let data = DataDir::open(&global).await?;
+    let workspaces = args
+        .workspaces
+        .clone()
+        .unwrap_or_else(|| data.path.join("workspaces"));
+    let github = GithubCommandEnv::new();
+    let source = github.clone();
+    let engine = daemon_engine(
+        data.store.clone(),
+        providers_config,
+        Some(data.path.clone()),
+        move |builder| builder.command_env_source(source),
+    )
+    .await?;
+    start_background_work(&engine);
+
+    eprintln!("gantry: runner dialing {}", args.control_plane);
+    let stop = CancellationToken::new();
+    let options = RunnerOptions {
+        url,
+        token,
+        ca_pem,
+        workspaces,
+        backoff: Backoff::default(),
+        github: Some(github),
+    };
+    let running = tokio::spawn(runner::run(engine.clone(), options, stop.clone()));
+    let signalled = stop.clone();
+    tokio::spawn(async move {
+        stop_signal().await;
+        signalled.cancel();
+    });
+    let result = running.await.context("the runner task failed")?;
+    engine.shutdown().await;
+    drop(data);
+    result?;
+    eprintln!("gantry: stopped");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,40 @@
+//! The user-facing HTTP JSON API: runners, agents, threads, messages, a
+//! thread's updates live over SSE, and the OpenAPI document describing it.
+
+mod error;
+mod events;
+mod handlers;
+mod openapi;
+
+use axum::Router;
+use axum::routing::{get, post};
+
+use super::ControlPlane;
+
+/// Every route of the API.
+pub(super) fn router(cp: ControlPlane) -> Router {
+    Router::new()
+        .route("/openapi.json", get(openapi::document))
+        .route("/v1/runners", get(handlers::runners))
+        .route(
+            "/v1/agents",
+            post(handlers::create_agent).get(handlers::agents),
+        )
+        .route(
+            "/v1/agents/{id}",
+            get(handlers::agent).delete(handlers::delete_agent),
+        )
+        .route("/v1/agents/{id}/skills", post(handlers::install_skill))
+        .route(
+            "/v1/agents/{id}/threads",
+            post(handlers::create_thread).get(handlers::agent_threads),
+        )
+        .route(
+            "/v1/threads/{id}",
+            get(handlers::thread).delete(handlers::delete_thread),
+        )
+        .route("/v1/threads/{id}/messages", post(handlers::send_message))
+        .route("/v1/threads/{id}/events", get(events::follow))
+        .fallback(error::no_route)
+        .with_state(cp)
+}
