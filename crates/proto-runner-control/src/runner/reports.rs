@@ -3,7 +3,7 @@
 //! `TurnUpdate` or `ItemUpdate` echoing the request id of the message that
 //! caused it (the idempotency key the message was sent with).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use gantry_core::{Engine, Notification};
@@ -88,7 +88,7 @@ fn summary(kind: &ItemKind) -> String {
 /// The threads being followed, so each is followed once.
 #[derive(Clone, Default)]
 pub(crate) struct Followers {
-    threads: Arc<Mutex<HashMap<ThreadId, ()>>>,
+    threads: Arc<Mutex<HashSet<ThreadId>>>,
 }
 
 impl Followers {
@@ -98,7 +98,7 @@ impl Followers {
     pub(crate) async fn ensure(&self, engine: &Engine, thread: &ThreadId, outbox: &Outbox) {
         {
             let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
-            if threads.insert(thread.clone(), ()).is_some() {
+            if !threads.insert(thread.clone()) {
                 return;
             }
         }

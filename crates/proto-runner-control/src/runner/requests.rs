@@ -112,6 +112,9 @@ impl Handler {
             if view.thread.agent_id.as_ref() != Some(&agent) {
                 return Err(Refusal(format!("thread {id} exists under another agent")));
             }
+            if view.thread.archived {
+                return Err(Refusal(format!("thread {id} was deleted")));
+            }
             return Ok(vec![thread_update(&id, pb::ThreadStatus::Ready)]);
         }
         let cwd = self.workspaces.join(id.to_string());
