@@ -82,7 +82,9 @@ pub async fn run(
         outbox: outbox.clone(),
         followers: Followers::default(),
     };
-    follow_existing_threads(&handler).await;
+    // Beside the session: restating threads may fill the outbox, which
+    // only the session drains.
+    tokio::spawn(follow_existing_threads(handler.clone()));
     let session = Session {
         url: options.url,
         token: options.token,
@@ -97,8 +99,9 @@ pub async fn run(
 }
 
 /// The runner's threads from earlier runs (threads of an agent, not
-/// archived) are followed again, so their turns are reported.
-async fn follow_existing_threads(handler: &Handler) {
+/// archived) are followed again, so their turns are reported, each first
+/// saying where its last turn stands.
+async fn follow_existing_threads(handler: Handler) {
     let mut query = gantry_core::ThreadQuery {
         archived: Some(false),
         ..Default::default()
@@ -114,7 +117,7 @@ async fn follow_existing_threads(handler: &Handler) {
         for thread in page.threads.iter().filter(|t| t.agent_id.is_some()) {
             handler
                 .followers
-                .ensure(&handler.engine, &thread.id, &handler.outbox)
+                .resume(&handler.engine, &thread.id, &handler.outbox)
                 .await;
         }
         match page.next_cursor {

@@ -7,7 +7,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use gantry_core::{Engine, Notification};
-use gantry_types::{EventPayload, Item, ItemKind, ItemStatus, ThreadId, TurnId};
+use gantry_types::{
+    EventPayload, Item, ItemKind, ItemStatus, ThreadId, ThreadView, TurnId, TurnStatus,
+};
 
 use super::outbox::Outbox;
 use crate::pb;
@@ -85,6 +87,33 @@ fn summary(kind: &ItemKind) -> String {
     }
 }
 
+/// The updates that say where a thread's last turn stands: its items, then
+/// the turn.
+fn last_turn(view: &ThreadView) -> Vec<pb::ClientMessage> {
+    let Some(last) = view.turns.last() else {
+        return Vec::new();
+    };
+    let turn = &last.turn;
+    let mut messages: Vec<_> = last
+        .items
+        .iter()
+        .filter_map(|item| {
+            let key = match &item.kind {
+                ItemKind::UserMessage { key: Some(key), .. } => Some(key.clone()),
+                _ => turn.key.clone(),
+            };
+            item_update(item, key)
+        })
+        .collect();
+    let status = if turn.status == TurnStatus::Running {
+        pb::TurnStatus::Running
+    } else {
+        pb::TurnStatus::Completed
+    };
+    messages.push(turn_update(turn.key.clone(), &turn.id, status));
+    messages
+}
+
 /// The threads being followed, so each is followed once.
 #[derive(Clone, Default)]
 pub(crate) struct Followers {
@@ -96,22 +125,41 @@ impl Followers {
     /// unless it is followed already. Returns once the subscription exists,
     /// so a message sent afterwards is seen.
     pub(crate) async fn ensure(&self, engine: &Engine, thread: &ThreadId, outbox: &Outbox) {
+        self.follow(engine, thread, outbox, false).await;
+    }
+
+    /// Like [`Followers::ensure`], first saying again where the thread's
+    /// last turn ended: for a thread from an earlier run, whose last updates
+    /// may have been queued when that run stopped, or whose running turn the
+    /// restart closed as interrupted.
+    pub(crate) async fn resume(&self, engine: &Engine, thread: &ThreadId, outbox: &Outbox) {
+        self.follow(engine, thread, outbox, true).await;
+    }
+
+    async fn follow(&self, engine: &Engine, thread: &ThreadId, outbox: &Outbox, restate: bool) {
         {
             let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
             if !threads.insert(thread.clone()) {
                 return;
             }
         }
-        let from = match engine.read(thread).await {
-            Ok(view) => view.thread.last_seq + 1,
+        let view = match engine.read(thread).await {
+            Ok(view) => view,
             Err(e) => {
                 tracing::warn!(thread = %thread, error = %e, "cannot follow a thread");
                 self.forget(thread);
                 return;
             }
         };
-        match engine.subscribe(thread, from).await {
+        match engine.subscribe(thread, view.thread.last_seq + 1).await {
             Ok(sub) => {
+                if restate {
+                    for message in last_turn(&view) {
+                        if outbox.send(message).await.is_err() {
+                            return;
+                        }
+                    }
+                }
                 let follower = Follower {
                     engine: engine.clone(),
                     thread: thread.clone(),

@@ -43,36 +43,7 @@ impl Rig {
         let plane = FakePlane::start().await;
         let dir = tempfile::tempdir().unwrap();
         let llm = MockLlm::start(Script::new(steps)).unwrap();
-        let mut config = ClientConfig::new(llm.base_url());
-        config.retry.max_retries = 0;
-        let models = Arc::new(SingleModel(Arc::new(
-            OpenAiChatClient::new(config).unwrap(),
-        )));
-        let store = Arc::new(
-            SqliteStore::open(&dir.path().join("gantry.db"))
-                .await
-                .unwrap(),
-        );
-        let github = GithubCommandEnv::new();
-        let engine = EngineBuilder::new(store, models)
-            .config(gantry_core::EngineConfig {
-                data_dir: Some(dir.path().join("data")),
-                ..Default::default()
-            })
-            .command_env_source(github.clone())
-            .start()
-            .await
-            .unwrap();
-        let options = RunnerOptions {
-            url: ControlPlaneUrl::parse(&plane.url()).unwrap(),
-            token: token.to_owned(),
-            ca_pem: None,
-            workspaces: dir.path().join("workspaces"),
-            backoff: Backoff::new(Duration::from_millis(20), Duration::from_millis(200)),
-            github: Some(github),
-        };
-        let stop = CancellationToken::new();
-        let runner = tokio::spawn(runner::run(engine.clone(), options, stop.clone()));
+        let (engine, stop, runner) = start_runner(&plane, &llm, dir.path(), token).await;
         Rig {
             plane,
             llm,
@@ -81,6 +52,19 @@ impl Rig {
             stop,
             runner,
         }
+    }
+
+    /// Stops the runner and its engine (which interrupts the running turn),
+    /// and starts them again on the same data.
+    async fn restart_runner(&mut self) {
+        self.stop.cancel();
+        (&mut self.runner).await.unwrap().unwrap();
+        self.engine.shutdown().await;
+        let (engine, stop, runner) =
+            start_runner(&self.plane, &self.llm, self.dir.path(), TOKEN).await;
+        self.engine = engine;
+        self.stop = stop;
+        self.runner = runner;
     }
 
     /// Creates agent `a1` and a thread under it (request `t1`).
@@ -92,6 +76,46 @@ impl Rig {
         assert_eq!(kind(&reply), "thread t1 ready [t1]");
         "t1".to_owned()
     }
+}
+
+/// An engine over `dir` and a runner on it dialing `plane`.
+async fn start_runner(
+    plane: &FakePlane,
+    llm: &MockLlm,
+    dir: &std::path::Path,
+    token: &str,
+) -> (
+    Engine,
+    CancellationToken,
+    JoinHandle<Result<(), RunnerError>>,
+) {
+    let mut config = ClientConfig::new(llm.base_url());
+    config.retry.max_retries = 0;
+    let models = Arc::new(SingleModel(Arc::new(
+        OpenAiChatClient::new(config).unwrap(),
+    )));
+    let store = Arc::new(SqliteStore::open(&dir.join("gantry.db")).await.unwrap());
+    let github = GithubCommandEnv::new();
+    let engine = EngineBuilder::new(store, models)
+        .config(gantry_core::EngineConfig {
+            data_dir: Some(dir.join("data")),
+            ..Default::default()
+        })
+        .command_env_source(github.clone())
+        .start()
+        .await
+        .unwrap();
+    let options = RunnerOptions {
+        url: ControlPlaneUrl::parse(&plane.url()).unwrap(),
+        token: token.to_owned(),
+        ca_pem: None,
+        workspaces: dir.join("workspaces"),
+        backoff: Backoff::new(Duration::from_millis(20), Duration::from_millis(200)),
+        github: Some(github),
+    };
+    let stop = CancellationToken::new();
+    let runner = tokio::spawn(runner::run(engine.clone(), options, stop.clone()));
+    (engine, stop, runner)
 }
 
 fn create_agent(agent: &str, sdk: &str) -> Request {
@@ -555,4 +579,40 @@ async fn git_commands_get_an_installation_token_and_others_do_not() {
     );
     assert!(outputs[0].contains("gh=17"), "{}", outputs[0]);
     assert!(outputs[1].contains("plain=0"), "{}", outputs[1]);
+}
+
+#[tokio::test]
+async fn a_restarted_runner_says_where_the_turns_it_left_ended() {
+    let mut rig = Rig::start(vec![Step::tool_call(
+        "shell",
+        json!({"command": "while [ ! -e release ]; do sleep 0.05; done"}),
+    )])
+    .await;
+    let mut conn = rig.plane.accept().await;
+    let thread = rig.agent_and_thread(&mut conn).await;
+    conn.send("m1", message(&thread, "wait for it", false))
+        .await;
+    conn.until(|m| item(m).is_some_and(|i| i.item_type == pb::ItemType::CommandExecution as i32))
+        .await;
+
+    // The runner stops mid-turn (the turn ends interrupted, unreported)
+    // and comes back on the same data.
+    rig.restart_runner().await;
+    let mut conn = rig.plane.accept().await;
+    let restated = conn.until(is_turn_completed).await;
+    let kinds: Vec<String> = restated.iter().map(kind).collect();
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("turn completed [m1]"),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&"COMMAND_EXECUTION completed [m1]".to_owned()),
+        "the interrupted command is reported ended: {kinds:?}"
+    );
+    // And the thread is served as before.
+    conn.send("again", message(&thread, "still there?", false))
+        .await;
+    let reply = conn.next().await;
+    assert_eq!(kind(&reply), "turn running [again]");
 }
