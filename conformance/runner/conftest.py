@@ -1,0 +1,573 @@
+"""Conformance of `gantry runner` to companyhelm.runner.v1, driven by a
+control plane Gantry did not write: a Python grpcio server built from the
+proto in the repo (stubs generated at test time), started by each test on
+127.0.0.1:0, with `gantry runner` dialing it.
+
+Run by crates/gantry-cli/tests/runner_conformance.rs, which passes the
+binaries: GANTRY_BIN (the gantry binary) and GANTRY_MOCK_LLM (the scripted
+mock LLM).
+"""
+
+import importlib
+import json
+import os
+import pathlib
+import queue
+import re
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+import pytest
+from grpc_tools import protoc
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PROTO_DIR = ROOT / "crates" / "proto-runner-control" / "proto"
+PROTOS = ["companyhelm/runner/v1/runner.proto", "buf/validate/validate.proto"]
+SERVICE = "companyhelm.runner.v1.AgentRunnerControlService"
+# The token the control plane knows this runner by.
+TOKEN = "runner-secret-1"
+# The models the runner's config file serves; the first is the default.
+MODELS = ["gpt-4.1", "o4-mini"]
+# Fails a wait that would otherwise hang the suite.
+HANG_GUARD = 30.0
+# A command that runs until the test creates `release` in the thread's
+# workspace (`Runner.release`): a file, so nothing blocks on the test's side.
+BLOCKED = "echo waiting; while [ ! -e release ]; do sleep 0.05; done; echo released"
+
+
+@pytest.fixture(scope="session")
+def pb(tmp_path_factory):
+    """The generated messages of runner.proto."""
+    out = tmp_path_factory.mktemp("stubs")
+    include = pathlib.Path(protoc.__file__).parent / "_proto"
+    code = protoc.main(
+        ["grpc_tools.protoc", f"-I{PROTO_DIR}", f"-I{include}", f"--python_out={out}"]
+        + [str(PROTO_DIR / proto) for proto in PROTOS]
+    )
+    assert code == 0, "protoc failed on runner.proto"
+    sys.path.insert(0, str(out))
+    return importlib.import_module("companyhelm.runner.v1.runner_pb2")
+
+
+def _binary(var):
+    path = os.environ.get(var)
+    if not path:
+        pytest.exit(f"{var} is not set: run through cargo (tests/runner_conformance.rs)", 2)
+    return path
+
+
+def _read_line(stream, pattern, what):
+    """The first match of `pattern` in the lines of `stream`, within HANG_GUARD."""
+    deadline = time.monotonic() + HANG_GUARD
+    seen = []
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([stream], [], [], 0.2)
+        if not ready:
+            continue
+        line = stream.readline()
+        if not line:
+            break
+        seen.append(line)
+        match = re.search(pattern, line)
+        if match:
+            return match
+    raise AssertionError(f"{what} did not start; it said: {''.join(seen)!r}")
+
+
+# ---------------------------------------------------------------- the wire
+
+
+def rule_violations(message, path=""):
+    """Where `message` breaks the buf.validate rules of its proto (the kinds
+    runner.proto uses: string.min_len, int64.gte, repeated.items)."""
+    validate = importlib.import_module("buf.validate.validate_pb2")
+    found = []
+    for field in message.DESCRIPTOR.fields:
+        name = f"{path}{field.name}"
+        repeated = field.is_repeated
+        # Rules apply to a field with presence only when it is set.
+        if not repeated and field.has_presence and not message.HasField(field.name):
+            continue
+        value = getattr(message, field.name)
+        options = field.GetOptions()
+        rules = options.Extensions[validate.field] if options.HasExtension(validate.field) else None
+        if rules is not None and repeated and rules.HasField("repeated"):
+            rules, values = rules.repeated.items, list(value)
+        else:
+            values = list(value) if repeated else [value]
+        for one in values:
+            if field.message_type is not None:
+                found += rule_violations(one, f"{name}.")
+            elif rules is not None and rules.HasField("string") and len(one) < rules.string.min_len:
+                found.append(f"{name}: shorter than {rules.string.min_len}")
+            elif rules is not None and rules.HasField("int64") and one < rules.int64.gte:
+                found.append(f"{name}: below {rules.int64.gte}")
+    return found
+
+
+def _enum_name(body, field):
+    value = getattr(body, field)
+    known = body.DESCRIPTOR.fields_by_name[field].enum_type.values_by_number.get(value)
+    # An open enum keeps values the proto does not name: show the number.
+    return known.name if known else f"{field}={value}"
+
+
+def status_name(body):
+    """The name of an update's status, e.g. `ITEM_STATUS_COMPLETED`."""
+    return _enum_name(body, "status")
+
+
+def describe(message):
+    """One line on a runner message: what it says and the request it answers,
+    e.g. `thread t1 THREAD_STATUS_READY [r2]`."""
+    kind = message.WhichOneof("payload")
+    body = getattr(message, kind) if kind else None
+    if kind == "request_error":
+        text = f"error: {body.error_message}"
+    elif kind == "agent_update":
+        text = f"agent {body.agent_id} {status_name(body)}"
+    elif kind == "thread_update":
+        text = f"thread {body.thread_id} {status_name(body)}"
+    elif kind == "turn_update":
+        text = f"turn {status_name(body)}"
+    elif kind == "item_update":
+        text = f"{_enum_name(body, 'item_type')} {status_name(body)}"
+    elif kind == "skill_mp_update":
+        text = f"skill {body.package_name} {status_name(body)}"
+    else:
+        text = "empty"
+    request = message.request_id if message.HasField("request_id") else "-"
+    return f"{text} [{request}]"
+
+
+def is_turn_completed(message):
+    """Whether `message` says a turn completed."""
+    return (
+        message.WhichOneof("payload") == "turn_update" and status_name(message.turn_update) == "TURN_STATUS_COMPLETED"
+    )
+
+
+def answers(request_id):
+    """A predicate: the message answers `request_id`."""
+    return lambda message: message.HasField("request_id") and message.request_id == request_id
+
+
+def items(messages):
+    """The ItemUpdates among `messages`."""
+    return [m.item_update for m in messages if m.WhichOneof("payload") == "item_update"]
+
+
+# ------------------------------------------------------- the control plane
+
+_END = object()
+
+
+class Channel:
+    """One open ControlChannel, from the control plane's side."""
+
+    def __init__(self, pb, context):
+        self._pb = pb
+        self._context = context
+        self._outgoing = queue.Queue()
+        self._incoming = queue.Queue()
+        self.log = []  # every message the runner sent on this channel
+
+    def send(self, request_id, **request):
+        """Sends a request, e.g. `send("r1", create_agent_request={...})`
+        (`None`: without a request id, as a 0.2.0 control plane does)."""
+        self._outgoing.put(self._pb.ServerMessage(request_id=request_id, **request))
+
+    def abort(self, code=grpc.StatusCode.UNAVAILABLE, details="control plane going away"):
+        """Breaks the channel from the control plane's side."""
+        self._outgoing.put((code, details))
+
+    def next(self):
+        """The runner's next message, checked against the proto's rules."""
+        try:
+            message = self._incoming.get(timeout=HANG_GUARD)
+        except queue.Empty:
+            raise AssertionError(f"the runner said nothing more; it said: {[describe(m) for m in self.log]}") from None
+        if message is _END:
+            raise AssertionError(f"the channel closed; the runner said: {[describe(m) for m in self.log]}")
+        self.log.append(message)
+        assert message.WhichOneof("payload"), f"a message without a payload: {message}"
+        broken = rule_violations(message)
+        assert not broken, f"{describe(message)} breaks runner.proto's rules: {broken}"
+        return message
+
+    def until(self, done):
+        """The runner's messages up to the first for which `done` holds (included)."""
+        seen = []
+        while not seen or not done(seen[-1]):
+            seen.append(self.next())
+        return seen
+
+    def until_said(self, *lines):
+        """The runner's messages until it said each of `lines` (as `describe`
+        puts them), in any order."""
+        missing = set(lines)
+        seen = []
+        while missing:
+            seen.append(self.next())
+            missing.discard(describe(seen[-1]))
+        return seen
+
+    def reply(self, request_id):
+        """The runner's first (next) message answering `request_id`."""
+        return self.until(answers(request_id))[-1]
+
+    # The server's side, called by ControlPlane.
+
+    def _read(self, requests):
+        try:
+            for message in requests:
+                self._incoming.put(message)
+        except grpc.RpcError:  # the rpc ended: a cancelled read raises
+            pass
+        self._incoming.put(_END)
+
+    def _responses(self):
+        while True:
+            item = self._outgoing.get()
+            if item is _END:
+                return
+            if isinstance(item, tuple):
+                self._context.abort(*item)
+            yield item
+
+    def _ended(self):
+        self._outgoing.put(_END)
+
+
+class ControlPlane:
+    """A control plane on 127.0.0.1 (served under `/PREFIX/` when given):
+    records registrations and GitHub calls, hands each opened control
+    channel to the test, and answers the GitHub rpcs from `github`."""
+
+    def __init__(self, pb, prefix="", token=TOKEN):
+        self.pb = pb
+        self.prefix = prefix
+        self.token = token
+        self.github = {}  # installation id -> access token
+        self.calls = []  # unary calls: (rpc, authorization, request)
+        self.broken = []  # where the runner's calls broke the proto's rules
+        self._channels = queue.Queue()
+        self.port = 0
+        self._server = None
+        self.start()
+
+    @property
+    def registrations(self):
+        """Every RegisterRunner call: (authorization, request)."""
+        return [(auth, request) for rpc, auth, request in self.calls if rpc == "RegisterRunner"]
+
+    @property
+    def github_calls(self):
+        """Every call of the GitHub rpcs: (rpc, authorization, request)."""
+        return [call for call in self.calls if call[0] != "RegisterRunner"]
+
+    @property
+    def url(self):
+        """The URL a runner dials."""
+        return f"http://127.0.0.1:{self.port}" + (f"/{self.prefix}" if self.prefix else "")
+
+    def start(self):
+        """Serves (on the same port as before, after a stop)."""
+        pb = self.pb
+        handlers = {
+            "RegisterRunner": grpc.unary_unary_rpc_method_handler(
+                self._register, pb.RegisterRunnerRequest.FromString, pb.RegisterRunnerResponse.SerializeToString
+            ),
+            "ControlChannel": grpc.stream_stream_rpc_method_handler(
+                self._control_channel, pb.ClientMessage.FromString, pb.ServerMessage.SerializeToString
+            ),
+            "ListGithubInstallationsForRunner": grpc.unary_unary_rpc_method_handler(
+                self._list_installations,
+                pb.ListGithubInstallationsForRunnerRequest.FromString,
+                pb.ListGithubInstallationsForRunnerResponse.SerializeToString,
+            ),
+            "GetGithubInstallationAccessTokenForRunner": grpc.unary_unary_rpc_method_handler(
+                self._installation_token,
+                pb.GetGithubInstallationAccessTokenForRunnerRequest.FromString,
+                pb.GetGithubInstallationAccessTokenForRunnerResponse.SerializeToString,
+            ),
+        }
+        # grpcio routes `/{service}/{method}`: a prefixed service name serves
+        # `/PREFIX/companyhelm.runner.v1.AgentRunnerControlService/...` only.
+        service = f"{self.prefix}/{SERVICE}" if self.prefix else SERVICE
+        server = grpc.server(ThreadPoolExecutor(max_workers=8))
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+        port = server.add_insecure_port(f"127.0.0.1:{self.port}")
+        assert port, f"cannot listen on 127.0.0.1:{self.port}"
+        self.port = port
+        server.start()
+        self._server = server
+
+    def stop(self):
+        """Stops serving, ending every open rpc."""
+        if self._server is not None:
+            self._server.stop(grace=None).wait(HANG_GUARD)
+            self._server = None
+
+    def accept(self):
+        """The next control channel a runner opens."""
+        try:
+            return self._channels.get(timeout=HANG_GUARD)
+        except queue.Empty:
+            raise AssertionError(f"no runner opened a control channel; registrations: {self.registrations}") from None
+
+    def opened_channels(self):
+        """How many control channels were opened and not yet accepted."""
+        return self._channels.qsize()
+
+    def _authorization(self, context):
+        return dict(context.invocation_metadata()).get("authorization")
+
+    def _check(self, context):
+        if self._authorization(context) != f"Bearer {self.token}":
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown runner token")
+
+    def _received(self, rpc, request, context):
+        """Records a unary call, checks it against the proto's rules, then
+        refuses it unless it carries the runner's token."""
+        self.calls.append((rpc, self._authorization(context), request))
+        self.broken += [f"{rpc}: {violation}" for violation in rule_violations(request)]
+        self._check(context)
+
+    def _register(self, request, context):
+        self._received("RegisterRunner", request, context)
+        return self.pb.RegisterRunnerResponse()
+
+    def _control_channel(self, requests, context):
+        self._check(context)
+        channel = Channel(self.pb, context)
+        context.add_callback(channel._ended)
+        # The runner counts the channel open once headers arrive; grpcio
+        # would hold them back until the first message.
+        context.send_initial_metadata(())
+        threading.Thread(target=channel._read, args=(requests,), daemon=True).start()
+        self._channels.put(channel)
+        yield from channel._responses()
+
+    def _list_installations(self, request, context):
+        self._received("ListGithubInstallationsForRunner", request, context)
+        installations = [self.pb.GithubInstallationForRunner(installation_id=i) for i in self.github]
+        return self.pb.ListGithubInstallationsForRunnerResponse(installations=installations)
+
+    def _installation_token(self, request, context):
+        self._received("GetGithubInstallationAccessTokenForRunner", request, context)
+        token = self.github.get(request.installation_id)
+        if token is None:
+            context.abort(grpc.StatusCode.NOT_FOUND, "no such installation")
+        return self.pb.GetGithubInstallationAccessTokenForRunnerResponse(
+            installation_id=request.installation_id,
+            access_token=token,
+            access_token_expires_unix_time_ms=int(time.time() * 1000) + 3_600_000,
+            repositories=["acme/widgets"],
+        )
+
+
+# ---------------------------------------------------------------- processes
+
+
+class MockLlm:
+    """The scripted mock LLM server, one step per model request."""
+
+    def __init__(self, steps, tmp_path):
+        script = tmp_path / f"script-{id(self)}.json"
+        script.write_text(json.dumps({"steps": steps}))
+        self.proc = subprocess.Popen(
+            [_binary("GANTRY_MOCK_LLM"), "--script", str(script)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            self.base_url = _read_line(self.proc.stdout, r"(http://\S+)", "the mock LLM").group(1)
+        except AssertionError:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def requests(self):
+        """What the model server received: [{path, headers, body}]."""
+        root = self.base_url.removesuffix("/v1")
+        with urllib.request.urlopen(f"{root}/_mock/requests", timeout=HANG_GUARD) as r:
+            return json.load(r)
+
+    def wait_requests(self, count):
+        """Waits until the model server received `count` requests. The mock
+        has no event to wait on, so this polls it, bounded by HANG_GUARD."""
+        deadline = time.monotonic() + HANG_GUARD
+        while len(self.requests()) < count:
+            assert time.monotonic() < deadline, f"the model got {len(self.requests())} requests, not {count}"
+            time.sleep(0.05)
+
+    def close(self):
+        """Stops the server: closing its stdin is its way out."""
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=HANG_GUARD)
+
+
+class Runner:
+    """A `gantry runner` process dialing `url`, with a bare HOME, its own
+    data dir, workspaces dir, token file and a config serving `llm`."""
+
+    def __init__(self, tmp_path, url, token, llm):
+        home = tmp_path / "home"
+        home.mkdir(exist_ok=True)
+        self.data_dir = tmp_path / "data"
+        self.workspaces = tmp_path / "workspaces"
+        token_file = tmp_path / "runner.token"
+        token_file.write_text(f"{token}\n")
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f'default_model = "mock/{MODELS[0]}"\n'
+            "[providers.mock]\n"
+            'kind = "openai-chat"\n'
+            f"base_url = {json.dumps(llm.base_url)}\n"
+            'api_key = "sk-test"\n'
+            f"models = {json.dumps(MODELS)}\n"
+        )
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            # A bare home: no user config, skills or login profile leak in.
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local" / "share"),
+        }
+        self.proc = subprocess.Popen(
+            [
+                _binary("GANTRY_BIN"),
+                "runner",
+                "--control-plane",
+                url,
+                "--token-file",
+                str(token_file),
+                "--workspaces",
+                str(self.workspaces),
+                "--data-dir",
+                str(self.data_dir),
+                "--config",
+                str(config),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            first = _read_line(self.proc.stderr, r"gantry: runner dialing .*", "gantry runner")
+        except AssertionError:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+        self._stderr = [first.group(0)]
+        # Drained all along, so a chatty runner never blocks on a full pipe.
+        self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._drain.start()
+
+    def _drain_stderr(self):
+        for line in self.proc.stderr:
+            self._stderr.append(line.rstrip("\n"))
+
+    def stderr(self):
+        """What the runner said on stderr so far."""
+        return "\n".join(self._stderr)
+
+    def workspace(self, thread_id):
+        """The directory a thread works in."""
+        return self.workspaces / thread_id
+
+    def release(self, thread_id):
+        """Lets the thread's BLOCKED command finish."""
+        (self.workspace(thread_id) / "release").touch()
+
+    def wait_exit(self):
+        """Waits for the runner to exit on its own: its exit code and stderr."""
+        code = self.proc.wait(timeout=HANG_GUARD)
+        self._drain.join(HANG_GUARD)
+        return code, self.stderr()
+
+    def stop(self):
+        """Stops the runner as a service manager would (SIGTERM)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=HANG_GUARD)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise
+        self._drain.join(HANG_GUARD)
+
+
+class Rig:
+    """A control plane, a mock model and a runner dialing the one, served by the other."""
+
+    def __init__(self, plane, llm, runner):
+        self.plane = plane
+        self.llm = llm
+        self.runner = runner
+
+    def agent_and_thread(self, channel, **thread):
+        """Creates agent `a1` and a thread under it; the thread's id."""
+        channel.send("agent-1", create_agent_request={"agent_id": "a1", "agent_sdk": "gantry"})
+        assert describe(channel.reply("agent-1")) == "agent a1 AGENT_STATUS_READY [agent-1]"
+        thread = {"agent_id": "a1", "model": f"mock/{MODELS[0]}", **thread}
+        channel.send("thread-1", create_thread_request=thread)
+        reply = channel.reply("thread-1")
+        assert reply.WhichOneof("payload") == "thread_update", describe(reply)
+        assert reply.thread_update.status == self.plane.pb.THREAD_STATUS_READY, describe(reply)
+        return reply.thread_update.thread_id
+
+
+@pytest.fixture
+def start_runner(pb, tmp_path):
+    """Starts a control plane, a mock model with `steps` and a runner:
+    `start_runner([{"reply": {"text": "hi"}}], prefix="cp", token=...)`."""
+    planes, llms, runners = [], [], []
+
+    def start(steps=(), prefix="", token=TOKEN):
+        plane = ControlPlane(pb, prefix=prefix)
+        planes.append(plane)
+        llm = MockLlm(list(steps), tmp_path)
+        llms.append(llm)
+        runner = Runner(tmp_path, plane.url, token, llm)
+        runners.append(runner)
+        return Rig(plane, llm, runner)
+
+    yield start
+    for runner in runners:
+        runner.stop()
+        # Shown by pytest when the test failed.
+        print(f"gantry runner said:\n{runner.stderr()}")
+    for plane in planes:
+        plane.stop()
+    for llm in llms:
+        llm.close()
+    for plane in planes:
+        assert not plane.broken, f"the runner's calls broke runner.proto's rules: {plane.broken}"
+
+
+def shell(command, text=""):
+    """A model step calling the shell tool with `command`."""
+    return {"reply": {"text": text, "tool_calls": [{"name": "shell", "arguments": {"command": command}}]}}
+
+
+def reply(text):
+    """A model step answering `text`."""
+    return {"reply": {"text": text}}
+
+
+def user_message(thread_id, text, agent_id="a1", **fields):
+    """A CreateUserMessageRequest (as a dict for `Channel.send`)."""
+    return {"agent_id": agent_id, "thread_id": thread_id, "text": text, **fields}
