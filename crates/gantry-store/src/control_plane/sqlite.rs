@@ -2,15 +2,12 @@
 //! file (WAL mode), written by one in-process writer at a time.
 
 use std::path::Path;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::migrate::Migrator;
 use sqlx::query::Query;
 use sqlx::sqlite::SqliteArguments;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::SqlitePool;
 use sqlx::{Sqlite, SqliteConnection};
 use tokio::sync::Mutex;
 
@@ -27,13 +24,6 @@ pub const CONTROL_PLANE_DB: &str = "control-plane.db";
 /// The control plane's migrations, embedded at compile time.
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations-control-plane");
 
-/// Connections in the pool: one writer at a time plus concurrent readers.
-const MAX_CONNECTIONS: u32 = 4;
-
-/// How long a statement waits for another process's write lock (e.g.
-/// `gantry control-plane add-runner` while the server runs).
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// The control plane's store on a SQLite file.
 #[derive(Debug)]
 pub struct SqliteControlPlaneStore {
@@ -47,28 +37,7 @@ impl SqliteControlPlaneStore {
     /// Opens (creating it and its parent directories if needed) the database
     /// at `path` and brings its schema up to date.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| StoreError::Database(format!("create {}: {e}", parent.display())))?;
-        }
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(BUSY_TIMEOUT)
-            .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            .min_connections(0)
-            .max_lifetime(None)
-            .connect_with(options)
-            .await
-            .map_err(|e| StoreError::Database(format!("open {}: {e}", path.display())))?;
-        MIGRATOR
-            .run(&pool)
-            .await
-            .map_err(|e| StoreError::Database(format!("migrate {}: {e}", path.display())))?;
+        let pool = crate::sqlite::pool::open(path, &MIGRATOR).await?;
         Ok(Self {
             pool,
             writer: Mutex::new(()),

@@ -7,31 +7,23 @@
 mod agents;
 mod jobs;
 mod memories;
+pub(crate) mod pool;
 mod read;
 mod settings;
 mod write;
 
 use std::path::Path;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use gantry_types::{Agent, AgentId, Event, ProviderConfig, Thread, ThreadId};
 use sqlx::migrate::Migrator;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::SqlitePool;
 use tokio::sync::Mutex;
 
 use crate::{Commit, Store, StoreError, ThreadPage, ThreadQuery};
 
 /// The schema migrations, embedded at compile time from `migrations/`.
 pub static MIGRATOR: Migrator = sqlx::migrate!();
-
-/// Connections in the pool: one writer at a time plus concurrent readers.
-const MAX_CONNECTIONS: u32 = 4;
-
-/// How long a statement waits for another process's write lock before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A store on a SQLite file.
 #[derive(Debug)]
@@ -46,31 +38,7 @@ impl SqliteStore {
     /// Opens (creating it and its parent directories if needed) the database
     /// at `path` and brings its schema up to date.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| StoreError::Database(format!("create {}: {e}", parent.display())))?;
-        }
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            // Under WAL, NORMAL is durable against application crashes and
-            // only risks the last commits on power loss, at a fraction of FULL's fsyncs.
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(BUSY_TIMEOUT)
-            .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            .min_connections(0)
-            // SQLite connections do not go stale; reopening one only costs time.
-            .max_lifetime(None)
-            .connect_with(options)
-            .await
-            .map_err(|e| StoreError::Database(format!("open {}: {e}", path.display())))?;
-        MIGRATOR
-            .run(&pool)
-            .await
-            .map_err(|e| StoreError::Database(format!("migrate {}: {e}", path.display())))?;
+        let pool = pool::open(path, &MIGRATOR).await?;
         Ok(Self {
             pool,
             writer: Mutex::new(()),
