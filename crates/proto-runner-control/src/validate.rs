@@ -226,4 +226,108 @@ mod tests {
         let request = pb::GetGithubInstallationAccessTokenForRunnerRequest { installation_id: 0 };
         assert_eq!(request.validate().unwrap_err().rule, "must be at least 1");
     }
+
+    #[test]
+    fn every_constraint_on_what_runners_send_is_checked_by_name() {
+        let update = |payload| pb::ClientMessage {
+            request_id: None,
+            payload: Some(payload),
+        };
+        let command = |command: &str, cwd: &str, process_id: &str| {
+            update(Payload::ItemUpdate(pb::ItemUpdate {
+                sdk_item_id: "i".into(),
+                command_execution_item: Some(pb::CommandExecutionItem {
+                    command: command.into(),
+                    cwd: cwd.into(),
+                    process_id: process_id.into(),
+                    output: None,
+                }),
+                ..Default::default()
+            }))
+        };
+        let cases = [
+            (
+                update(Payload::RequestError(pb::RequestError::default())),
+                "request_error.error_message",
+            ),
+            (
+                update(Payload::AgentUpdate(pb::AgentUpdate::default())),
+                "agent_update.agent_id",
+            ),
+            (
+                update(Payload::ThreadUpdate(pb::ThreadUpdate::default())),
+                "thread_update.thread_id",
+            ),
+            (
+                update(Payload::TurnUpdate(pb::TurnUpdate::default())),
+                "turn_update.sdk_turn_id",
+            ),
+            (
+                update(Payload::ItemUpdate(pb::ItemUpdate::default())),
+                "item_update.sdk_item_id",
+            ),
+            (
+                command("", "/w", "1"),
+                "item_update.command_execution_item.command",
+            ),
+            (
+                command("ls", "", "1"),
+                "item_update.command_execution_item.cwd",
+            ),
+            (
+                command("ls", "/w", ""),
+                "item_update.command_execution_item.process_id",
+            ),
+            (
+                update(Payload::SkillMpUpdate(pb::SkillMpUpdate {
+                    package_name: "p".into(),
+                    ..Default::default()
+                })),
+                "skill_mp_update.agent_id",
+            ),
+            (
+                update(Payload::SkillMpUpdate(pb::SkillMpUpdate {
+                    agent_id: "a".into(),
+                    ..Default::default()
+                })),
+                "skill_mp_update.package_name",
+            ),
+        ];
+        for (message, field) in cases {
+            assert_eq!(message.validate().unwrap_err().field, field);
+        }
+        let fine = command("ls", "/w", "1");
+        assert_eq!(fine.validate(), Ok(()));
+
+        let sdk = pb::RegisterRunnerRequest {
+            agent_sdks: vec![pb::AgentSdk::default()],
+        };
+        assert_eq!(sdk.validate().unwrap_err().field, "agent_sdks[0].name");
+        let list = pb::ListGithubInstallationsForRunnerResponse {
+            installations: vec![pb::GithubInstallationForRunner { installation_id: 0 }],
+        };
+        assert_eq!(
+            list.validate().unwrap_err().field,
+            "installations[0].installation_id"
+        );
+        let token = |access_token: &str, repositories: Vec<String>| {
+            pb::GetGithubInstallationAccessTokenForRunnerResponse {
+                installation_id: 7,
+                access_token: access_token.into(),
+                access_token_expires_unix_time_ms: 0,
+                repositories,
+            }
+        };
+        assert_eq!(
+            token("", vec![]).validate().unwrap_err().field,
+            "access_token"
+        );
+        assert_eq!(
+            token("t", vec!["a/b".into(), String::new()])
+                .validate()
+                .unwrap_err()
+                .field,
+            "repositories[1]"
+        );
+    }
 }

@@ -55,6 +55,11 @@ impl Harness {
             request_timeout: timeout,
             ..ControlPlaneOptions::default()
         };
+        Self::start_with(data_dir, options).await
+    }
+
+    /// Serves the control plane of `data_dir` with `options`.
+    pub async fn start_with(data_dir: &Path, options: ControlPlaneOptions) -> Self {
         let cp = ControlPlane::open_in(data_dir, options).await.unwrap();
         let grpc_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let http_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -616,3 +616,112 @@ async fn a_restarted_runner_says_where_the_turns_it_left_ended() {
     let reply = conn.next().await;
     assert_eq!(kind(&reply), "turn running [again]");
 }
+
+#[tokio::test]
+async fn every_field_constraint_of_every_request_is_enforced_by_name() {
+    let mut rig = Rig::start(vec![]).await;
+    let mut conn = rig.plane.accept().await;
+    rig.agent_and_thread(&mut conn).await;
+    let agent = || "a1".to_owned();
+    let cases: Vec<(&str, Request)> = vec![
+        (
+            "create_agent_request.agent_id",
+            Request::CreateAgentRequest(pb::CreateAgentRequest {
+                agent_id: String::new(),
+                agent_sdk: "gantry".into(),
+            }),
+        ),
+        (
+            "create_agent_request.agent_sdk",
+            Request::CreateAgentRequest(pb::CreateAgentRequest {
+                agent_id: "a2".into(),
+                agent_sdk: String::new(),
+            }),
+        ),
+        (
+            "delete_agent_request.agent_id",
+            Request::DeleteAgentRequest(pb::DeleteAgentRequest::default()),
+        ),
+        (
+            "create_thread_request.agent_id",
+            Request::CreateThreadRequest(pb::CreateThreadRequest {
+                agent_id: String::new(),
+                model: "test-model".into(),
+                reasoning_level: None,
+            }),
+        ),
+        (
+            "create_thread_request.model",
+            Request::CreateThreadRequest(pb::CreateThreadRequest {
+                agent_id: agent(),
+                model: String::new(),
+                reasoning_level: None,
+            }),
+        ),
+        (
+            "delete_thread_request.agent_id",
+            Request::DeleteThreadRequest(pb::DeleteThreadRequest {
+                agent_id: String::new(),
+                thread_id: "t1".into(),
+            }),
+        ),
+        (
+            "delete_thread_request.thread_id",
+            Request::DeleteThreadRequest(pb::DeleteThreadRequest {
+                agent_id: agent(),
+                thread_id: String::new(),
+            }),
+        ),
+        (
+            "create_user_message_request.agent_id",
+            Request::CreateUserMessageRequest(pb::CreateUserMessageRequest {
+                thread_id: "t1".into(),
+                text: "hi".into(),
+                ..Default::default()
+            }),
+        ),
+        (
+            "create_user_message_request.thread_id",
+            Request::CreateUserMessageRequest(pb::CreateUserMessageRequest {
+                agent_id: agent(),
+                text: "hi".into(),
+                ..Default::default()
+            }),
+        ),
+        (
+            "create_user_message_request.text",
+            Request::CreateUserMessageRequest(pb::CreateUserMessageRequest {
+                agent_id: agent(),
+                thread_id: "t1".into(),
+                ..Default::default()
+            }),
+        ),
+        (
+            "install_skills_mp_request.agent_id",
+            Request::InstallSkillsMpRequest(pb::InstallSkillsMpRequest {
+                agent_id: String::new(),
+                package_name: "/pkg".into(),
+            }),
+        ),
+        (
+            "install_skills_mp_request.package_name",
+            Request::InstallSkillsMpRequest(pb::InstallSkillsMpRequest {
+                agent_id: agent(),
+                package_name: String::new(),
+            }),
+        ),
+    ];
+    for (n, (field, request)) in cases.into_iter().enumerate() {
+        let id = format!("bad-{n}");
+        conn.send(&id, request).await;
+        assert_eq!(
+            kind(&conn.next().await),
+            format!("error: invalid {field}: must not be empty [{id}]")
+        );
+    }
+    // None of them was carried out.
+    assert_eq!(rig.engine.list_agents().await.unwrap().len(), 1);
+    let thread = rig.engine.read(&"t1".into()).await.unwrap();
+    assert!(!thread.thread.archived && thread.turns.is_empty());
+    assert!(rig.llm.requests().is_empty());
+}
