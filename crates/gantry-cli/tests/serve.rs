@@ -75,7 +75,16 @@ impl Server {
     /// Waits for the process to exit; its exit status and remaining stderr.
     fn wait(mut self) -> (std::process::ExitStatus, String) {
         let status = self.child.wait().expect("wait");
-        let rest: Vec<String> = self.stderr.try_iter().collect();
+        // Up to the end of the stream: the reader thread may still hold the
+        // last lines when the process is gone.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut rest = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match self.stderr.recv_timeout(left) {
+                Ok(line) => rest.push(line),
+                Err(_) => break,
+            }
+        }
         (status, rest.join("\n"))
     }
 }
