@@ -21,7 +21,12 @@ use crate::args::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    // The daemons say when they connect and lose their peers.
+    let default_log = match cli.command {
+        Command::Runner(_) | Command::ControlPlane(_) => "warn,proto_runner_control=info",
+        _ => "warn",
+    };
+    init_tracing(default_log);
     // Two worker threads: the engine is I/O bound, and a small runtime keeps
     // start-up fast and memory low.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -59,12 +64,14 @@ fn fail(error: &anyhow::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn init_tracing() {
+fn init_tracing(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("GANTRY_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours only for a terminal, not for log files.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .without_time()
         .init();
