@@ -10,6 +10,7 @@ mod agents;
 pub(crate) mod merge;
 mod threads;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use gantry_store::StoreError;
@@ -23,11 +24,14 @@ use crate::pb::client_message::Payload;
 /// Thread updates a slow follower may fall behind before it rereads the store.
 const BROADCAST_CAPACITY: usize = 1024;
 
-/// Applies updates, one at a time.
+/// Applies updates: one runner's one at a time, runners side by side.
 pub(crate) struct Tracker {
     store: Arc<dyn ControlPlaneStore>,
-    /// One update at a time: each reads state, merges, then writes.
-    serial: Mutex<()>,
+    /// Per runner: its updates each read state, merge, then write, so two
+    /// of them (an old channel's and a new one's, just after a reconnect)
+    /// must not interleave. Runners never share agents or threads, so they
+    /// need no order between them.
+    serial: std::sync::Mutex<HashMap<String, Arc<Mutex<()>>>>,
     updates: broadcast::Sender<ThreadUpdateRecord>,
 }
 
@@ -45,7 +49,7 @@ impl Tracker {
     pub(crate) fn new(store: Arc<dyn ControlPlaneStore>) -> Self {
         Self {
             store,
-            serial: Mutex::new(()),
+            serial: std::sync::Mutex::default(),
             updates: broadcast::channel(BROADCAST_CAPACITY).0,
         }
     }
@@ -64,7 +68,8 @@ impl Tracker {
         let Some(payload) = &message.payload else {
             return Ok(());
         };
-        let _serial = self.serial.lock().await;
+        let serial = self.serial_of(runner_id);
+        let _serial = serial.lock().await;
         let request = match message.request_id.as_deref() {
             Some(id) => self.request_of(runner_id, id).await?,
             None => None,
@@ -94,6 +99,13 @@ impl Tracker {
             let _ = self.updates.send(entry);
         }
         Ok(())
+    }
+
+    /// The lock that orders `runner_id`'s updates.
+    fn serial_of(&self, runner_id: &str) -> Arc<Mutex<()>> {
+        // Every change under this lock is one insert: a poisoned map is whole.
+        let mut locks = self.serial.lock().unwrap_or_else(|p| p.into_inner());
+        locks.entry(runner_id.to_owned()).or_default().clone()
     }
 
     /// The request `id`, if `runner_id` was sent it: a runner cannot have
