@@ -96,7 +96,7 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
                 .await?
         }
     };
-    let mut sub = engine.subscribe(&thread.id, thread.last_seq + 1).await?;
+    let mut feed = engine.follow(&thread.id, thread.last_seq + 1).await?;
     let turn_id = engine
         .send_message(&thread.id, args.prompt.clone(), IfBusy::Reject)
         .await?;
@@ -106,7 +106,7 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     let mut final_answer = String::new();
     let status = loop {
         let next = tokio::select! {
-            n = sub.next() => n,
+            n = feed.next() => n?,
             _ = tokio::signal::ctrl_c(), if !interrupted => {
                 interrupted = true;
                 view.note("interrupting...");
@@ -120,16 +120,6 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
         let Some(n) = next else {
             anyhow::bail!("the engine stopped before the turn ended");
         };
-        if let Notification::Lagged { resume } = &n {
-            // Too far behind (huge output): pick up where we were.
-            let from = resume
-                .threads
-                .get(&thread.id)
-                .copied()
-                .unwrap_or(thread.last_seq + 1);
-            sub = engine.subscribe(&thread.id, from).await?;
-            continue;
-        }
         view.show(&n);
         if let Notification::Event(e) = &n {
             match &e.payload {

@@ -472,7 +472,7 @@ impl Engine {
     }
 
     /// Waits until `turn` (running, queued or ended) has ended; the turn as
-    /// it ended. Falling behind the bus is handled (it resubscribes).
+    /// it ended. It follows the thread across lags.
     pub async fn wait_turn(&self, thread: &ThreadId, turn: &TurnId) -> Result<Turn, EngineError> {
         let view = self.read(thread).await?;
         let known = view.queued.iter().any(|q| &q.turn_id == turn);
@@ -487,9 +487,9 @@ impl Engine {
             _ => {}
         }
         // From the seq after the view just read: nothing in between is missed.
-        let mut sub = self.subscribe(thread, view.thread.last_seq + 1).await?;
+        let mut feed = self.follow(thread, view.thread.last_seq + 1).await?;
         loop {
-            match sub.next().await {
+            match feed.next().await? {
                 Some(Notification::Event(event)) => {
                     if matches!(&event.payload,
                         EventPayload::TurnCompleted { turn_id, .. } if turn_id == turn)
@@ -500,15 +500,7 @@ impl Engine {
                         }
                     }
                 }
-                Some(Notification::Delta(_)) => {}
-                Some(Notification::Lagged { resume }) => {
-                    let from = resume
-                        .threads
-                        .get(thread)
-                        .copied()
-                        .unwrap_or(resume.from_seq);
-                    sub = self.subscribe(thread, from).await?;
-                }
+                Some(_) => {}
                 None => return Err(EngineError::ShuttingDown),
             }
         }

@@ -19,6 +19,7 @@ mod endpoints;
 mod engine;
 mod engine_events;
 mod error;
+mod follow;
 mod live;
 mod lsp_api;
 mod mcp_api;
@@ -46,6 +47,7 @@ pub use engine::{
 };
 pub use engine_events::{EngineEvent, EngineEventKind, EngineEventNotice, EngineEvents};
 pub use error::EngineError;
+pub use follow::ThreadFeed;
 pub use gantry_store::{ThreadPage, ThreadQuery};
 // Tool-side types the engine API takes and returns.
 pub use gantry_tools::mcp::{McpServerConfig, McpTransport};

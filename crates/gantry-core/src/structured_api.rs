@@ -16,8 +16,9 @@ use gantry_types::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::ThreadFeed;
 use crate::actor::{Command, StructuredCommand};
-use crate::bus::{Notification, Subscription};
+use crate::bus::Notification;
 use crate::turn::StructuredSpec;
 use crate::{Engine, EngineError, plans};
 
@@ -84,7 +85,7 @@ pub struct StructuredStream {
     engine: Engine,
     thread: ThreadId,
     turn: TurnId,
-    sub: Subscription,
+    feed: ThreadFeed,
     done: bool,
 }
 
@@ -100,9 +101,16 @@ impl StructuredStream {
             return None;
         }
         loop {
-            let Some(n) = self.sub.next().await else {
-                self.done = true;
-                return Some(StructuredChunk::Done(Err(EngineError::ShuttingDown)));
+            let n = match self.feed.next().await {
+                Ok(Some(n)) => n,
+                Ok(None) => {
+                    self.done = true;
+                    return Some(StructuredChunk::Done(Err(EngineError::ShuttingDown)));
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(StructuredChunk::Done(Err(e)));
+                }
             };
             match n {
                 Notification::Delta(d) if d.turn_id == self.turn => {
@@ -123,21 +131,6 @@ impl StructuredStream {
                         .structured_result(&self.thread, &self.turn)
                         .await;
                     return Some(StructuredChunk::Done(result));
-                }
-                Notification::Lagged { resume } => {
-                    // Deltas missed are in the final output; events are replayed.
-                    let from = resume
-                        .threads
-                        .get(&self.thread)
-                        .copied()
-                        .unwrap_or(resume.from_seq);
-                    match self.engine.subscribe(&self.thread, from).await {
-                        Ok(sub) => self.sub = sub,
-                        Err(e) => {
-                            self.done = true;
-                            return Some(StructuredChunk::Done(Err(e)));
-                        }
-                    }
                 }
                 _ => {}
             }
@@ -216,13 +209,13 @@ impl Engine {
     ) -> Result<StructuredStream, EngineError> {
         // Subscribe before starting, so the turn's end cannot be missed.
         let from = self.read(thread).await?.thread.last_seq + 1;
-        let sub = self.subscribe(thread, from).await?;
+        let feed = self.follow(thread, from).await?;
         let turn = self.start_structured(thread, request).await?;
         Ok(StructuredStream {
             engine: self.clone(),
             thread: thread.clone(),
             turn,
-            sub,
+            feed,
             done: false,
         })
     }

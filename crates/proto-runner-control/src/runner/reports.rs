@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use gantry_core::{Engine, Notification};
+use gantry_core::{Engine, Notification, ThreadFeed};
 use gantry_types::{
     EventPayload, Item, ItemKind, ItemStatus, ThreadId, ThreadView, TurnId, TurnStatus,
 };
@@ -151,8 +151,8 @@ impl Followers {
                 return;
             }
         };
-        match engine.subscribe(thread, view.thread.last_seq + 1).await {
-            Ok(sub) => {
+        match engine.follow(thread, view.thread.last_seq + 1).await {
+            Ok(feed) => {
                 if restate {
                     for message in last_turn(&view) {
                         if outbox.send(message).await.is_err() {
@@ -166,7 +166,7 @@ impl Followers {
                     outbox: outbox.clone(),
                     keys: HashMap::new(),
                 };
-                tokio::spawn(follower.run(sub));
+                tokio::spawn(follower.run(feed));
             }
             Err(e) => {
                 tracing::warn!(thread = %thread, error = %e, "cannot follow a thread");
@@ -191,35 +191,21 @@ struct Follower {
 }
 
 impl Follower {
-    async fn run(mut self, mut sub: gantry_core::Subscription) {
+    async fn run(mut self, mut feed: ThreadFeed) {
         loop {
-            let Some(notification) = sub.next().await else {
-                return;
+            let event = match feed.next().await {
+                Ok(Some(Notification::Event(event))) => event,
+                Ok(Some(_)) => continue,
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::warn!(thread = %self.thread, error = %e, "stopped following a thread");
+                    return;
+                }
             };
-            match notification {
-                Notification::Event(event) => {
-                    if let Some(message) = self.update_for(&event.payload).await
-                        && self.outbox.send(message).await.is_err()
-                    {
-                        return;
-                    }
-                }
-                Notification::Delta(_) => {}
-                Notification::Lagged { resume } => {
-                    // The log has what the live feed dropped.
-                    let from = resume
-                        .threads
-                        .get(&self.thread)
-                        .copied()
-                        .unwrap_or(resume.from_seq);
-                    sub = match self.engine.subscribe(&self.thread, from).await {
-                        Ok(sub) => sub,
-                        Err(e) => {
-                            tracing::warn!(thread = %self.thread, error = %e, "stopped following a thread");
-                            return;
-                        }
-                    };
-                }
+            if let Some(message) = self.update_for(&event.payload).await
+                && self.outbox.send(message).await.is_err()
+            {
+                return;
             }
         }
     }

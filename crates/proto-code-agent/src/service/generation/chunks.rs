@@ -1,15 +1,14 @@
 //! A running turn as a sequence of updates a client can follow: text as it
 //! streams, tool calls as they start and end, notes (turn started, waiting
 //! for approval or for an external task), and the end. Survives falling
-//! behind the bus: it resubscribes, and text it missed is sent from the
-//! completed message.
+//! behind the bus (the engine's feed resumes), and text it missed is sent
+//! from the completed message.
 
 use std::collections::HashMap;
 
-use gantry_core::{Engine, Notification, Subscription};
+use gantry_core::{Notification, ThreadFeed};
 use gantry_types::{
-    DeltaKind, EventPayload, Item, ItemId, ItemKind, ThreadId, TurnFailure, TurnId, TurnStatus,
-    Usage,
+    DeltaKind, EventPayload, Item, ItemId, ItemKind, TurnFailure, TurnId, TurnStatus, Usage,
 };
 
 use crate::pb;
@@ -36,23 +35,19 @@ pub(super) enum Update {
 
 /// Follows one turn of a thread.
 pub(super) struct TurnFeed {
-    engine: Engine,
-    thread: ThreadId,
     turn: TurnId,
-    sub: Subscription,
+    feed: ThreadFeed,
     /// Bytes of each agent message already sent as text.
     sent: HashMap<ItemId, usize>,
     ended: bool,
 }
 
 impl TurnFeed {
-    /// Follows `turn` on `sub` (subscribed before the turn started).
-    pub(super) fn new(engine: Engine, thread: ThreadId, turn: TurnId, sub: Subscription) -> Self {
+    /// Follows `turn` on `feed` (subscribed before the turn started).
+    pub(super) fn new(turn: TurnId, feed: ThreadFeed) -> Self {
         Self {
-            engine,
-            thread,
             turn,
-            sub,
+            feed,
             sent: HashMap::new(),
             ended: false,
         }
@@ -67,14 +62,26 @@ impl TurnFeed {
     /// once the turn ended.
     pub(super) async fn next(&mut self) -> Vec<Update> {
         while !self.ended {
-            let Some(n) = self.sub.next().await else {
-                self.ended = true;
-                return vec![Update::Ended {
-                    status: TurnStatus::Interrupted,
-                    usage: Usage::default(),
-                    error: Some("the server is shutting down".to_owned()),
-                    failure: None,
-                }];
+            let n = match self.feed.next().await {
+                Ok(Some(n)) => n,
+                Ok(None) => {
+                    self.ended = true;
+                    return vec![Update::Ended {
+                        status: TurnStatus::Interrupted,
+                        usage: Usage::default(),
+                        error: Some("the server is shutting down".to_owned()),
+                        failure: None,
+                    }];
+                }
+                Err(e) => {
+                    self.ended = true;
+                    return vec![Update::Ended {
+                        status: TurnStatus::Failed,
+                        usage: Usage::default(),
+                        error: Some(e.to_string()),
+                        failure: None,
+                    }];
+                }
             };
             let updates = match n {
                 Notification::Delta(d) if d.turn_id == self.turn => match &d.kind {
@@ -86,26 +93,7 @@ impl TurnFeed {
                 },
                 Notification::Delta(_) => Vec::new(),
                 Notification::Event(e) => self.on_event(&e.payload),
-                Notification::Lagged { resume } => {
-                    let from = resume
-                        .threads
-                        .get(&self.thread)
-                        .copied()
-                        .unwrap_or(resume.from_seq);
-                    match self.engine.subscribe(&self.thread, from).await {
-                        Ok(sub) => self.sub = sub,
-                        Err(e) => {
-                            self.ended = true;
-                            return vec![Update::Ended {
-                                status: TurnStatus::Failed,
-                                usage: Usage::default(),
-                                error: Some(e.to_string()),
-                                failure: None,
-                            }];
-                        }
-                    }
-                    Vec::new()
-                }
+                Notification::Lagged { .. } => Vec::new(),
             };
             if !updates.is_empty() {
                 return updates;

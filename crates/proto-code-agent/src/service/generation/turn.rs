@@ -25,13 +25,13 @@ async fn start(ctx: &Ctx, req: &pb::GenerateRequest) -> Result<(ThreadId, TurnFe
     let (id, from) = ready_session(ctx, &req.session_id).await?;
     let text = prompt(&req.messages)?;
     // Subscribed before the turn starts: nothing of it can be missed.
-    let sub = ctx.engine.subscribe(&id, from).await.map_err(status)?;
+    let feed = ctx.engine.follow(&id, from).await.map_err(status)?;
     let turn = ctx
         .engine
         .send_message(&id, text, IfBusy::Reject)
         .await
         .map_err(status)?;
-    Ok((id.clone(), TurnFeed::new(ctx.engine.clone(), id, turn, sub)))
+    Ok((id, TurnFeed::new(turn, feed)))
 }
 
 /// How an ended turn answers: `Ok(finish_reason)` for a completed turn,
