@@ -911,20 +911,7 @@ fn context_turn(thread: &Thread, context: &[ContextMessage], now: i64) -> Vec<Ev
     }
     let turn_id = TurnId::new();
     let mut payloads = vec![EventPayload::TurnStarted {
-        turn: Turn {
-            id: turn_id.clone(),
-            thread_id: thread.id.clone(),
-            input: String::new(),
-            key: None,
-            status: TurnStatus::Running,
-            started_at: now,
-            completed_at: None,
-            rounds: 0,
-            usage: Usage::default(),
-            cost_usd: 0.0,
-            error: None,
-            failure: None,
-        },
+        turn: Turn::started(turn_id.clone(), thread.id.clone(), String::new(), None, now),
     }];
     for (message, round) in context.iter().zip(1..) {
         let (kind, round) = match message.role {

@@ -111,6 +111,30 @@ pub struct Turn {
 }
 
 impl Turn {
+    /// A turn starting now, with nothing done yet.
+    pub fn started(
+        id: TurnId,
+        thread_id: ThreadId,
+        input: String,
+        key: Option<String>,
+        now: i64,
+    ) -> Turn {
+        Turn {
+            id,
+            thread_id,
+            input,
+            key,
+            status: TurnStatus::Running,
+            started_at: now,
+            completed_at: None,
+            rounds: 0,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            error: None,
+            failure: None,
+        }
+    }
+
     /// Wall time from start to end, once ended.
     pub fn duration_ms(&self) -> Option<u64> {
         self.completed_at

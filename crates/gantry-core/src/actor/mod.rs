@@ -426,20 +426,13 @@ impl ThreadActor {
     }
 
     fn new_turn(&self, id: &TurnId, input: &Input) -> Turn {
-        Turn {
-            id: id.clone(),
-            thread_id: self.thread_id().clone(),
-            input: input.text.clone(),
-            key: input.key.clone(),
-            status: TurnStatus::Running,
-            started_at: self.shared.clock.now_ms(),
-            completed_at: None,
-            rounds: 0,
-            usage: Usage::default(),
-            cost_usd: 0.0,
-            error: None,
-            failure: None,
-        }
+        Turn::started(
+            id.clone(),
+            self.thread_id().clone(),
+            input.text.clone(),
+            input.key.clone(),
+            self.shared.clock.now_ms(),
+        )
     }
 
     async fn start_turn(&mut self, id: TurnId, input: Input, mode: TurnMode) {
