@@ -7,26 +7,22 @@ GANTRY_BIN (the gantry binary) and GANTRY_MOCK_LLM (the scripted mock LLM).
 """
 
 import importlib
-import json
 import os
 import pathlib
-import re
-import select
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 
 import grpc
 import pytest
 from grpc_tools import protoc
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from harness import HANG_GUARD, MockLlm, binary, read_line  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROTO_DIR = ROOT / "crates" / "proto-code-agent" / "proto"
 PROTO = "a3s/code/agent/v1/code_agent.proto"
-# Fails a wait that would otherwise hang the suite.
-HANG_GUARD = 30.0
 
 
 @pytest.fixture(scope="session")
@@ -50,57 +46,6 @@ def pb(tmp_path_factory):
     messages.grpc = importlib.import_module("a3s.code.agent.v1.code_agent_pb2_grpc")
     return messages
 
-
-def _binary(var):
-    path = os.environ.get(var)
-    if not path:
-        pytest.exit(f"{var} is not set: run through cargo (tests/a3s_conformance.rs)", 2)
-    return path
-
-
-def _read_line(stream, pattern, what):
-    """The first match of `pattern` in the lines of `stream`, within HANG_GUARD."""
-    deadline = time.monotonic() + HANG_GUARD
-    seen = []
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([stream], [], [], 0.2)
-        if not ready:
-            continue
-        line = stream.readline()
-        if not line:
-            break
-        seen.append(line)
-        match = re.search(pattern, line)
-        if match:
-            return match
-    raise AssertionError(f"{what} did not start; it said: {''.join(seen)!r}")
-
-
-class MockLlm:
-    """The scripted mock LLM server, one step per model request."""
-
-    def __init__(self, steps, tmp_path):
-        script = tmp_path / f"script-{id(self)}.json"
-        script.write_text(json.dumps({"steps": steps}))
-        self.proc = subprocess.Popen(
-            [_binary("GANTRY_MOCK_LLM"), "--script", str(script)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        self.base_url = _read_line(self.proc.stdout, r"(http://\S+)", "the mock LLM").group(1)
-        # A3S clients give the base URL without the `/v1`.
-        self.root_url = self.base_url.removesuffix("/v1")
-
-    def requests(self):
-        """What the model server received: [{path, headers, body}]."""
-        with urllib.request.urlopen(f"{self.root_url}/_mock/requests", timeout=HANG_GUARD) as r:
-            return json.load(r)
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=HANG_GUARD)
 
 
 @pytest.fixture
@@ -135,7 +80,7 @@ class Gantry:
         }
         self.proc = subprocess.Popen(
             [
-                _binary("GANTRY_BIN"),
+                binary("GANTRY_BIN"),
                 "serve",
                 "--listen-addr",
                 "127.0.0.1:0",
@@ -151,7 +96,7 @@ class Gantry:
             text=True,
             env=env,
         )
-        self.addr = _read_line(
+        self.addr = read_line(
             self.proc.stderr, r"serving a3s\.code\.agent\.v1\.CodeAgentService on (\S+)", "gantry serve"
         ).group(1)
         self.channel = grpc.insecure_channel(self.addr)

@@ -13,19 +13,19 @@ import json
 import os
 import pathlib
 import queue
-import re
-import select
 import signal
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
 from grpc_tools import protoc
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from harness import HANG_GUARD, MockLlm, binary, read_line  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROTO_DIR = ROOT / "crates" / "proto-runner-control" / "proto"
@@ -35,8 +35,6 @@ SERVICE = "companyhelm.runner.v1.AgentRunnerControlService"
 TOKEN = "runner-secret-1"
 # The models the runner's config file serves; the first is the default.
 MODELS = ["gpt-4.1", "o4-mini"]
-# Fails a wait that would otherwise hang the suite.
-HANG_GUARD = 30.0
 # A command that runs until the test creates `release` in the thread's
 # workspace (`Runner.release`): a file, so nothing blocks on the test's side.
 BLOCKED = "echo waiting; while [ ! -e release ]; do sleep 0.05; done; echo released"
@@ -55,30 +53,6 @@ def pb(tmp_path_factory):
     sys.path.insert(0, str(out))
     return importlib.import_module("companyhelm.runner.v1.runner_pb2")
 
-
-def _binary(var):
-    path = os.environ.get(var)
-    if not path:
-        pytest.exit(f"{var} is not set: run through cargo (tests/runner_conformance.rs)", 2)
-    return path
-
-
-def _read_line(stream, pattern, what):
-    """The first match of `pattern` in the lines of `stream`, within HANG_GUARD."""
-    deadline = time.monotonic() + HANG_GUARD
-    seen = []
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([stream], [], [], 0.2)
-        if not ready:
-            continue
-        line = stream.readline()
-        if not line:
-            break
-        seen.append(line)
-        match = re.search(pattern, line)
-        if match:
-            return match
-    raise AssertionError(f"{what} did not start; it said: {''.join(seen)!r}")
 
 
 # ---------------------------------------------------------------- the wire
@@ -377,45 +351,6 @@ class ControlPlane:
 # ---------------------------------------------------------------- processes
 
 
-class MockLlm:
-    """The scripted mock LLM server, one step per model request."""
-
-    def __init__(self, steps, tmp_path):
-        script = tmp_path / f"script-{id(self)}.json"
-        script.write_text(json.dumps({"steps": steps}))
-        self.proc = subprocess.Popen(
-            [_binary("GANTRY_MOCK_LLM"), "--script", str(script)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            self.base_url = _read_line(self.proc.stdout, r"(http://\S+)", "the mock LLM").group(1)
-        except AssertionError:
-            self.proc.kill()
-            self.proc.wait()
-            raise
-
-    def requests(self):
-        """What the model server received: [{path, headers, body}]."""
-        root = self.base_url.removesuffix("/v1")
-        with urllib.request.urlopen(f"{root}/_mock/requests", timeout=HANG_GUARD) as r:
-            return json.load(r)
-
-    def wait_requests(self, count):
-        """Waits until the model server received `count` requests. The mock
-        has no event to wait on, so this polls it, bounded by HANG_GUARD."""
-        deadline = time.monotonic() + HANG_GUARD
-        while len(self.requests()) < count:
-            assert time.monotonic() < deadline, f"the model got {len(self.requests())} requests, not {count}"
-            time.sleep(0.05)
-
-    def close(self):
-        """Stops the server: closing its stdin is its way out."""
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=HANG_GUARD)
-
 
 class Runner:
     """A `gantry runner` process dialing `url`, with a bare HOME, its own
@@ -446,7 +381,7 @@ class Runner:
         }
         self.proc = subprocess.Popen(
             [
-                _binary("GANTRY_BIN"),
+                binary("GANTRY_BIN"),
                 "runner",
                 "--control-plane",
                 url,
@@ -466,7 +401,7 @@ class Runner:
             env=env,
         )
         try:
-            first = _read_line(self.proc.stderr, r"gantry: runner dialing .*", "gantry runner")
+            first = read_line(self.proc.stderr, r"gantry: runner dialing .*", "gantry runner")
         except AssertionError:
             self.proc.kill()
             self.proc.wait()
