@@ -104,7 +104,7 @@ async fn measure(name: &str, client: Arc<dyn ModelClient>) {
         }
     }
     let secs = start.elapsed().as_secs_f64();
-    engine.flush().await;
+    engine.flush().await.expect("events stored");
     println!(
         "{name}: {events} events + {deltas} deltas in {:.1} ms = {:.0} notifications/s ({:.0} events/s)",
         secs * 1000.0,

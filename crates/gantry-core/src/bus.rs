@@ -2,12 +2,18 @@
 //! subscriptions that replay what the subscriber missed with no gap and no
 //! duplicate.
 //!
+//! Only stored events are published: the store writer publishes each event
+//! after its commit, so no client ever sees an event that a crash could
+//! take back. A delta waits until the event it follows is published, so
+//! every subscriber sees a thread's events and deltas in the order they
+//! happened.
+//!
 //! Why no gap: a subscription registers its live receiver and snapshots the
-//! in-memory tail under the same lock that publishing takes, and the tail keeps
-//! every event the store has not yet confirmed. Everything older than the tail
-//! is therefore in the store, everything newer reaches the receiver. Why no
-//! duplicate: the subscription remembers the last seq it delivered per thread
-//! and drops anything at or below it.
+//! in-memory tail under the same lock that publishing takes, and everything
+//! published is already in the store. Everything older than the tail is
+//! therefore read from the store, everything newer reaches the receiver.
+//! Why no duplicate: the subscription remembers the last seq it delivered
+//! per thread and drops anything at or below it.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -19,8 +25,8 @@ use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::EngineError;
 
-/// Persisted events kept in memory per thread, so subscribers that are only a
-/// little behind are served without a store query.
+/// Published events kept in memory per thread, so subscribers that are only
+/// a little behind are served without a store query.
 const TAIL_KEEP: usize = 256;
 /// Text kept per in-progress item for late joiners.
 const PARTIAL_CAP: usize = 1024 * 1024;
@@ -77,17 +83,41 @@ struct Channel {
     /// threads cost no ring buffer.
     tx: Option<broadcast::Sender<Notification>>,
     tail: VecDeque<Arc<Event>>,
-    persisted: u64,
+    /// The last seq published (and so stored).
+    published: u64,
+    /// Deltas that follow an event not yet published.
+    held: VecDeque<Delta>,
     partial: HashMap<ItemId, Partial>,
 }
 
 impl Channel {
     fn trim(&mut self) {
-        while self.tail.len() > TAIL_KEEP
-            && self.tail.front().is_some_and(|e| e.seq <= self.persisted)
-        {
+        while self.tail.len() > TAIL_KEEP {
             self.tail.pop_front();
         }
+    }
+
+    /// Folds a delta into its item's text so far and broadcasts it.
+    fn deliver(&mut self, delta: Delta, global: &broadcast::Sender<Notification>) {
+        let p = self
+            .partial
+            .entry(delta.item_id.clone())
+            .or_insert_with(|| Partial {
+                turn_id: delta.turn_id.clone(),
+                kind: match delta.kind {
+                    DeltaKind::AgentText(_) => DeltaKind::AgentText,
+                    DeltaKind::Reasoning(_) => DeltaKind::Reasoning,
+                    DeltaKind::CommandOutput(_) => DeltaKind::CommandOutput,
+                    DeltaKind::StructuredOutput(_) => DeltaKind::StructuredOutput,
+                },
+                text: String::new(),
+            });
+        if p.text.len() < PARTIAL_CAP {
+            p.text.push_str(delta.kind.text());
+        }
+        let n = Notification::Delta(Arc::new(delta));
+        self.send(&n);
+        let _ = global.send(n);
     }
 
     fn send(&mut self, n: &Notification) {
@@ -101,7 +131,7 @@ impl Channel {
     fn snapshot(&self, thread: &ThreadId, from: u64, into: &mut Snapshot) {
         into.tail
             .extend(self.tail.iter().filter(|e| e.seq >= from).cloned());
-        into.after_seq = self.tail.back().map_or(0, |e| e.seq);
+        into.after_seq = self.published;
         for (item_id, p) in &self.partial {
             into.partials.push(Arc::new(Delta {
                 thread_id: thread.clone(),
@@ -152,52 +182,46 @@ impl Bus {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Publishes a durable event (called by the thread's actor, in seq order).
+    /// Publishes a stored event (called by the store writer after its
+    /// commit, in seq order per thread), then the deltas that follow it.
     pub(crate) fn publish_event(&self, event: Arc<Event>) {
-        let mut inner = self.lock();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
         let n = Notification::Event(event.clone());
         let _ = inner.global.send(n.clone());
         let ch = inner.threads.entry(event.thread_id.clone()).or_default();
         if let EventPayload::ItemCompleted { item } = &event.payload {
             ch.partial.remove(&item.id);
         }
+        ch.published = ch.published.max(event.seq);
         ch.tail.push_back(event);
         ch.trim();
         ch.send(&n);
+        while ch.held.front().is_some_and(|d| d.after_seq <= ch.published) {
+            if let Some(delta) = ch.held.pop_front() {
+                ch.deliver(delta, &inner.global);
+            }
+        }
     }
 
-    /// Publishes a live delta.
+    /// Publishes a live delta, once the event it follows is published.
     pub(crate) fn publish_delta(&self, delta: Delta) {
-        let mut inner = self.lock();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
         let ch = inner.threads.entry(delta.thread_id.clone()).or_default();
-        let p = ch
-            .partial
-            .entry(delta.item_id.clone())
-            .or_insert_with(|| Partial {
-                turn_id: delta.turn_id.clone(),
-                kind: match delta.kind {
-                    DeltaKind::AgentText(_) => DeltaKind::AgentText,
-                    DeltaKind::Reasoning(_) => DeltaKind::Reasoning,
-                    DeltaKind::CommandOutput(_) => DeltaKind::CommandOutput,
-                    DeltaKind::StructuredOutput(_) => DeltaKind::StructuredOutput,
-                },
-                text: String::new(),
-            });
-        if p.text.len() < PARTIAL_CAP {
-            p.text.push_str(delta.kind.text());
+        if delta.after_seq <= ch.published && ch.held.is_empty() {
+            ch.deliver(delta, &inner.global);
+        } else {
+            ch.held.push_back(delta);
         }
-        let n = Notification::Delta(Arc::new(delta));
-        ch.send(&n);
-        let _ = inner.global.send(n);
     }
 
-    /// Records that the store holds a thread's events up to `seq`.
-    pub(crate) fn mark_persisted(&self, thread: &ThreadId, seq: u64) {
+    /// Records that a thread loaded from the store holds events up to `seq`
+    /// (published by an earlier run, or never: either way stored).
+    pub(crate) fn loaded(&self, thread: &ThreadId, seq: u64) {
         let mut inner = self.lock();
-        if let Some(ch) = inner.threads.get_mut(thread) {
-            ch.persisted = ch.persisted.max(seq);
-            ch.trim();
-        }
+        let ch = inner.threads.entry(thread.clone()).or_default();
+        ch.published = ch.published.max(seq);
     }
 
     /// Subscribes to one thread from `from_seq`.
@@ -250,8 +274,7 @@ impl Bus {
             .threads
             .iter()
             .filter_map(|(id, ch)| {
-                let last = ch.tail.back().map_or(ch.persisted, |e| e.seq);
-                (last > 0).then(|| (id.clone(), last + 1))
+                (ch.published > 0).then(|| (id.clone(), ch.published + 1))
             })
             .collect();
         Subscription::new(

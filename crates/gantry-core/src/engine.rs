@@ -233,12 +233,24 @@ impl EngineBuilder {
     /// running by a dead process are closed as interrupted).
     pub async fn start(self) -> Result<Engine, EngineError> {
         let bus = Arc::new(Bus::new(self.store.clone(), self.config.subscriber_buffer));
-        let writer = Writer::spawn(self.store.clone(), bus.clone());
+        let events = EngineEventBus::new(self.config.subscriber_buffer);
+        let writer = Writer::spawn(self.store.clone(), bus.clone(), {
+            let (events, clock) = (events.clone(), self.clock.clone());
+            move |error: Option<&str>| {
+                events.publish(EngineEvent {
+                    ts: clock.now_ms(),
+                    thread_id: None,
+                    kind: EngineEventKind::StoreHealth {
+                        error: error.map(str::to_owned),
+                    },
+                })
+            }
+        });
         let engine = Engine {
             shared: Arc::new(Shared {
                 store: self.store,
                 bus,
-                events: EngineEventBus::new(self.config.subscriber_buffer),
+                events,
                 writer,
                 tools: self.tools,
                 mcp: self.mcp,
@@ -677,7 +689,7 @@ impl Engine {
     pub async fn list(&self, query: &ThreadQuery) -> Result<ThreadPage, EngineError> {
         // The listing comes from the store: let it catch up first, so a
         // caller sees its own changes.
-        self.flush().await;
+        self.flush().await?;
         Ok(self.shared.store.list_threads(query).await?)
     }
 
@@ -798,17 +810,19 @@ impl Engine {
         });
     }
 
-    /// Waits until every event so far is durably stored.
-    pub async fn flush(&self) {
-        self.shared.writer.flush().await;
+    /// Waits until every event so far is durably stored; an error while
+    /// the store cannot take them (they stay queued and saving is retried).
+    pub async fn flush(&self) -> Result<(), EngineError> {
+        Ok(self.shared.writer.flush().await?)
     }
 
-    /// Interrupts every running turn, waits for them to end, and flushes.
-    pub async fn shutdown(&self) {
+    /// Interrupts every running turn, waits for them to end, and flushes;
+    /// an error if the last events could not be stored.
+    pub async fn shutdown(&self) -> Result<(), EngineError> {
         for id in self.live_threads().await {
             let _ = self.interrupt(&id).await;
         }
-        self.flush().await;
+        self.flush().await
     }
 
     /// Ids of the threads that have a live actor.
@@ -859,7 +873,7 @@ impl Engine {
 
     /// Whether the store holds a thread (after the writer caught up).
     async fn stored(&self, id: &ThreadId) -> Result<bool, EngineError> {
-        self.flush().await;
+        self.flush().await?;
         Ok(self.shared.store.thread(id).await?.is_some())
     }
 
@@ -960,9 +974,12 @@ const MAX_THREAD_ID_LEN: usize = 128;
 /// A client-chosen thread id, if it is one the store and every protocol
 /// can carry.
 /// Whether a client may choose `id` as a thread's id: 1 to 128 letters,
-/// digits, `-`, `_`, `.` or `:`.
+/// digits, `-`, `_`, `.` or `:`, and not `.` or `..`. Hosts name directories
+/// after thread ids, so an id is always one plain path component.
 pub fn valid_thread_id(id: &str) -> bool {
     !id.is_empty()
+        && id != "."
+        && id != ".."
         && id.len() <= MAX_THREAD_ID_LEN
         && id
             .bytes()
@@ -974,7 +991,7 @@ fn check_thread_id(id: ThreadId) -> Result<ThreadId, EngineError> {
         Ok(id)
     } else {
         Err(EngineError::InvalidInput(format!(
-            "thread id `{id}`: use 1 to {MAX_THREAD_ID_LEN} letters, digits, `-`, `_`, `.` or `:`"
+            "thread id `{id}`: use 1 to {MAX_THREAD_ID_LEN} letters, digits, `-`, `_`, `.` or `:` (not `.` or `..`)"
         )))
     }
 }

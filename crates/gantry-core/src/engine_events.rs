@@ -49,6 +49,12 @@ pub enum EngineEventKind {
     Cron(CronEvent),
     /// A language server started, stopped or crashed.
     Lsp(LspEvent),
+    /// The event log could not be saved (`error` says why; events are kept
+    /// in memory and saving is retried), or is saved again (`error: None`).
+    StoreHealth {
+        /// The store's error while saving fails.
+        error: Option<String>,
+    },
 }
 
 /// A live subscription to [`EngineEvent`]s.

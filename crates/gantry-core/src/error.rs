@@ -76,6 +76,10 @@ pub enum EngineError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The event log cannot be saved right now (a full disk, a broken
+    /// database); the events are kept in memory and saving is retried.
+    #[error(transparent)]
+    StoreUnavailable(#[from] crate::writer::StoreUnavailable),
     /// The engine is shutting down.
     #[error("the engine is shutting down")]
     ShuttingDown,

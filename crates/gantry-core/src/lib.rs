@@ -55,6 +55,7 @@ pub use gantry_tools::skills::{Skill, SkillListing, SkillSource};
 pub use mcp_api::MCP_SERVERS_SETTING;
 pub use memory::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, RECENT_WINDOW_MS};
 pub use providers::{DEFAULT_MODEL_SETTING, Providers, ProvidersConfig};
+pub use writer::StoreUnavailable;
 pub use structured_api::{
     DEFAULT_STRUCTURED_RETRIES, StructuredChunk, StructuredOutput, StructuredRequest,
     StructuredStream,

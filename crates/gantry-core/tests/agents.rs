@@ -114,7 +114,7 @@ async fn agents_persist_and_their_threads_inherit_model_and_instructions() {
         .await
         .unwrap();
     assert_eq!(changed.created_at, agent.created_at);
-    engine.shutdown().await;
+    engine.shutdown().await.expect("events stored");
     drop(engine);
 
     // Agents survive a restart.

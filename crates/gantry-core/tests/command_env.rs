@@ -97,7 +97,7 @@ async fn a_minted_variable_reaches_its_command_and_is_not_stored() {
     assert_eq!(asked.len(), 2, "asked once per command");
     assert!(asked.iter().all(|(t, _)| t == &thread));
 
-    engine.flush().await;
+    engine.flush().await.expect("events stored");
     let log = serde_json::to_string(&store.events(&thread, 1).await.unwrap()).unwrap();
     assert!(!log.contains("ghs_secret"), "the token is not in the log");
 }

@@ -410,7 +410,7 @@ async fn a_missed_run_runs_once_after_a_restart() {
             .unwrap();
         store.put_execution(&stale).await.unwrap();
         store.close().await;
-        engine.shutdown().await;
+        engine.shutdown().await.expect("events stored");
         (job, stale)
     };
 

@@ -114,7 +114,7 @@ async fn crud_masks_keys_and_survives_a_restart() {
         engine.set_default_model("local/qwen3-coder").await.unwrap();
         let err = engine.set_default_model("nope/x").await.unwrap_err();
         assert!(err.to_string().contains("unknown provider `nope`"), "{err}");
-        engine.shutdown().await;
+        engine.shutdown().await.expect("events stored");
     }
 
     // A new engine on the same file sees what the old one changed.

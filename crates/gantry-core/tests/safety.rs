@@ -365,7 +365,7 @@ async fn policies_persist_with_the_thread_and_rules_can_be_checked() {
     assert!(rules.iter().any(|r| r == "Bash(rm:*)"), "{rules:?}");
 
     // A second engine on the same store (as after a restart) sees it.
-    h.engine.flush().await;
+    h.engine.flush().await.expect("events stored");
     let restarted = engine_at(h.dir.path(), &h.llm, EngineConfig::default()).await;
     let view = restarted.read(&h.thread.id).await.unwrap();
     assert_eq!(view.thread.policy, policy);

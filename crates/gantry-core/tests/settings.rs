@@ -123,7 +123,7 @@ async fn a_thread_talks_to_its_own_model_server_and_can_switch() {
     assert_eq!(sent.body["messages"][0]["content"], "answer in French");
 
     // The change is in the log, so it survives a restart.
-    engine.shutdown().await;
+    engine.shutdown().await.expect("events stored");
     drop(engine);
     let engine = engine_with(
         dir.path(),

@@ -237,7 +237,7 @@ async fn a_message_sent_twice_with_one_key_runs_once() {
     std::fs::write(&fifo, "go\n").unwrap();
     until_turn_ends(&mut sub, &first.turn).await;
     // After the turn, and after a restart, the keys are still known.
-    h.engine.shutdown().await;
+    h.engine.shutdown().await.expect("events stored");
     let engine = engine_at(h.dir.path(), &h.llm, gantry_core::EngineConfig::default()).await;
     let after = engine
         .send_message_once(thread, "req-2", "and test it", IfBusy::Reject)

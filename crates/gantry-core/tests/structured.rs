@@ -285,7 +285,7 @@ async fn a_plan_is_created_read_back_and_its_steps_move() {
     ));
 
     // The plan is in the log: a restarted engine reads it back.
-    h.engine.flush().await;
+    h.engine.flush().await.expect("events stored");
     let engine = engine_at(h.dir.path(), &h.llm, Default::default()).await;
     let reloaded = engine.get_plan(&h.thread.id, &created.id).await.unwrap();
     assert_eq!(reloaded, again);

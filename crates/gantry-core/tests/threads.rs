@@ -274,7 +274,7 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
     );
 
     // And it is durable: another restart finds nothing left to recover.
-    engine.flush().await;
+    engine.flush().await.expect("events stored");
     let store: Arc<dyn Store> = Arc::new(
         SqliteStore::open(&dir.path().join("gantry.db"))
             .await

@@ -67,7 +67,7 @@ async fn a_turn_that_writes_todos_keeps_them_with_the_thread() {
         )
         .await;
     assert!(bad.is_err());
-    h.engine.flush().await;
+    h.engine.flush().await.expect("events stored");
     let restarted = engine_at(h.dir.path(), &h.llm, EngineConfig::default()).await;
     assert_eq!(restarted.get_todos(&h.thread.id).await.unwrap(), done);
 }

@@ -16,6 +16,9 @@ pub enum TurnFailure {
     ModelUnusable,
     /// Anything else: the model failed or refused the request, a limit.
     Other,
+    /// The event log could not be saved (a full disk, a broken database),
+    /// so no tool was allowed to act on the world.
+    StoreUnavailable,
 }
 
 /// How a turn ended (or that it has not yet).

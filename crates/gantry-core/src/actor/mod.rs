@@ -156,6 +156,12 @@ impl ThreadActor {
             pending: Pending::default(),
             skills,
         };
+        if fresh.is_empty() {
+            actor
+                .shared
+                .bus
+                .loaded(&actor.view.thread.id, actor.view.thread.last_seq);
+        }
         for event in fresh {
             actor.persist(Arc::new(event)).await;
         }
@@ -623,9 +629,9 @@ impl ThreadActor {
         self.persist(Arc::new(event)).await;
     }
 
-    /// Publishes an event already folded into the view, and queues it for the store.
+    /// Queues an event already folded into the view for the store, which
+    /// publishes it once stored.
     async fn persist(&mut self, event: Arc<Event>) {
-        self.shared.bus.publish_event(event.clone());
         self.shared
             .writer
             .write(event, self.view.thread.clone())

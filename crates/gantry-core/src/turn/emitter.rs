@@ -35,11 +35,16 @@ impl Emitter {
         let _ = self.tx.send(TurnMsg::Emit(payload));
     }
 
-    /// Waits until everything emitted so far is durably stored.
-    pub(crate) async fn durable(&self) {
+    /// Waits until everything emitted so far is durably stored; an error
+    /// when the store cannot take it now.
+    pub(crate) async fn durable(&self) -> crate::writer::Flushed {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.send(TurnMsg::Flush(tx));
-        let _ = rx.await;
+        rx.await.unwrap_or_else(|_| {
+            Err(crate::StoreUnavailable(
+                "the engine is shutting down".into(),
+            ))
+        })
     }
 
     /// Sends any message to the actor.

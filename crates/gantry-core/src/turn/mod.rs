@@ -58,8 +58,8 @@ pub(crate) enum TurnMsg {
     },
     /// The request's time is up: resolve it by policy unless answered.
     Expire { id: String },
-    /// Signal once everything sent before is durably stored.
-    Flush(oneshot::Sender<()>),
+    /// Signal once everything sent before is durably stored (or cannot be).
+    Flush(oneshot::Sender<crate::writer::Flushed>),
     /// The turn stopped because the thread goal's token budget is used up
     /// (sent before its `turn_completed`).
     BudgetLimited,
@@ -164,6 +164,9 @@ struct Loop<'a> {
     /// Open items of the last answer's streamed calls, by call id, for the
     /// loop to complete once it has judged each call.
     streamed_calls: HashMap<String, Item>,
+    /// Set when a tool was refused because the log could not be saved
+    /// first: the turn fails after that round.
+    store_failure: std::sync::OnceLock<String>,
 }
 
 /// Runs a turn to its end and closes it.
@@ -191,6 +194,7 @@ pub(crate) async fn run(
         known: None,
         streamed_tool: None,
         streamed_calls: HashMap::new(),
+        store_failure: std::sync::OnceLock::new(),
     };
     let outcome = match &spec.mode {
         TurnMode::Chat => lp.drive(&mut steer).await,
@@ -286,6 +290,9 @@ impl Loop<'_> {
             if self.cancel.is_cancelled() {
                 return Outcome::Interrupted;
             }
+            if let Some(outcome) = self.store_failed() {
+                return outcome;
+            }
             self.take_steers(steer);
         }
     }
@@ -362,6 +369,17 @@ impl Loop<'_> {
             Ok(()) => Outcome::Completed,
             Err(outcome) => outcome,
         }
+    }
+
+    /// The turn's end when a tool was refused because the log could not be
+    /// saved.
+    pub(super) fn store_failed(&self) -> Option<Outcome> {
+        self.store_failure.get().map(|cause| {
+            Outcome::Failed(
+                TurnFailure::StoreUnavailable,
+                format!("the event log cannot be saved, so no tool may run: {cause}"),
+            )
+        })
     }
 
     /// Moves steered messages into the conversation; true if there were any.

@@ -117,13 +117,7 @@ impl Handler {
             }
             return Ok(vec![thread_update(&id, pb::ThreadStatus::Ready)]);
         }
-        let cwd = self.workspaces.join(id.to_string());
-        tokio::fs::create_dir_all(&cwd).await.map_err(|e| {
-            Refusal(format!(
-                "cannot create the workspace {}: {e}",
-                cwd.display()
-            ))
-        })?;
+        let cwd = workspace_of(&self.workspaces, &id).await?;
         let thread = self
             .engine
             .create_thread(CreateThread {
@@ -267,4 +261,30 @@ fn thread_update(id: &ThreadId, status: pb::ThreadStatus) -> Payload {
         thread_id: id.to_string(),
         status: status as i32,
     })
+}
+
+/// Creates the workspace of thread `id` and checks that, resolved, it is a
+/// directory strictly inside `root`: a control plane's id can never make a
+/// thread work in the runner's data dir or the workspaces root itself.
+async fn workspace_of(root: &std::path::Path, id: &ThreadId) -> Result<PathBuf, Refusal> {
+    let cwd = root.join(id.as_str());
+    tokio::fs::create_dir_all(&cwd).await.map_err(|e| {
+        Refusal(format!(
+            "cannot create the workspace {}: {e}",
+            cwd.display()
+        ))
+    })?;
+    let resolve = |p: &std::path::Path| {
+        std::fs::canonicalize(p)
+            .map_err(|e| Refusal(format!("cannot resolve {}: {e}", p.display())))
+    };
+    let (real_root, real) = (resolve(root)?, resolve(&cwd)?);
+    if real.parent() != Some(real_root.as_path()) {
+        return Err(Refusal(format!(
+            "thread {id}: its workspace {} is not a directory of its own inside {}",
+            real.display(),
+            real_root.display()
+        )));
+    }
+    Ok(cwd)
 }

@@ -59,7 +59,7 @@ impl Rig {
     async fn restart_runner(&mut self) {
         self.stop.cancel();
         (&mut self.runner).await.unwrap().unwrap();
-        self.engine.shutdown().await;
+        self.engine.shutdown().await.expect("events stored");
         let (engine, stop, runner) =
             start_runner(&self.plane, &self.llm, self.dir.path(), TOKEN).await;
         self.engine = engine;
@@ -381,6 +381,37 @@ async fn a_request_sent_again_has_no_second_effect() {
     assert_eq!(page.threads.len(), 1, "one thread");
     assert_eq!(rig.llm.requests().len(), 1, "one model call");
     assert_eq!(rig.engine.read(&"t1".into()).await.unwrap().turns.len(), 1);
+}
+
+#[tokio::test]
+async fn a_request_id_naming_a_directory_never_moves_a_workspace() {
+    let rig = Rig::start(vec![]).await;
+    let mut conn = rig.plane.accept().await;
+    conn.send("a-req", create_agent("a1", "gantry")).await;
+    assert_eq!(kind(&conn.next().await), "agent a1 ready [a-req]");
+    for request in ["..", "."] {
+        conn.send(request, create_thread("a1", "test-model")).await;
+        let reply = kind(&conn.next().await);
+        assert!(
+            reply.starts_with("thread ") && reply.ends_with(&format!("ready [{request}]")),
+            "{reply}"
+        );
+    }
+    let page = rig
+        .engine
+        .list(&gantry_core::ThreadQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(page.threads.len(), 2);
+    let root = std::fs::canonicalize(rig.dir.path().join("workspaces")).unwrap();
+    for thread in page.threads {
+        assert!(
+            thread.id.as_str() != ".." && thread.id.as_str() != ".",
+            "a request id that is a directory name is not a thread id"
+        );
+        let cwd = std::fs::canonicalize(&thread.cwd).unwrap();
+        assert_eq!(cwd.parent(), Some(root.as_path()), "{}", cwd.display());
+    }
 }
 
 #[tokio::test]
