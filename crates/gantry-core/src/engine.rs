@@ -269,7 +269,11 @@ impl EngineBuilder {
         engine.load_mcp_servers().await?;
         engine.forward_lsp_events();
         for id in engine.shared.store.running_threads().await? {
-            engine.actor(&id).await?;
+            // One thread that cannot be loaded (a corrupt row) stays
+            // unloaded and is reported; every other thread still starts.
+            if let Err(e) = engine.actor(&id).await {
+                tracing::error!(thread = %id, error = %e, "cannot recover thread; it stays as stored");
+            }
         }
         Ok(engine)
     }

@@ -187,3 +187,85 @@ async fn deltas_never_arrive_before_their_item_and_every_event_shown_is_stored()
         assert!(stored.contains(&e.seq));
     }
 }
+
+/// A thread in `dir` with one finished turn of `steps`.
+async fn thread_with_turn(dir: &Path, llm: &gantry_testkit::MockLlm) -> ThreadId {
+    let engine = engine_at(dir, llm, EngineConfig::default()).await;
+    std::fs::create_dir_all(dir.join("ws")).expect("workspace");
+    let thread = engine
+        .create_thread(CreateThread {
+            cwd: dir.join("ws"),
+            model: Some("test-model".into()),
+            ..Default::default()
+        })
+        .await
+        .expect("thread");
+    let mut sub = engine.subscribe(&thread.id, 1).await.expect("subscribe");
+    let turn = engine
+        .send_message(&thread.id, "go", IfBusy::Reject)
+        .await
+        .expect("send");
+    until_turn_ends(&mut sub, &turn).await;
+    engine.flush().await.expect("stored");
+    thread.id
+}
+
+#[tokio::test]
+async fn a_model_reply_nested_125_deep_is_read_back_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let deep = (1..125).fold(json!({}), |inner, _| json!({ "a": inner }));
+    let llm = gantry_testkit::MockLlm::start(gantry_testkit::Script::new(vec![
+        Step::tool_call("no_such_tool", deep.clone()),
+        Step::text("ok"),
+    ]))
+    .expect("mock llm");
+    let id = thread_with_turn(dir.path(), &llm).await;
+
+    let engine = engine_at(dir.path(), &llm, EngineConfig::default()).await;
+    let view = engine.read(&id).await.expect("the thread loads");
+    let arguments = view.turns[0].items.iter().find_map(|i| match &i.kind {
+        gantry_types::ItemKind::ToolCall { arguments, .. } => Some(arguments.clone()),
+        _ => None,
+    });
+    assert_eq!(arguments, Some(deep));
+    let listed = engine.list(&Default::default()).await.expect("list");
+    assert_eq!(listed.threads.len(), 1);
+}
+
+#[tokio::test]
+async fn one_unreadable_thread_neither_stops_start_up_nor_hides_the_others() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let llm = gantry_testkit::MockLlm::start(gantry_testkit::Script::new(vec![
+        Step::text("one"),
+        Step::text("two"),
+    ]))
+    .expect("mock llm");
+    let broken = thread_with_turn(dir.path(), &llm).await;
+    let good = thread_with_turn(dir.path(), &llm).await;
+    // Both look left running by a dead process (start-up recovers them);
+    // one has rows nothing can read.
+    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", dir.path().join("gantry.db").display()))
+        .await
+        .expect("db");
+    for (sql, id) in [
+        ("UPDATE threads SET status = 'running'", None),
+        ("UPDATE events SET payload = '{\"type\":' WHERE thread_id = ?", Some(&broken)),
+        ("UPDATE threads SET data = '[' WHERE id = ?", Some(&broken)),
+    ] {
+        let query = sqlx::query(sql);
+        let query = match id {
+            Some(id) => query.bind(id.as_str()),
+            None => query,
+        };
+        query.execute(&db).await.expect("break rows");
+    }
+    db.close().await;
+
+    let engine = engine_at(dir.path(), &llm, EngineConfig::default()).await;
+    let listed = engine.list(&Default::default()).await.expect("list");
+    let ids: Vec<&ThreadId> = listed.threads.iter().map(|t| &t.id).collect();
+    assert_eq!(ids, vec![&good]);
+    assert!(engine.read(&good).await.is_ok());
+    let err = engine.read(&broken).await.expect_err("unreadable");
+    assert!(err.to_string().contains("corrupt"), "{err}");
+}
