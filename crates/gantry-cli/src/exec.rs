@@ -6,7 +6,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use std::sync::Arc;
 
-use gantry_core::{CreateThread, EngineBuilder, EngineConfig, IfBusy, Notification, Providers};
+use gantry_core::{
+    CreateThread, EngineBuilder, EngineConfig, EngineEventKind, EngineEventNotice, IfBusy,
+    Notification, Providers,
+};
 use gantry_store::Store;
 use gantry_tools::SandboxSupport;
 use gantry_types::{EventPayload, ItemKind, ThreadId, TurnStatus};
@@ -45,6 +48,9 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
         default_model: model.clone(),
         reasoning: args.reasoning.clone(),
         data_dir: Some(data.path.clone()),
+        sandbox_protected: crate::config::file_path(global.config.as_deref())
+            .into_iter()
+            .collect(),
         ..EngineConfig::default()
     };
     let engine = match &models.registry {
@@ -97,6 +103,7 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
         }
     };
     let mut feed = engine.follow(&thread.id, thread.last_seq + 1).await?;
+    let mut engine_events = engine.engine_events();
     let turn_id = engine
         .send_message(&thread.id, args.prompt.clone(), IfBusy::Reject)
         .await?;
@@ -104,9 +111,27 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     let mut view = LiveView::new(args.json);
     let mut interrupted = false;
     let mut final_answer = String::new();
+    // Set while the store refuses commits: the turn's last events may then
+    // never reach the feed, so Ctrl-C must not wait for them.
+    let mut store_failing: Option<String> = None;
     let status = loop {
         let next = tokio::select! {
             n = feed.next() => n?,
+            Some(EngineEventNotice::Event(e)) = engine_events.recv() => {
+                if let EngineEventKind::StoreHealth { error } = e.kind {
+                    match &error {
+                        Some(cause) => eprintln!("gantry: the event log cannot be saved ({cause}); retrying, Ctrl-C to give up"),
+                        None => eprintln!("gantry: the event log is saved again"),
+                    }
+                    store_failing = error;
+                }
+                continue;
+            }
+            _ = tokio::signal::ctrl_c(), if store_failing.is_some() => {
+                let cause = store_failing.unwrap_or_default();
+                eprintln!("gantry: interrupted; the turn's last events are not saved: {cause}");
+                return Ok(ExitCode::from(130));
+            }
             _ = tokio::signal::ctrl_c(), if !interrupted => {
                 interrupted = true;
                 view.note("interrupting...");
@@ -137,7 +162,7 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
             }
         }
     };
-    engine.flush().await;
+    engine.flush().await?;
     let ended = engine.read(&thread.id).await?;
     if let Some(turn) = ended.turns.iter().find(|t| t.turn.id == turn_id) {
         view.summary(&turn.turn, &ended.thread);

@@ -58,7 +58,7 @@ pub async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
             }
         }
     }
-    engine.flush().await;
+    engine.flush().await?;
     Ok(ExitCode::SUCCESS)
 }
 

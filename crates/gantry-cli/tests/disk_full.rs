@@ -1,0 +1,147 @@
+//! `gantry exec` on a really full disk (a small tmpfs as the data dir):
+//! it says why the log cannot be saved, Ctrl-C ends it at once with 130,
+//! and every event it printed is in the store.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+
+use common::*;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+
+/// A tmpfs mounted on `dir`, unmounted on drop; `None` where this process
+/// may not mount (not root).
+struct Mounted<'a>(&'a Path);
+
+impl<'a> Mounted<'a> {
+    fn tmpfs(dir: &'a Path, size: &str) -> Option<Self> {
+        std::fs::create_dir_all(dir).expect("mount point");
+        Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success())
+            .then_some(Self(dir))
+    }
+}
+
+impl Drop for Mounted<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(self.0).status();
+    }
+}
+
+/// Fills `dir`'s file system; returns the filler to delete to free it.
+fn fill(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("filler");
+    let mut file = std::fs::File::create(&path).expect("filler");
+    let block = vec![0u8; 64 * 1024];
+    while file.write_all(&block).is_ok() {}
+    while file.write_all(&block[..512]).is_ok() {}
+    path
+}
+
+/// Lines of a child's stream, as they come.
+fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+#[test]
+fn with_the_disk_full_ctrl_c_exits_130_and_every_event_printed_is_stored() {
+    let s = Scratch::new();
+    let data = s.dir.path().join("data");
+    let Some(_mounted) = Mounted::tmpfs(&data, "8m") else {
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    };
+    let gate = s.workspace().join("gate");
+    assert!(Command::new("mkfifo").arg(&gate).status().unwrap().success());
+    let model = s.script(
+        "gate.json",
+        json!({"steps": [
+            {"reply": {"tool_calls": [{"name": "shell", "arguments": {"command": "cat gate"}}]}},
+            {"reply": {"tool_calls": [{"name": "shell", "arguments": {"command": "touch second"}}]}},
+            {"reply": {"text": "done"}}
+        ]}),
+    );
+    let mut child = s
+        .gantry()
+        .args(["exec", "--json", "--model", &model, "go"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gantry exec");
+    let out = lines(child.stdout.take().unwrap());
+    let err = lines(child.stderr.take().unwrap());
+    let mut printed: Vec<Value> = Vec::new();
+    // The command is running (its start is stored, or it would not run).
+    loop {
+        let line: Value = serde_json::from_str(&out.recv().expect("output")).unwrap();
+        let started_command = line["payload"]["type"] == "item_started"
+            && line["payload"]["item"]["type"] == "command_execution";
+        printed.push(line);
+        if started_command {
+            break;
+        }
+    }
+    let filler = fill(&data);
+    std::fs::write(&gate, "open\n").expect("release the command");
+    let said = loop {
+        let line = err.recv().expect("stderr");
+        if line.contains("cannot be saved") {
+            break line;
+        }
+    };
+    assert!(said.contains("full"), "the real cause: {said}");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    printed.extend(out.iter().map(|l| serde_json::from_str::<Value>(&l).unwrap()));
+    assert!(!s.workspace().join("second").exists(), "no tool ran unlogged");
+
+    std::fs::remove_file(filler).unwrap();
+    let stored = stored_events(&data.join("gantry.db"));
+    let shown: Vec<(u64, String)> = printed
+        .iter()
+        .filter(|l| l["kind"] == "event")
+        .map(|l| {
+            let seq = l["seq"].as_u64().unwrap();
+            (seq, l["payload"]["type"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    assert!(!shown.is_empty());
+    for event in &shown {
+        assert!(stored.contains(event), "shown but not stored: {event:?}");
+    }
+}
+
+/// `(seq, kind)` of every stored event.
+fn stored_events(db: &Path) -> Vec<(u64, String)> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.display()))
+            .await
+            .unwrap();
+        let rows: Vec<(i64, String)> = sqlx::query_as("SELECT seq, kind FROM events")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        rows.into_iter().map(|(s, k)| (s as u64, k)).collect()
+    })
+}
