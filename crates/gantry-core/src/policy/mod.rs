@@ -39,14 +39,18 @@
 //!
 //! A shell command line is parsed with a real bash parser
 //! ([`shell::analyze`]) into every simple command it runs, including those
-//! in `$(...)`, backticks, `<(...)`, subshells, functions, `bash -c`,
-//! `eval`, `xargs`, `find -exec`, `env`, `sudo`, `timeout` and the like, plus
-//! every file it redirects output into. Every part must be allowed: one
-//! denied part denies the call, one asked part asks. A redirection into a
-//! file is judged by `Write(...)`/`Edit(...)` rules for that path. What the
-//! parser cannot see through (a command name only known at run time,
-//! arithmetic, a syntax error) is never allowed by a narrow rule: it asks at
-//! least, or follows a `default` of deny.
+//! in `$(...)`, backticks, `<(...)`, subshells, functions, and those that
+//! another program runs: `bash -c`, `eval`, `xargs`, `find -exec`, `env`,
+//! `sudo`, `su -c`, `timeout`, `nice`, `flock`, `chroot`, `strace`,
+//! `ionice`, `taskset`, `parallel`, `busybox` and the like (each wrapper's
+//! options are parsed as the wrapper would), plus every file it redirects
+//! output into. Every part must be allowed: one denied part denies the
+//! call, one asked part asks. A redirection into a file is judged by
+//! `Write(...)`/`Edit(...)` rules for that path. What the parser cannot see
+//! through (a command name only known at run time, arithmetic, a syntax
+//! error, a wrapper option it does not know, commands a wrapper reads from
+//! its input such as `cat cmds | parallel`) is never allowed by a narrow
+//! rule: it asks at least, or follows a `default` of deny.
 //!
 //! # Defaults
 //!
@@ -58,6 +62,7 @@ mod decide;
 pub mod rules;
 pub mod safe_commands;
 pub mod shell;
+mod wrappers;
 
 pub use decide::{
     Resolution, SessionGrants, THREAD_STATE_TOOLS, ToolRequest, Verdict, approval_request,

@@ -207,6 +207,8 @@ mod tests {
             "timeout 5 ls",
             "bash -c 'ls -la'",
             "ls 2>/dev/null",
+            "busybox ls -la",
+            "nice -n 5 ls",
         ] {
             // `wc -l $(ls)`: `ls` is a part, `wc -l $(ls)` has a dynamic word.
             let expected = cmd != "wc -l $(ls)";
@@ -234,6 +236,11 @@ mod tests {
             "ls; rm x",
             "echo $((1+1))",
             "xargs ls",
+            // Wrappers that write files or change the user are not safe.
+            "flock /tmp/l ls",
+            "su -c ls",
+            "strace -o out ls",
+            "echo ls | bash",
             "",
         ] {
             assert!(!safe(cmd), "{cmd}");

@@ -5,14 +5,18 @@
 //! `&`, newlines), of a pipeline, of a subshell, group, loop, `if`, `case` or
 //! function body; the commands inside `$(...)`, backticks and `<(...)`; the
 //! command a wrapper runs (`bash -c '...'`, `eval`, `env`, `timeout`, `sudo`,
-//! `xargs`, `find -exec`, ...). A redirection to a file is a [`ShellPart::Write`].
-//! Whatever the analysis cannot see through (a command name only known at run
-//! time, arithmetic, a parse error) is a [`ShellPart::Opaque`], which the
-//! decision treats as "cannot prove safe".
+//! `su -c`, `flock`, `chroot`, `strace`, `parallel`, `busybox`, `xargs`,
+//! `find -exec`, ...; see the `wrappers` module). A redirection to a file is
+//! a [`ShellPart::Write`]. Whatever the analysis cannot see through (a command
+//! name only known at run time, arithmetic, a parse error, a wrapper option
+//! it does not know, commands a wrapper reads from its input) is a
+//! [`ShellPart::Opaque`], which the decision treats as "cannot prove safe".
 
 use brush_parser::ast;
 use brush_parser::word::WordPiece;
 use brush_parser::{Parser, ParserOptions, SourceInfo};
+
+use super::wrappers::{Inner, Wrapped, unwrap};
 
 /// How deep `bash -c`, `eval`, `$(...)` and friends may nest before the
 /// analysis gives up (and says opaque).
@@ -50,7 +54,7 @@ pub enum WordKind {
 }
 
 impl ShellWord {
-    fn literal(text: impl Into<String>) -> Self {
+    pub(super) fn literal(text: impl Into<String>) -> Self {
         Self {
             text: text.into(),
             kind: WordKind::Literal,
@@ -68,8 +72,11 @@ pub struct SimpleCommand {
     pub argv: Vec<ShellWord>,
     /// A wrapper that only runs another command, which is a part of its own
     /// (`bash -c`, `eval`, `env`, `command`, `exec`, `nohup`, `nice`,
-    /// `timeout`, `stdbuf`, `setsid`, `time`). Deny and ask rules still apply
-    /// to it; it needs no allow rule of its own.
+    /// `timeout`, `stdbuf`, `setsid`, `time`, `ionice`, `taskset`, `chrt`,
+    /// `busybox`, ...). Deny and ask rules still apply to it; it needs no
+    /// allow rule of its own. Wrappers that change the user, the root or
+    /// the namespaces, or that write files (`sudo`, `su`, `chroot`, `flock`,
+    /// `strace`, `script`) are not transparent.
     pub transparent: bool,
 }
 
@@ -345,40 +352,25 @@ impl Walker {
         match unwrap(&name, &words) {
             Wrapped::No => {}
             Wrapped::Opaque(why) => self.opaque(why),
-            Wrapped::Command {
-                assignments,
-                argv,
+            Wrapped::Runs {
+                inner,
                 transparent,
                 changes_dir,
             } => {
                 self.out.changes_dir |= changes_dir;
                 cmd.transparent = transparent;
-                self.command_parts(
-                    SimpleCommand {
-                        assignments,
-                        argv,
-                        transparent: false,
-                    },
-                    depth + 1,
-                );
-            }
-            Wrapped::Script {
-                source,
-                transparent,
-            } => {
-                cmd.transparent = transparent;
-                self.source(&source, depth + 1);
-            }
-            Wrapped::Commands(list) => {
-                for argv in list {
-                    self.command_parts(
-                        SimpleCommand {
-                            assignments: Vec::new(),
-                            argv,
-                            transparent: false,
-                        },
-                        depth + 1,
-                    );
+                for run in inner {
+                    match run {
+                        Inner::Argv { assignments, argv } => self.command_parts(
+                            SimpleCommand {
+                                assignments,
+                                argv,
+                                transparent: false,
+                            },
+                            depth + 1,
+                        ),
+                        Inner::Script(source) => self.source(&source, depth + 1),
+                    }
                 }
             }
         }
@@ -592,350 +584,6 @@ fn nesting(src: &str) -> usize {
 /// The last path component: `/usr/bin/env` is `env`.
 pub fn basename(program: &str) -> &str {
     program.rsplit('/').next().unwrap_or(program)
-}
-
-/// What a command runs besides itself.
-enum Wrapped {
-    /// Nothing we know of.
-    No,
-    /// One inner command (`env X=1 cmd`, `sudo cmd`, `xargs cmd`).
-    Command {
-        assignments: Vec<String>,
-        argv: Vec<ShellWord>,
-        transparent: bool,
-        changes_dir: bool,
-    },
-    /// Shell source it runs (`bash -c`, `eval`, `watch`).
-    Script { source: String, transparent: bool },
-    /// Several inner commands, none transparent (`find -exec`).
-    Commands(Vec<Vec<ShellWord>>),
-    /// It runs something the analysis cannot see.
-    Opaque(String),
-}
-
-/// Options a wrapper accepts: those that take a value as the next word.
-struct Opts<'a> {
-    with_value: &'a [&'a str],
-}
-
-impl Opts<'_> {
-    /// Skips the wrapper's leading options; returns the index of the first
-    /// operand, or `None` if an option is not static.
-    fn skip(&self, words: &[ShellWord]) -> Option<usize> {
-        let mut i = 0;
-        while let Some(w) = words.get(i) {
-            if w.kind != WordKind::Literal {
-                // A dynamic word might be an option or the command: cannot tell.
-                return None;
-            }
-            let t = w.text.as_str();
-            if t == "--" {
-                return Some(i + 1);
-            }
-            if !t.starts_with('-') || t == "-" {
-                return Some(i);
-            }
-            i += if self.with_value.contains(&t) { 2 } else { 1 };
-        }
-        Some(i)
-    }
-}
-
-fn all_literal(words: &[ShellWord]) -> bool {
-    words.iter().all(|w| w.kind != WordKind::Dynamic)
-}
-
-fn command_from(words: &[ShellWord], transparent: bool) -> Wrapped {
-    if words.is_empty() {
-        return Wrapped::No;
-    }
-    Wrapped::Command {
-        assignments: Vec::new(),
-        argv: words.to_vec(),
-        transparent,
-        changes_dir: false,
-    }
-}
-
-/// Finds the command(s) a wrapper program runs. `args` are the words after
-/// the program's name.
-fn unwrap(name: &str, args: &[ShellWord]) -> Wrapped {
-    match name {
-        "bash" | "sh" | "zsh" | "dash" | "ksh" | "mksh" | "ash" | "busybox" => shell_c(name, args),
-        "eval" => {
-            if args.is_empty() {
-                Wrapped::No
-            } else if all_literal(args) {
-                let words: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
-                Wrapped::Script {
-                    source: words.join(" "),
-                    transparent: true,
-                }
-            } else {
-                Wrapped::Opaque("eval of text only known at run time".into())
-            }
-        }
-        "env" => env(args),
-        "command" | "builtin" => {
-            // `command -v x` only looks `x` up.
-            if args.iter().any(|w| matches!(w.text.as_str(), "-v" | "-V")) {
-                return Wrapped::No;
-            }
-            match (Opts { with_value: &[] }).skip(args) {
-                Some(i) => command_from(args.get(i..).unwrap_or_default(), true),
-                None => Wrapped::Opaque(format!("{name} with options only known at run time")),
-            }
-        }
-        "exec" => wrapped_after(name, args, &["-a"], true),
-        "nohup" | "setsid" => wrapped_after(name, args, &[], true),
-        "time" => wrapped_after(name, args, &["-f", "--format"], true),
-        "nice" => wrapped_after(name, args, &["-n", "--adjustment"], true),
-        "stdbuf" => wrapped_after(name, args, &["-i", "-o", "-e"], true),
-        "timeout" => match (Opts {
-            with_value: &["-s", "--signal", "-k", "--kill-after"],
-        })
-        .skip(args)
-        {
-            // The first operand is the duration.
-            Some(i) => command_from(args.get(i + 1..).unwrap_or_default(), true),
-            None => Wrapped::Opaque("timeout with options only known at run time".into()),
-        },
-        // These change who runs the command or how often: not transparent,
-        // an allow rule must cover the wrapper itself too.
-        "sudo" => wrapped_after(
-            name,
-            args,
-            &[
-                "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R",
-            ],
-            false,
-        ),
-        "doas" => wrapped_after(name, args, &["-u", "-C"], false),
-        "xargs" => xargs(args),
-        "find" => find(args),
-        "watch" => match (Opts {
-            with_value: &["-n", "--interval", "-d", "--differences", "-q", "--equexit"],
-        })
-        .skip(args)
-        {
-            Some(i) if all_literal(args.get(i..).unwrap_or_default()) => {
-                let words: Vec<&str> = args
-                    .get(i..)
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|w| w.text.as_str())
-                    .collect();
-                Wrapped::Script {
-                    source: words.join(" "),
-                    transparent: false,
-                }
-            }
-            _ => Wrapped::Opaque("watch of a command only known at run time".into()),
-        },
-        _ => Wrapped::No,
-    }
-}
-
-fn wrapped_after(
-    name: &str,
-    args: &[ShellWord],
-    with_value: &[&str],
-    transparent: bool,
-) -> Wrapped {
-    match (Opts { with_value }).skip(args) {
-        Some(i) => command_from(args.get(i..).unwrap_or_default(), transparent),
-        None => Wrapped::Opaque(format!("{name} with options only known at run time")),
-    }
-}
-
-/// `bash [options] -c SCRIPT [name [args]]`; without `-c` the shell runs a
-/// script file or stdin, which is its own business (the rules see `bash x`).
-fn shell_c(name: &str, args: &[ShellWord]) -> Wrapped {
-    let mut i = 0;
-    let mut script_mode = false;
-    while let Some(w) = args.get(i) {
-        if w.kind != WordKind::Literal {
-            return Wrapped::Opaque(format!("{name} with options only known at run time"));
-        }
-        let t = w.text.as_str();
-        if t == "--" || t == "-" {
-            i += 1;
-            break;
-        }
-        if t.starts_with("--") {
-            i += 1;
-            continue;
-        }
-        if let Some(flags) = t.strip_prefix('-').or_else(|| t.strip_prefix('+')) {
-            if flags.contains('c') {
-                script_mode = true;
-            }
-            // `-o option` and `-O shopt` take the next word.
-            i += if flags.contains('o') || flags.contains('O') {
-                2
-            } else {
-                1
-            };
-            continue;
-        }
-        break;
-    }
-    if !script_mode {
-        return Wrapped::No;
-    }
-    match args.get(i) {
-        Some(script) if script.kind == WordKind::Literal => Wrapped::Script {
-            source: script.text.clone(),
-            transparent: true,
-        },
-        Some(_) => Wrapped::Opaque(format!("{name} -c of a script only known at run time")),
-        None => Wrapped::No,
-    }
-}
-
-/// `env [-i] [-u NAME] [-C DIR] [NAME=VALUE]... [COMMAND [ARG]...]`.
-fn env(args: &[ShellWord]) -> Wrapped {
-    let mut assignments = Vec::new();
-    let mut changes_dir = false;
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        if w.kind != WordKind::Literal {
-            return Wrapped::Opaque("env with words only known at run time".into());
-        }
-        let t = w.text.as_str();
-        match t {
-            "-i" | "-" | "--ignore-environment" | "-0" | "--null" | "-v" | "--debug" => i += 1,
-            "-u" | "--unset" => i += 2,
-            "-C" | "--chdir" => {
-                changes_dir = true;
-                i += 2;
-            }
-            "--" => {
-                i += 1;
-                break;
-            }
-            _ if t.starts_with("--unset=") || (t.starts_with("-u") && t.len() > 2) => i += 1,
-            _ if t.starts_with("--chdir=") || (t.starts_with("-C") && t.len() > 2) => {
-                changes_dir = true;
-                i += 1;
-            }
-            _ if t.starts_with('-') => {
-                return Wrapped::Opaque(format!("env option {t} not understood"));
-            }
-            _ if is_assignment(t) => {
-                assignments.push(t.to_owned());
-                i += 1;
-            }
-            _ => break,
-        }
-    }
-    let argv = args.get(i..).unwrap_or_default().to_vec();
-    if argv.is_empty() {
-        return Wrapped::No;
-    }
-    Wrapped::Command {
-        assignments,
-        argv,
-        transparent: true,
-        changes_dir,
-    }
-}
-
-fn is_assignment(t: &str) -> bool {
-    match t.split_once('=') {
-        Some((name, _)) => {
-            !name.is_empty()
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        }
-        None => false,
-    }
-}
-
-/// `xargs [options] [command [initial-arguments]]`; the command defaults to
-/// `echo`.
-fn xargs(args: &[ShellWord]) -> Wrapped {
-    const WITH_VALUE: &[&str] = &["-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a"];
-    const FLAGS: &[&str] = &[
-        "-0",
-        "-r",
-        "-t",
-        "-p",
-        "-x",
-        "-o",
-        "--null",
-        "--no-run-if-empty",
-        "--verbose",
-        "--interactive",
-        "--exit",
-        "--open-tty",
-    ];
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        if w.kind != WordKind::Literal {
-            return Wrapped::Opaque("xargs with words only known at run time".into());
-        }
-        let t = w.text.as_str();
-        if t == "--" {
-            i += 1;
-            break;
-        }
-        if !t.starts_with('-') {
-            break;
-        }
-        if WITH_VALUE.contains(&t) {
-            i += 2;
-        } else if FLAGS.contains(&t)
-            || t.starts_with("--") && t.contains('=')
-            || WITH_VALUE.iter().any(|o| t.starts_with(o))
-            || t.starts_with("-i")
-            || t.starts_with("-l")
-            || t.starts_with("-e")
-        {
-            i += 1;
-        } else {
-            return Wrapped::Opaque(format!("xargs option {t} not understood"));
-        }
-    }
-    let rest = args.get(i..).unwrap_or_default();
-    if rest.is_empty() {
-        command_from(&[ShellWord::literal("echo")], false)
-    } else {
-        command_from(rest, false)
-    }
-}
-
-/// The commands of `find ... -exec CMD ... ;` (also `-execdir`, `-ok`,
-/// `-okdir`, and the `+` terminator).
-fn find(args: &[ShellWord]) -> Wrapped {
-    // An unquoted `$X` may split into `-exec rm {} ;` or `-delete`.
-    if !all_literal(args) {
-        return Wrapped::Opaque("find with words only known at run time".into());
-    }
-    let mut out = Vec::new();
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        i += 1;
-        if matches!(w.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
-            let start = i;
-            while let Some(a) = args.get(i) {
-                if matches!(a.text.as_str(), ";" | "+") {
-                    break;
-                }
-                i += 1;
-            }
-            let cmd = args.get(start..i).unwrap_or_default().to_vec();
-            if cmd.is_empty() {
-                continue;
-            }
-            out.push(cmd);
-        }
-    }
-    if out.is_empty() {
-        Wrapped::No
-    } else {
-        Wrapped::Commands(out)
-    }
 }
 
 #[cfg(test)]

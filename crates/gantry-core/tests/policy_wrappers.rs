@@ -1,0 +1,242 @@
+//! Deny rules see through the programs that run another command: `su -c`,
+//! `script -c`, `flock`, `chroot`, `strace`, `ionice`, `taskset`,
+//! `parallel`, `busybox` and the rest. What cannot be taken apart asks
+//! instead of being allowed.
+
+use std::path::Path;
+
+use gantry_core::policy::{ToolRequest, check_permission};
+use gantry_types::{PermissionRules, RuleDecision};
+use serde_json::json;
+
+use RuleDecision::{Allow, Ask, Deny};
+
+fn rules(allow: &[&str], deny: &[&str], default: RuleDecision) -> PermissionRules {
+    let own = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
+    PermissionRules {
+        enabled: true,
+        allow: own(allow),
+        ask: Vec::new(),
+        deny: own(deny),
+        default,
+    }
+}
+
+fn sh(r: &PermissionRules, command: &str) -> RuleDecision {
+    let args = json!({ "command": command });
+    check_permission(
+        r,
+        &ToolRequest {
+            tool: "shell",
+            args: &args,
+            workspace: Path::new("/work/repo"),
+        },
+    )
+    .0
+}
+
+/// Ways to run `rm` behind another program. Under "all shell allowed,
+/// except `rm`" each must be denied, or asked where the command it runs
+/// cannot be known before it runs.
+const WAYS_TO_RUN_RM: &[(&str, RuleDecision)] = &[
+    // su: `-c` takes a shell string; options may follow the user.
+    ("su -c 'rm -rf /'", Deny),
+    ("su root -c 'rm -rf /'", Deny),
+    ("su - root -c \"rm x\"", Deny),
+    ("su - -c 'rm x'", Deny),
+    ("su -l -c 'rm x' root", Deny),
+    ("su --command='rm x'", Deny),
+    ("su -s /bin/sh -c 'rm x' nobody", Deny),
+    ("su -c \"$CMD\"", Ask),
+    ("echo 'rm x' | su", Ask),
+    ("runuser -u nobody -- rm x", Deny),
+    ("runuser -l nobody -c 'rm x'", Deny),
+    // script: `-c CMD [file]`, or BSD's `script [-q] file cmd...`.
+    ("script -qc \"rm -rf x\" /dev/null", Deny),
+    ("script -q -c 'rm x'", Deny),
+    ("script --command 'rm x' /dev/null", Deny),
+    ("script -q /dev/null rm x", Deny),
+    ("echo 'rm x' | script -q /dev/null", Ask),
+    // flock: `FILE CMD...` or `FILE -c CMD`.
+    ("flock /tmp/l rm x", Deny),
+    ("flock -n -w 5 /tmp/l rm x", Deny),
+    ("flock /tmp/l -c 'rm x'", Deny),
+    ("flock -x /tmp/l --command 'rm x'", Deny),
+    ("flock /tmp/l -c \"$X\"", Ask),
+    // chroot: `[opts] DIR CMD...`; no command runs a shell on stdin.
+    ("chroot / rm x", Deny),
+    ("chroot --userspec=1000:1000 / rm x", Deny),
+    ("chroot --userspec 1000 / rm x", Deny),
+    ("echo 'rm x' | chroot /", Ask),
+    // Tracers.
+    ("strace -f -o /dev/null rm x", Deny),
+    ("strace -e trace=unlink -s 100 rm x", Deny),
+    ("strace -fo/dev/null rm x", Deny),
+    ("strace --output=/dev/null --follow-forks rm x", Deny),
+    ("strace --frobnicate rm x", Ask),
+    ("ltrace -o /dev/null rm x", Deny),
+    // Schedulers.
+    ("ionice -c3 rm x", Deny),
+    ("ionice -c 2 -n 7 -t rm x", Deny),
+    ("taskset -c 0 rm x", Deny),
+    ("taskset 0x1 rm x", Deny),
+    ("chrt -f 10 rm x", Deny),
+    ("nice -n 5 rm x", Deny),
+    ("nice -5 rm x", Deny),
+    ("nice --adjustment=5 rm x", Deny),
+    // parallel: the command is a shell string; without one, the inputs are.
+    ("parallel rm ::: a b", Deny),
+    ("parallel 'rm {}' ::: a b", Deny),
+    ("parallel -j2 -k rm {} ::: a", Deny),
+    ("parallel ::: 'rm x' 'ls'", Deny),
+    ("ls | parallel rm", Deny),
+    ("cat cmds.txt | parallel", Ask),
+    ("parallel :::: cmds.txt", Ask),
+    ("parallel --arg-sep ,, rm ,, a", Ask),
+    // busybox and toybox: the applet is the command.
+    ("busybox rm x", Deny),
+    ("busybox sh -c 'rm x'", Deny),
+    ("toybox rm x", Deny),
+    ("busybox sh -c \"$X\"", Ask),
+    ("busybox $APPLET x", Ask),
+    // Unparseable shell strings.
+    ("busybox sh -c 'rm \"x'", Ask),
+    ("su -c 'rm \"x'", Ask),
+    // Nested.
+    ("sudo timeout 5 busybox rm -rf x", Deny),
+    (
+        "nice ionice -c3 taskset -c 0 flock /tmp/l strace -f rm x",
+        Deny,
+    ),
+    ("su -c \"sudo -u root busybox sh -c 'rm x'\"", Deny),
+    ("xargs busybox rm < list", Deny),
+    ("parallel busybox rm ::: a", Deny),
+    ("find . -exec flock /tmp/l rm {} \\;", Deny),
+    // The wrappers that were handled before, and their options.
+    ("env -i rm x", Deny),
+    ("env -S 'rm -rf x'", Deny),
+    ("env -S \"$X\"", Ask),
+    ("nohup rm x", Deny),
+    ("timeout -s KILL 5 rm x", Deny),
+    ("timeout --sig KILL 5 rm x", Ask),
+    ("stdbuf -oL rm x", Deny),
+    ("stdbuf --output L rm x", Deny),
+    ("setsid -f rm x", Deny),
+    ("time -p rm x", Deny),
+    ("/usr/bin/time -o /dev/null rm x", Deny),
+    ("command -p rm x", Deny),
+    ("exec -a foo rm x", Deny),
+    ("watch -n 1 rm x", Deny),
+    ("watch -d rm x", Deny),
+    ("sudo rm x", Deny),
+    ("sudo --user root rm x", Deny),
+    ("sudo -E -u root -- rm x", Deny),
+    ("sudo FOO=1 rm x", Deny),
+    ("echo 'rm x' | sudo -s", Ask),
+    ("sudo $CMD x", Ask),
+    ("doas -u root rm x", Deny),
+    ("pkexec --user root rm x", Deny),
+    ("sg wheel 'rm x'", Deny),
+    ("sg wheel -c 'rm x'", Deny),
+    ("unshare -r rm x", Deny),
+    ("unshare --mount --fork rm x", Deny),
+    ("nsenter -t 1 -m rm x", Deny),
+    ("fakeroot rm x", Deny),
+    ("bash -c 'rm x'", Deny),
+    ("sh -c 'rm x'", Deny),
+    ("zsh -c 'rm x'", Deny),
+    ("dash -c 'rm x'", Deny),
+    ("bash --rcfile /dev/null -c 'rm x'", Deny),
+    ("echo 'rm x' | bash", Ask),
+    ("eval rm x", Deny),
+    ("trap 'rm x' EXIT", Deny),
+    ("find . -exec rm {} \\;", Deny),
+    ("find . -execdir rm {} +", Deny),
+    ("find . -ok rm {} \\;", Deny),
+    ("xargs -0 -I{} rm {}", Deny),
+    // Less common runners.
+    ("firejail --noprofile rm x", Deny),
+    ("valgrind --leak-check=full rm x", Deny),
+    ("unbuffer rm x", Deny),
+    ("proxychains4 -q rm x", Deny),
+    ("torsocks rm x", Deny),
+    ("xvfb-run -a rm x", Deny),
+    ("setpriv --reuid=1000 rm x", Deny),
+    ("prlimit --nofile=10 rm x", Deny),
+    ("catchsegv rm x", Deny),
+    // A command only known at run time.
+    ("$CMD rm x", Ask),
+    ("nice -n 5 $CMD", Ask),
+];
+
+#[test]
+fn deny_rules_see_through_command_wrappers() {
+    let all_but_rm = rules(&["Bash"], &["Bash(rm:*)"], Allow);
+    let only_deny = rules(&[], &["Bash(rm:*)"], Allow);
+    let mut wrong = Vec::new();
+    for (command, want) in WAYS_TO_RUN_RM {
+        for r in [&all_but_rm, &only_deny] {
+            let got = sh(r, command);
+            if got != *want {
+                wrong.push(format!("{command:?}: {got:?}, want {want:?}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(WAYS_TO_RUN_RM.len() >= 50);
+}
+
+/// What the wrappers run is judged on its own: a narrow allow rule set
+/// still allows what it names, behind harmless wrappers too.
+#[test]
+fn benign_commands_are_not_affected() {
+    let r = rules(
+        &[
+            "Bash(cargo:*)",
+            "Bash(ls:*)",
+            "Bash(git status:*)",
+            "Bash(git rm:*)",
+            "Bash(flock:*)",
+            "Bash(strace:*)",
+        ],
+        &["Bash(rm:*)"],
+        Ask,
+    );
+    for command in [
+        "cargo test",
+        "ls -la",
+        "git status",
+        "git rm --cached x",
+        "flock /tmp/l cargo build",
+        "flock /tmp/l -c 'cargo build'",
+        "nice -n 5 cargo build",
+        "timeout 60 cargo test",
+        "ionice -c3 cargo build",
+        "taskset -c 0 cargo test",
+        "busybox ls -la",
+        "strace -f -o /dev/null ls",
+    ] {
+        assert_eq!(sh(&r, command), Allow, "{command}");
+    }
+    // The wrapper needs its own allow rule unless it only runs the command
+    // (`nice`, `timeout`) or is the command (`busybox`).
+    assert_eq!(sh(&r, "chroot / ls"), Ask);
+    assert_eq!(sh(&r, "flock /tmp/l make"), Ask);
+    let all_but_rm = rules(&["Bash"], &["Bash(rm:*)"], Allow);
+    for command in [
+        "cargo test",
+        "git rm --cached x",
+        "echo rm",
+        "man rm",
+        "command -v rm",
+        "flock /tmp/l cargo build",
+        "strace -p 1234",
+        "ionice -p 1234",
+        "taskset -p 1234",
+        "busybox --list",
+        "bash scripts/test.sh",
+        "parallel gzip ::: a b",
+    ] {
+        assert_eq!(sh(&all_but_rm, command), Allow, "{command}");
+    }
+}
