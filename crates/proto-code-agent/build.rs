@@ -13,9 +13,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Reflection serves the descriptor set to clients such as grpcurl.
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out.join("code_agent_descriptor.bin"), fds.encode_to_vec())?;
+    write_single_message_methods(&fds, &out)?;
     tonic_prost_build::configure()
+        // Malformed requests are INVALID_ARGUMENT (prost's codec says INTERNAL).
+        .codec_path("gantry_grpc::ProtoCodec")
         .build_server(true)
         .build_client(true)
         .compile_fds(fds)?;
     Ok(())
+}
+
+/// Writes `single_message_methods.rs`, a `&[&str]` of the paths of the
+/// methods whose request is one message (unary and server-streaming), for
+/// the request guard (`pb::SINGLE_MESSAGE_METHODS`).
+fn write_single_message_methods(
+    fds: &prost_types::FileDescriptorSet,
+    out: &std::path::Path,
+) -> std::io::Result<()> {
+    let mut code = String::from("&[\n");
+    for file in &fds.file {
+        for service in &file.service {
+            for method in service.method.iter().filter(|m| !m.client_streaming()) {
+                code.push_str(&format!(
+                    "    \"/{}.{}/{}\",\n",
+                    file.package(),
+                    service.name(),
+                    method.name()
+                ));
+            }
+        }
+    }
+    code.push(']');
+    std::fs::write(out.join("single_message_methods.rs"), code)
 }

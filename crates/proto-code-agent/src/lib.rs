@@ -5,6 +5,11 @@ pub mod pb {
     #![allow(missing_docs, clippy::all, clippy::pedantic)]
     tonic::include_proto!("a3s.code.agent.v1");
 
+    /// The methods whose request is one message (unary and
+    /// server-streaming), as `/package.Service/Method` paths.
+    pub const SINGLE_MESSAGE_METHODS: &[&str] =
+        include!(concat!(env!("OUT_DIR"), "/single_message_methods.rs"));
+
     /// The encoded file descriptor set, for server reflection.
     pub const FILE_DESCRIPTOR_SET: &[u8] =
         tonic::include_file_descriptor_set!("code_agent_descriptor");

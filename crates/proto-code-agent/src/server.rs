@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gantry_core::Engine;
+use gantry_grpc::{GuardLayer, incoming};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 use tonic::{Request, Status};
@@ -84,7 +84,9 @@ pub async fn serve(
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
         .build_v1()?;
 
-    let mut builder = Server::builder();
+    // Refuses what is not gRPC with protobuf, and unary calls carrying
+    // more than one message.
+    let mut builder = Server::builder().layer(GuardLayer::new(pb::SINGLE_MESSAGE_METHODS));
     if let Some(tls) = options.tls {
         builder = builder
             .tls_config(ServerTlsConfig::new().identity(Identity::from_pem(tls.cert, tls.key)))?;
@@ -130,22 +132,6 @@ pub async fn serve(
     };
     engine.shutdown().await;
     result.map_err(ServeError::from)
-}
-
-/// The accepted connections, without Nagle's algorithm: a streamed chunk
-/// goes out at once instead of waiting for the peer's delayed ACK (~40 ms).
-/// (tonic applies its own `tcp_nodelay` only to listeners it binds.)
-fn incoming(
-    listener: TcpListener,
-) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
-    use tokio_stream::StreamExt;
-    TcpListenerStream::new(listener).map(|accepted| {
-        accepted.inspect(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-            }
-        })
-    })
 }
 
 /// Checks the bearer token on every CodeAgentService call.

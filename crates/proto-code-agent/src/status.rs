@@ -1,6 +1,7 @@
 //! Engine errors as gRPC statuses, and the checks every rpc's input gets.
 
 use gantry_core::EngineError;
+use gantry_grpc::clip;
 use gantry_types::{ThreadId, TurnFailure};
 use tonic::Status;
 
@@ -10,15 +11,21 @@ use tonic::Status;
 pub(crate) fn status(error: EngineError) -> Status {
     let message = error.to_string();
     match error {
-        EngineError::ThreadNotFound(id) => Status::not_found(format!("session {id} not found")),
-        EngineError::TurnNotFound { .. } | EngineError::NotFound { .. } => {
-            Status::not_found(message)
+        // Ids and names come from the client: shown clipped.
+        EngineError::ThreadNotFound(id) => {
+            Status::not_found(format!("session {} not found", clip(&id.to_string())))
         }
+        EngineError::NotFound { what, name } => {
+            Status::not_found(format!("{what} `{}` not found", clip(&name)))
+        }
+        EngineError::TurnNotFound { .. } => Status::not_found(message),
         EngineError::AlreadyExists {
             what: "thread",
             name,
-        } => Status::already_exists(format!("session {name} already exists")),
-        EngineError::AlreadyExists { .. } => Status::already_exists(message),
+        } => Status::already_exists(format!("session {} already exists", clip(&name))),
+        EngineError::AlreadyExists { what, name } => {
+            Status::already_exists(format!("{what} `{}` already exists", clip(&name)))
+        }
         EngineError::InvalidInput(_) => Status::invalid_argument(message),
         EngineError::Archived(id) => {
             Status::failed_precondition(format!("session {id} was destroyed"))
@@ -27,7 +34,9 @@ pub(crate) fn status(error: EngineError) -> Status {
             Status::failed_precondition(message)
         }
         EngineError::Structured { .. } => Status::aborted(message),
-        EngineError::Unavailable(_) | EngineError::ShuttingDown => Status::unavailable(message),
+        EngineError::Unavailable(_)
+        | EngineError::StoreUnavailable(_)
+        | EngineError::ShuttingDown => Status::unavailable(message),
         EngineError::Store(_) => Status::internal(message),
     }
 }
@@ -57,6 +66,7 @@ pub(crate) fn turn_failed(failure: Option<TurnFailure>, message: &str) -> Status
     match failure {
         Some(TurnFailure::ModelUnreachable) => Status::unavailable(message.to_owned()),
         Some(TurnFailure::ModelUnusable) => Status::failed_precondition(message.to_owned()),
+        Some(TurnFailure::StoreUnavailable) => Status::unavailable(message.to_owned()),
         Some(TurnFailure::Other) | None => Status::internal(message.to_owned()),
     }
 }

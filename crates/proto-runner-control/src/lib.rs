@@ -6,6 +6,11 @@
 pub mod pb {
     #![allow(missing_docs, clippy::all, clippy::pedantic)]
     tonic::include_proto!("companyhelm.runner.v1");
+
+    /// The methods whose request is one message (unary and
+    /// server-streaming), as `/package.Service/Method` paths.
+    pub const SINGLE_MESSAGE_METHODS: &[&str] =
+        include!(concat!(env!("OUT_DIR"), "/single_message_methods.rs"));
 }
 
 pub mod control_plane;

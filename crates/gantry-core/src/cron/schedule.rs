@@ -34,18 +34,28 @@ pub fn parse_schedule(input: &str) -> Result<ParsedSchedule, String> {
         let expression = expand_nickname(input)
             .map(str::to_owned)
             .unwrap_or_else(|| input.split_whitespace().collect::<Vec<_>>().join(" "));
-        compile(&expression)
-            .map_err(|e| format!("invalid cron expression `{input}`: {e}; {ACCEPTED}"))?;
+        compile(&expression).map_err(|e| {
+            format!(
+                "invalid cron expression `{input}`: {e}; {ACCEPTED}",
+                input = shown(input)
+            )
+        })?;
         expression
     } else {
         from_english(input)?
     };
     let cron = compile(&expression).map_err(|e| {
-        format!("`{input}` reads as `{expression}`, which is not a valid schedule: {e}; {ACCEPTED}")
+        format!(
+            "`{input}` reads as `{expression}`, which is not a valid schedule: {e}; {ACCEPTED}",
+            input = shown(input),
+            expression = shown(&expression)
+        )
     })?;
     if next_run_after(&expression, Local::now().timestamp_millis()).is_none() {
         return Err(format!(
-            "the schedule `{input}` (`{expression}`) never comes due; {ACCEPTED}"
+            "the schedule `{input}` (`{expression}`) never comes due; {ACCEPTED}",
+            input = shown(input),
+            expression = shown(&expression)
         ));
     }
     Ok(ParsedSchedule {
@@ -62,6 +72,19 @@ pub fn next_run_after(expression: &str, after_ms: i64) -> Option<i64> {
     cron.find_next_occurrence(&after, false)
         .ok()
         .map(|t| t.timestamp_millis())
+}
+
+/// How many characters of a user's input an error message shows.
+const SHOWN_CHARS: usize = 200;
+
+/// `text` as an error message shows it: cut to [`SHOWN_CHARS`] characters
+/// and `…`, so a huge input is not echoed whole (a gRPC status message
+/// travels in a header, which a client refuses past its size limit).
+pub(super) fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        None => text.into(),
+        Some((end, _)) => format!("{}…", &text[..end]).into(),
+    }
 }
 
 /// What every schedule error ends with.
@@ -126,14 +149,20 @@ fn compile(expression: &str) -> Result<Cron, String> {
 /// (`sec min hour dom month dow year`, `?` for "any", `0/15` for "every 15
 /// from 0"); croner and users expect standard cron.
 fn from_english(input: &str) -> Result<String, String> {
-    let not_understood = || format!("cannot read the schedule `{input}`; {ACCEPTED}");
+    let not_understood = || {
+        format!(
+            "cannot read the schedule `{input}`; {ACCEPTED}",
+            input = shown(input)
+        )
+    };
     let quartz =
         english_to_cron::Cron::from_str(&plain_english(input)).map_err(|_| not_understood())?;
     let s = &quartz.syntax;
     let year = s.year.trim();
     if !year.is_empty() && year != "*" {
         return Err(format!(
-            "`{input}` names a year ({year}); schedules repeat every year, so leave the year out"
+            "`{input}` names a year ({year}); schedules repeat every year, so leave the year out",
+            input = shown(input)
         ));
     }
     let fields = [

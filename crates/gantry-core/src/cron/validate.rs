@@ -3,6 +3,7 @@
 
 use gantry_types::cron::JobAction;
 
+use super::schedule::shown;
 use crate::{Engine, EngineError};
 
 /// Longest accepted job name, in characters.
@@ -18,7 +19,8 @@ pub(super) fn name(name: &str) -> Result<String, EngineError> {
     }
     if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
         return Err(invalid(format!(
-            "job name {name:?} is invalid: use 1 to {MAX_NAME_CHARS} characters, no control characters"
+            "job name {name:?} is invalid: use 1 to {MAX_NAME_CHARS} characters, no control characters",
+            name = shown(name)
         )));
     }
     Ok(name.to_owned())
@@ -52,7 +54,8 @@ pub(super) async fn action(engine: &Engine, action: JobAction) -> Result<JobActi
                         .filter(|p| p.is_dir())
                         .ok_or_else(|| {
                             invalid(format!(
-                                "the job's working directory {dir} is not an existing directory"
+                                "the job's working directory {dir} is not an existing directory",
+                                dir = shown(&dir)
                             ))
                         })?
                         .to_string_lossy()

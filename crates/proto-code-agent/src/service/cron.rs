@@ -5,6 +5,7 @@
 //! their `command`.
 
 use gantry_core::{EngineError, JobUpdate, NewJob, ParsedSchedule};
+use gantry_grpc::clip;
 use gantry_types::cron::{CronExecution, CronJob, ExecutionStatus, JobAction, JobStatus};
 use tonic::Status;
 
@@ -38,7 +39,8 @@ pub(crate) async fn create_cron_job(
     match ctx.engine.job_by_name(name).await {
         Ok(_) => {
             return Err(Status::already_exists(format!(
-                "a job named `{name}` already exists; choose another name"
+                "a job named `{name}` already exists; choose another name",
+                name = clip(name)
             )));
         }
         Err(EngineError::NotFound { .. }) => {}

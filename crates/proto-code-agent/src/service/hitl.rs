@@ -11,6 +11,7 @@
 //! other unknown id of this service.
 
 use gantry_core::EngineError;
+use gantry_grpc::clip;
 use gantry_types::{
     ApprovalDecision, ApprovalPolicy, ConfirmationPolicy, DEFAULT_CONFIRMATION_TIMEOUT_MS,
     ItemKind, ItemStatus, RuleDecision, ThreadPolicy, ThreadView, TimeoutAction,
@@ -135,7 +136,8 @@ fn pending_approval(view: &ThreadView, wanted: &str) -> Result<String, Status> {
         Some(by) => Err(already_answered(wanted, by.as_deref())),
         None => Err(Status::not_found(format!(
             "tool_id: session {} has no confirmation `{wanted}`",
-            view.thread.id
+            view.thread.id,
+            wanted = clip(wanted)
         ))),
     }
 }
@@ -149,7 +151,8 @@ fn already_answered(wanted: &str, by: Option<&str>) -> Status {
         _ => "",
     };
     Status::failed_precondition(format!(
-        "tool_id: confirmation `{wanted}` was already resolved{by}"
+        "tool_id: confirmation `{wanted}` was already resolved{by}",
+        wanted = clip(wanted)
     ))
 }
 

@@ -6,6 +6,7 @@
 //! the call becomes an external task the client completes with
 //! `CompleteExternalTask`), or the engine while clients watch (`hybrid`).
 
+use gantry_grpc::clip;
 use gantry_types::{
     DEFAULT_EXTERNAL_TIMEOUT_MS, HandlerMode, ItemKind, ItemStatus, Lane, LaneHandler, ThreadId,
     ThreadView,
@@ -141,10 +142,12 @@ fn check_pending(view: &ThreadView, id: &ThreadId, task_id: &str) -> Result<(), 
         });
     match task {
         None => Err(Status::not_found(format!(
-            "task_id: session {id} has no external task `{task_id}`"
+            "task_id: session {id} has no external task `{task_id}`",
+            task_id = clip(task_id)
         ))),
         Some((_, HandlerMode::Hybrid)) => Err(Status::failed_precondition(format!(
-            "task_id: `{task_id}` belongs to a hybrid lane: the engine runs it, clients only watch"
+            "task_id: `{task_id}` belongs to a hybrid lane: the engine runs it, clients only watch",
+            task_id = clip(task_id)
         ))),
         Some((ItemStatus::InProgress, _)) => Ok(()),
         Some(_) => Err(already_done(task_id)),
@@ -154,7 +157,8 @@ fn check_pending(view: &ThreadView, id: &ThreadId, task_id: &str) -> Result<(), 
 /// The status of a completion for a task that no longer waits.
 fn already_done(task_id: &str) -> Status {
     Status::failed_precondition(format!(
-        "task_id: external task `{task_id}` is no longer pending (completed, timed out or interrupted)"
+        "task_id: external task `{task_id}` is no longer pending (completed, timed out or interrupted)",
+        task_id = clip(task_id)
     ))
 }
 

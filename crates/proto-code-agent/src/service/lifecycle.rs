@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use gantry_grpc::clip;
 use gantry_store::ThreadQuery;
 use tonic::Status;
 
@@ -176,7 +177,7 @@ pub(crate) async fn initialize(
             .ok_or_else(|| {
                 Status::invalid_argument(format!(
                     "workspace: {} is not an existing directory",
-                    req.workspace
+                    clip(&req.workspace)
                 ))
             })?;
         ctx.set_workspace(dir);

@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 
 use gantry_core::EngineError;
+use gantry_grpc::clip;
 use gantry_types::lsp::{LspLocation, LspRange, LspServerInfo};
 use tonic::Status;
 
@@ -59,7 +60,8 @@ pub(crate) async fn stop_lsp_server(
         .map_err(lsp_status)?;
     if !stopped {
         return Err(Status::not_found(format!(
-            "no {language} language server is running"
+            "no {language} language server is running",
+            language = clip(language)
         )));
     }
     Ok(pb::StopLspServerResponse { success: true })
@@ -212,18 +214,21 @@ fn path_of(field: &str, value: &str) -> Result<PathBuf, Status> {
         let path = rest.strip_prefix("localhost").unwrap_or(rest);
         if !path.starts_with('/') {
             return Err(Status::invalid_argument(format!(
-                "{field}: `{value}` names another host; only local file:// URIs are served"
+                "{field}: `{value}` names another host; only local file:// URIs are served",
+                value = clip(value)
             )));
         }
         return percent_decode(path).map(PathBuf::from).ok_or_else(|| {
             Status::invalid_argument(format!(
-                "{field}: `{value}` is not a valid file URI (bad percent-encoding)"
+                "{field}: `{value}` is not a valid file URI (bad percent-encoding)",
+                value = clip(value)
             ))
         });
     }
     if value.contains("://") {
         return Err(Status::invalid_argument(format!(
-            "{field}: `{value}` is neither a path nor a file:// URI"
+            "{field}: `{value}` is neither a path nor a file:// URI",
+            value = clip(value)
         )));
     }
     Ok(PathBuf::from(value))

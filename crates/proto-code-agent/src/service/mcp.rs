@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use gantry_core::{McpServerConfig, McpTransport};
+use gantry_grpc::clip;
 use tonic::Status;
 use tonic::codegen::http::{HeaderName, HeaderValue};
 
@@ -68,7 +69,8 @@ fn transport(config: &pb::McpServerConfigProto) -> Result<McpTransport, Status> 
             let url = required("config.transport.http.url", &http.url)?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(Status::invalid_argument(format!(
-                    "config.transport.http.url: `{url}` is not an http:// or https:// URL"
+                    "config.transport.http.url: `{url}` is not an http:// or https:// URL",
+                    url = clip(url)
                 )));
             }
             check_headers(&http.headers)?;
@@ -86,7 +88,8 @@ fn check_env(env: &HashMap<String, String>) -> Result<(), Status> {
     for (key, value) in env {
         if key.is_empty() || key.contains(['=', '\0']) || value.contains('\0') {
             return Err(Status::invalid_argument(format!(
-                "config.env: `{key}` is not a valid environment variable"
+                "config.env: `{key}` is not a valid environment variable",
+                key = clip(key)
             )));
         }
     }
@@ -98,12 +101,14 @@ fn check_headers(headers: &HashMap<String, String>) -> Result<(), Status> {
     for (name, value) in headers {
         if HeaderName::try_from(name.as_str()).is_err() {
             return Err(Status::invalid_argument(format!(
-                "config.transport.http.headers: `{name}` is not a valid header name"
+                "config.transport.http.headers: `{name}` is not a valid header name",
+                name = clip(name)
             )));
         }
         if HeaderValue::try_from(value.as_str()).is_err() {
             return Err(Status::invalid_argument(format!(
-                "config.transport.http.headers: the value of `{name}` is not a valid header value"
+                "config.transport.http.headers: the value of `{name}` is not a valid header value",
+                name = clip(name)
             )));
         }
     }
@@ -118,7 +123,12 @@ fn registered(ctx: &Ctx, name: &str) -> Result<bool, Status> {
         .iter()
         .find(|s| s.name == name)
         .map(|s| s.enabled)
-        .ok_or_else(|| Status::not_found(format!("MCP server `{name}` is not registered")))
+        .ok_or_else(|| {
+            Status::not_found(format!(
+                "MCP server `{name}` is not registered",
+                name = clip(name)
+            ))
+        })
 }
 
 /// `ConnectMcpServer`: connects the server now (nothing to do when it is
@@ -132,7 +142,8 @@ pub(crate) async fn connect_mcp_server(
     let name = required("name", &req.name)?;
     if !registered(ctx, name)? {
         return Err(Status::failed_precondition(format!(
-            "MCP server `{name}` is disabled; register it with enabled set to connect it"
+            "MCP server `{name}` is disabled; register it with enabled set to connect it",
+            name = clip(name)
         )));
     }
     // Known and enabled, so what is left to fail is reaching it (the engine

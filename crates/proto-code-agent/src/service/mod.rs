@@ -23,7 +23,7 @@ mod todos;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use futures_util::Stream;
+use futures_util::{Stream, TryStreamExt};
 use tonic::{Request, Response, Status};
 
 use crate::pb;
@@ -45,7 +45,9 @@ impl CodeAgent {
     }
 }
 
-/// Implements the generated trait by delegating each rpc to its function.
+/// Implements the generated trait by delegating each rpc to its function;
+/// every status message is bounded (`gantry_grpc::bounded`), a backstop
+/// for client input an error echoes unclipped.
 macro_rules! service {
     (
         unary { $($u:ident($ureq:ident) -> $uresp:ident = $uh:path;)* }
@@ -58,7 +60,10 @@ macro_rules! service {
                     &self,
                     request: Request<pb::$ureq>,
                 ) -> Result<Response<pb::$uresp>, Status> {
-                    $uh(&self.ctx, request.into_inner()).await.map(Response::new)
+                    $uh(&self.ctx, request.into_inner())
+                        .await
+                        .map(Response::new)
+                        .map_err(gantry_grpc::bounded)
                 }
             )*
             $(
@@ -68,7 +73,12 @@ macro_rules! service {
                     &self,
                     request: Request<pb::$sreq>,
                 ) -> Result<Response<Self::$sty>, Status> {
-                    $sh(&self.ctx, request.into_inner()).await.map(Response::new)
+                    match $sh(&self.ctx, request.into_inner()).await {
+                        Ok(stream) => Ok(Response::new(
+                            Box::pin(stream.map_err(gantry_grpc::bounded)) as RpcStream<_>,
+                        )),
+                        Err(status) => Err(gantry_grpc::bounded(status)),
+                    }
                 }
             )*
         }

@@ -7,6 +7,7 @@
 //! `PERMISSION_DENIED`. An asked call waits for `ConfirmToolExecution`.
 
 use gantry_core::policy::Rule;
+use gantry_grpc::clip;
 use gantry_types::{PermissionRules, RuleDecision};
 use serde_json::Value;
 use tonic::Status;
@@ -138,7 +139,8 @@ fn rule_kind(rule_type: &str) -> Result<RuleDecision, Status> {
             "rule_type: required (allow, deny or ask)",
         )),
         other => Err(Status::invalid_argument(format!(
-            "rule_type: `{other}` is not allow, deny or ask"
+            "rule_type: `{other}` is not allow, deny or ask",
+            other = clip(other)
         ))),
     }
 }

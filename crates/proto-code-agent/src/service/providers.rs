@@ -12,6 +12,7 @@
 //! model ids per provider).
 
 use gantry_core::EngineError;
+use gantry_grpc::clip;
 use gantry_llm::catalog::Catalog;
 use gantry_types::{ProviderConfig, ProviderKind};
 use tonic::Status;
@@ -66,7 +67,8 @@ pub(crate) async fn add_provider(
     let name = provider_name(&info.name)?;
     if ctx.engine.get_provider(name).is_ok() {
         return Err(Status::already_exists(format!(
-            "provider `{name}` already exists; update it instead"
+            "provider `{name}` already exists; update it instead",
+            name = clip(name)
         )));
     }
     let base_url = base_url(info.base_url.as_deref())?;
@@ -145,7 +147,8 @@ pub(crate) async fn remove_provider(
         .is_some_and(|(provider, _)| provider == name)
     {
         return Err(Status::failed_precondition(format!(
-            "provider `{name}` serves the default model `{default}`; set another default model first"
+            "provider `{name}` serves the default model `{default}`; set another default model first",
+            name = clip(name)
         )));
     }
     ctx.engine
@@ -315,7 +318,8 @@ fn provider_name(name: &str) -> Result<&str, Status> {
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     {
         return Err(Status::invalid_argument(format!(
-            "provider.name: `{name}` is invalid: use letters, digits, `-`, `_` or `.`"
+            "provider.name: `{name}` is invalid: use letters, digits, `-`, `_` or `.`",
+            name = clip(name)
         )));
     }
     Ok(name)
@@ -328,7 +332,8 @@ fn base_url(url: Option<&str>) -> Result<Option<String>, Status> {
     };
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(Status::invalid_argument(format!(
-            "provider.base_url: `{url}` must start with http:// or https://"
+            "provider.base_url: `{url}` must start with http:// or https://",
+            url = clip(url)
         )));
     }
     Ok(Some(url.to_owned()))
@@ -344,7 +349,8 @@ fn model_ids(models: &[pb::ModelInfo], provider: &ProviderConfig) -> Result<Vec<
         let own_key = m.api_key.as_deref().filter(|k| !k.trim().is_empty());
         if own_key.is_some() && own_key != provider.api_key.as_deref() {
             return Err(Status::invalid_argument(format!(
-                "provider.models[{i}].api_key: per-model keys are not supported; add a separate provider for `{id}`"
+                "provider.models[{i}].api_key: per-model keys are not supported; add a separate provider for `{id}`",
+                id = clip(id)
             )));
         }
         let own_url = m
@@ -354,7 +360,8 @@ fn model_ids(models: &[pb::ModelInfo], provider: &ProviderConfig) -> Result<Vec<
             .filter(|u| !u.is_empty());
         if own_url.is_some_and(|u| u != provider.base_url_or_default()) {
             return Err(Status::invalid_argument(format!(
-                "provider.models[{i}].base_url: per-model URLs are not supported; add a separate provider for `{id}`"
+                "provider.models[{i}].base_url: per-model URLs are not supported; add a separate provider for `{id}`",
+                id = clip(id)
             )));
         }
         if !ids.iter().any(|known| known == id) {

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use gantry_core::{ContextMessage, ContextRole, CreateThread, ThreadQuery};
+use gantry_grpc::clip;
 use gantry_types::{ThreadId, ThreadSettings};
 use tonic::Status;
 
@@ -85,7 +86,8 @@ fn initial_context(messages: &[pb::Message]) -> Result<(Vec<String>, Vec<Context
             "assistant" => ContextRole::Assistant,
             other => {
                 return Err(Status::invalid_argument(format!(
-                    "initial_context[{i}].role: `{other}` is not user, assistant or system"
+                    "initial_context[{i}].role: `{other}` is not user, assistant or system",
+                    other = clip(other)
                 )));
             }
         };

@@ -11,6 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use gantry_core::{Skill, SkillListing, SkillSource};
+use gantry_grpc::clip;
 use gantry_types::ThreadId;
 use tonic::Status;
 
@@ -55,7 +56,8 @@ async fn load_inline(ctx: &Ctx, id: &ThreadId, name: &str, text: &str) -> Result
     if !name.is_empty() && name != skill.name {
         return Err(Status::invalid_argument(format!(
             "skill_name: `{name}` is not the name in skill_content (`{}`)",
-            skill.name
+            skill.name,
+            name = clip(name)
         )));
     }
     ctx.engine.load_inline_skill(id, text).await.map_err(status)
@@ -76,7 +78,8 @@ pub(crate) async fn unload_skill(
     let was_loaded = ctx.engine.unload_skill(&id, name).await.map_err(status)?;
     if !was_loaded {
         return Err(Status::failed_precondition(format!(
-            "skill `{name}` is not loaded"
+            "skill `{name}` is not loaded",
+            name = clip(name)
         )));
     }
     let still_allowed: BTreeSet<String> = session_skills(ctx, &id)
@@ -167,7 +170,10 @@ fn unknown_skill(name: &str, available: &[String]) -> Status {
     } else {
         format!("available skills: {}", available.join(", "))
     };
-    Status::not_found(format!("skill `{name}` not found; {available}"))
+    Status::not_found(format!(
+        "skill `{name}` not found; {available}",
+        name = clip(name)
+    ))
 }
 
 /// The skills discovered for `workspace` and the user, as a session started

@@ -1,6 +1,7 @@
 //! The session's todo list: the list the model keeps with its `todo_write`
 //! tool, read and replaced by clients.
 
+use gantry_grpc::clip;
 use gantry_types::{TodoItem, TodoPriority, TodoStatus};
 use tonic::Status;
 
@@ -52,7 +53,8 @@ fn todo_item(i: usize, todo: &pb::Todo) -> Result<TodoItem, Status> {
         "cancelled" => TodoStatus::Cancelled,
         other => {
             return Err(Status::invalid_argument(format!(
-                "todos[{i}].status: `{other}` is not pending, in_progress, completed or cancelled"
+                "todos[{i}].status: `{other}` is not pending, in_progress, completed or cancelled",
+                other = clip(other)
             )));
         }
     };
@@ -62,7 +64,8 @@ fn todo_item(i: usize, todo: &pb::Todo) -> Result<TodoItem, Status> {
         "low" => TodoPriority::Low,
         other => {
             return Err(Status::invalid_argument(format!(
-                "todos[{i}].priority: `{other}` is not high, medium or low"
+                "todos[{i}].priority: `{other}` is not high, medium or low",
+                other = clip(other)
             )));
         }
     };
@@ -81,7 +84,7 @@ fn unique_ids(todos: &[TodoItem]) -> Result<(), Status> {
         if !seen.insert(t.id.as_str()) {
             return Err(Status::invalid_argument(format!(
                 "todos[{i}].id: `{}` is used twice; ids must be unique",
-                t.id
+                clip(&t.id)
             )));
         }
     }

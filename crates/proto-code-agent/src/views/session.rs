@@ -1,6 +1,7 @@
 //! Threads as `Session`s, and `SessionConfig`/`LLMConfig` as thread settings.
 
 use gantry_core::Engine;
+use gantry_grpc::clip;
 use gantry_types::{
     ItemKind, ModelEndpoint, ProviderKind, Thread, ThreadSettings, ThreadStatus, ThreadView,
 };
@@ -183,7 +184,8 @@ fn apply_llm(
         let http = base_url.starts_with("http://") || base_url.starts_with("https://");
         if !base_url.is_empty() && !http {
             return Err(Status::invalid_argument(format!(
-                "llm.base_url: `{base_url}` must start with http:// or https://"
+                "llm.base_url: `{base_url}` must start with http:// or https://",
+                base_url = clip(base_url)
             )));
         }
         settings.model = model.to_owned();

@@ -5,8 +5,8 @@ use std::future::{Future, IntoFuture};
 use std::time::Duration;
 
 use axum::serve::ListenerExt;
+use gantry_grpc::{GuardLayer, incoming};
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::Server;
 
 use super::ControlPlane;
@@ -38,6 +38,9 @@ pub async fn serve(
         let cp = cp.clone();
         async move {
             let served = Server::builder()
+                // Refuses what is not gRPC with protobuf, and unary calls
+                // carrying more than one message.
+                .layer(GuardLayer::new(crate::pb::SINGLE_MESSAGE_METHODS))
                 .add_service(cp.grpc_service())
                 .serve_with_incoming_shutdown(
                     incoming(grpc),
@@ -89,20 +92,4 @@ pub async fn serve(
     };
     grpc_result?;
     http_result
-}
-
-/// The accepted connections, without Nagle's algorithm: a request to a
-/// runner goes out at once instead of waiting for the peer's delayed ACK.
-/// (tonic applies its own `tcp_nodelay` only to listeners it binds.)
-fn incoming(
-    listener: TcpListener,
-) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
-    use tokio_stream::StreamExt;
-    TcpListenerStream::new(listener).map(|accepted| {
-        accepted.inspect(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-            }
-        })
-    })
 }

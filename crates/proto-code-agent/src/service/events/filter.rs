@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use gantry_grpc::clip;
 use tonic::Status;
 
 use crate::pb::agent_event::EventType;
@@ -24,7 +25,7 @@ impl Wanted {
             .map(|(i, name)| {
                 event_type(name).map(|t| t as i32).ok_or_else(|| {
                     Status::invalid_argument(format!(
-                        "event_types[{i}]: unknown event type `{name}` (e.g. `session_created`, `tool_called`, `confirmation_required`)"
+                        "event_types[{i}]: unknown event type `{name}` (e.g. `session_created`, `tool_called`, `confirmation_required`)", name = clip(name)
                     ))
                 })
             })
