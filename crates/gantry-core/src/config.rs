@@ -1,11 +1,11 @@
 //! Engine settings and the model resolver port.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use gantry_llm::ModelClient;
-use gantry_tools::ToolLimits;
-use gantry_types::ModelInfo;
+use gantry_tools::{SandboxPolicy, ToolLimits};
+use gantry_types::{ModelInfo, SandboxMode};
 
 /// Tunables of the engine.
 #[derive(Debug, Clone)]
@@ -29,6 +29,26 @@ pub struct EngineConfig {
     /// under `agents/<id>/skills`). `None`: installing skill packages is
     /// refused.
     pub data_dir: Option<PathBuf>,
+    /// Paths sandboxed commands may not read besides the data dir (which
+    /// never is, but for its `agents/` skills and workspaces inside it):
+    /// e.g. a configuration file holding keys.
+    pub sandbox_protected: Vec<PathBuf>,
+}
+
+impl EngineConfig {
+    /// The sandbox of a command under `mode` in `workspace`: the mode's
+    /// default, with the data dir and `sandbox_protected` kept unreadable.
+    pub(crate) fn sandbox_policy(&self, mode: SandboxMode, workspace: &Path) -> SandboxPolicy {
+        let mut policy = SandboxPolicy::new(mode, workspace);
+        if let Some(dir) = &self.data_dir {
+            policy.protected.push(dir.clone());
+            policy.protected_readable.push(dir.join("agents"));
+        }
+        policy
+            .protected
+            .extend(self.sandbox_protected.iter().cloned());
+        policy
+    }
 }
 
 impl Default for EngineConfig {
@@ -41,6 +61,7 @@ impl Default for EngineConfig {
             compact_at: 0.8,
             reasoning: None,
             data_dir: None,
+            sandbox_protected: Vec::new(),
         }
     }
 }

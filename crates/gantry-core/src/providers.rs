@@ -81,6 +81,7 @@ impl Providers {
         for p in store.providers().await? {
             providers.insert(p.name.clone(), p);
         }
+        providers.values().for_each(hide_key_env);
         let default_model = store
             .setting(DEFAULT_MODEL_SETTING)
             .await?
@@ -216,6 +217,7 @@ impl Providers {
     }
 
     fn install(&self, provider: ProviderConfig) -> ProviderConfig {
+        hide_key_env(&provider);
         let masked = provider.masked();
         let name = provider.name.clone();
         self.write().providers.insert(name.clone(), provider);
@@ -368,6 +370,13 @@ impl ModelClient for Routed {
             request.reasoning = None;
         }
         self.inner.stream(request)
+    }
+}
+
+/// Keeps the variable `p`'s key is read from out of the agent's commands.
+fn hide_key_env(p: &ProviderConfig) {
+    if let Some(var) = p.key_env() {
+        gantry_tools::sandbox::child_env::hide(var);
     }
 }
 

@@ -225,9 +225,10 @@ async fn run_command(
     let (reader, writer) = std::io::pipe()?;
     let writer_err = writer.try_clone()?;
     let mut cmd = tokio::process::Command::new("bash");
+    // Gantry's environment minus its keys, then the context's variables.
+    sandbox::child_env::apply(cmd.as_std_mut(), ctx.env.iter());
     cmd.arg("-lc")
         .arg(command)
-        .envs(ctx.env.iter())
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer))

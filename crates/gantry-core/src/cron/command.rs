@@ -63,7 +63,8 @@ impl<R: AsyncRead + Unpin> Capture<R> {
 }
 
 /// Runs `command` with `sh -c` in `cwd` (the server's directory when
-/// `None`), with `env` added to the server's environment.
+/// `None`), with `env` added to the server's environment (minus its keys,
+/// see [`gantry_tools::sandbox::child_env`]).
 pub(super) async fn run_command(
     command: &str,
     cwd: Option<&str>,
@@ -72,9 +73,10 @@ pub(super) async fn run_command(
     cancel: &CancellationToken,
 ) -> Outcome {
     let mut cmd = tokio::process::Command::new("sh");
+    // The server's environment minus its keys, then the engine's variables.
+    gantry_tools::sandbox::child_env::apply(cmd.as_std_mut(), env);
     cmd.arg("-c")
         .arg(command)
-        .envs(env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

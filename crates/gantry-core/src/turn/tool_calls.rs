@@ -121,7 +121,7 @@ impl Loop<'_> {
         ctx.limits = self.shared.config.tool_limits;
         ctx.env = self.shared.command_env();
         let mode = self.live.borrow().policy.sandbox;
-        ctx.sandbox = SandboxPolicy::new(mode, &self.spec.cwd);
+        ctx.sandbox = self.shared.config.sandbox_policy(mode, &self.spec.cwd);
         if let Some(item) = item {
             let em = self.em.clone();
             let id = item.id.clone();

@@ -142,7 +142,10 @@ impl LspServer {
             command: argv.join(" "),
             error,
         };
-        let mut child = Command::new(&program)
+        let mut cmd = Command::new(&program);
+        // Gantry's environment minus its keys.
+        crate::sandbox::child_env::apply(cmd.as_std_mut(), std::iter::empty::<(&str, &str)>());
+        let mut child = cmd
             .args(&command.args)
             .current_dir(root)
             .stdin(Stdio::piped())

@@ -69,7 +69,10 @@ pub(crate) async fn connect(cfg: &McpServerConfig) -> Result<Connection, String>
             cwd,
         } => {
             let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).envs(env);
+            // Gantry's environment minus its keys; the server's configured
+            // variables pass as given.
+            crate::sandbox::child_env::apply(cmd.as_std_mut(), env);
+            cmd.args(args);
             if let Some(cwd) = cwd {
                 cmd.current_dir(cwd);
             }
@@ -111,6 +114,8 @@ pub(crate) async fn connect(cfg: &McpServerConfig) -> Result<Connection, String>
         } => {
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             if let Some(var) = bearer_token_env {
+                // A token for this server only: keep it from the commands.
+                crate::sandbox::child_env::hide(var);
                 let token = std::env::var(var)
                     .ok()
                     .filter(|t| !t.is_empty())

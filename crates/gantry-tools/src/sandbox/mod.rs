@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 
 pub use gantry_types::SandboxMode;
 
+pub mod child_env;
 #[cfg(target_os = "linux")]
 mod landlock;
 #[cfg(target_os = "linux")]
@@ -81,6 +82,18 @@ pub struct SandboxPolicy {
     /// inside a writable root is an error (the writable root would grant it
     /// right back).
     pub readable_denied: Vec<PathBuf>,
+    /// Paths kept from sandboxed commands as far as the other fields allow:
+    /// the engine's data dir (its database holds every thread's keys) and
+    /// configuration holding keys. Denied like `readable_denied`, except
+    /// that the call's workspace, the writable roots and
+    /// `protected_readable` stay readable when they lie inside (only the
+    /// rest of the tree around them is denied), and a protected path inside
+    /// a writable root is left alone with a warning (the root grants it
+    /// anyway) instead of failing the command.
+    pub protected: Vec<PathBuf>,
+    /// Paths inside `protected` that stay readable (agents' installed
+    /// skills, whose scripts commands run).
+    pub protected_readable: Vec<PathBuf>,
     /// Whether sandboxed commands may use the network (`workspace-write`
     /// only: `read-only` never may, `danger-full-access` always may).
     pub network: bool,
@@ -99,6 +112,8 @@ impl SandboxPolicy {
             mode,
             writable_roots,
             readable_denied: Vec::new(),
+            protected: Vec::new(),
+            protected_readable: Vec::new(),
             network: matches!(mode, SandboxMode::DangerFullAccess),
         }
     }
@@ -109,6 +124,8 @@ impl SandboxPolicy {
             mode: SandboxMode::DangerFullAccess,
             writable_roots: Vec::new(),
             readable_denied: Vec::new(),
+            protected: Vec::new(),
+            protected_readable: Vec::new(),
             network: true,
         }
     }
@@ -212,6 +229,19 @@ fn prepare_enforceable(
         }
         denied.push(canon);
     }
+    let canon = |p: &PathBuf| std::fs::canonicalize(p).ok();
+    let keep: Vec<PathBuf> = std::iter::once(workspace.to_path_buf())
+        .chain(policy.protected_readable.iter().cloned())
+        .filter_map(|p| canon(&p))
+        .chain(writable.iter().cloned())
+        .collect();
+    for path in policy.protected.iter().filter_map(canon) {
+        if let Some(root) = writable.iter().find(|w| path.starts_with(w)) {
+            warn_unprotected(&path, root);
+            continue;
+        }
+        expand_protected(&path, &keep, &mut denied);
+    }
     let ruleset = landlock::build_ruleset(policy.mode.as_str(), &writable, &denied)?;
     let filter = if policy.allows_network() {
         None
@@ -219,6 +249,47 @@ fn prepare_enforceable(
         Some(seccomp::deny_network()?)
     };
     Ok(PreparedSandbox { ruleset, filter })
+}
+
+/// Adds to `denied` what keeps `path` (canonical) unreadable while every
+/// path of `keep` (canonical) stays readable: `path` itself when nothing to
+/// keep lies inside it, else, around the kept paths, its other entries.
+/// Symlinks inside are skipped: a link is no data, and denying its target
+/// would deny whatever it points to.
+#[cfg(target_os = "linux")]
+fn expand_protected(path: &Path, keep: &[PathBuf], denied: &mut Vec<PathBuf>) {
+    if keep.iter().any(|k| path.starts_with(k)) {
+        return;
+    }
+    if !keep.iter().any(|k| k.starts_with(path)) {
+        denied.push(path.to_path_buf());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| !t.is_symlink()) {
+            expand_protected(&entry.path(), keep, denied);
+        }
+    }
+}
+
+/// Warns, once per path, that `path` stays readable to commands because it
+/// lies inside the writable root `root`.
+#[cfg(target_os = "linux")]
+fn warn_unprotected(path: &Path, root: &Path) {
+    static WARNED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
+    if !warned.iter().any(|w| w == path) {
+        warned.push(path.to_path_buf());
+        tracing::warn!(
+            "{} lies inside the writable root {}, so sandboxed commands can read it; \
+             move it (e.g. the data dir) out of the workspace and the temp dir",
+            path.display(),
+            root.display()
+        );
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -233,6 +304,10 @@ fn prepare_enforceable(
     })
 }
 
+/// `CAP_SYS_PTRACE` (linux/capability.h), which the libc crate lacks.
+#[cfg(target_os = "linux")]
+const CAP_SYS_PTRACE: libc::c_ulong = 19;
+
 impl PreparedSandbox {
     /// Confines the calling process. Meant for the child between `fork` and
     /// `exec` (`pre_exec`): it only makes raw system calls on memory built
@@ -243,6 +318,23 @@ impl PreparedSandbox {
     pub(crate) fn apply_in_child(&self) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
 
+        // No CAP_SYS_PTRACE for the command, even as root: the capability
+        // would override the runtime's non-dumpable flag and open its
+        // `/proc/<pid>/environ` and `mem` (its keys). Dropped from the
+        // bounding and ambient sets, it is gone after `exec`. Errors mean
+        // there was nothing to drop (no CAP_SETPCAP: not root) and are
+        // ignored.
+        // SAFETY: prctl with integer arguments only; no memory is shared.
+        unsafe {
+            libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0);
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_LOWER,
+                CAP_SYS_PTRACE,
+                0,
+                0,
+            );
+        }
         // SAFETY: prctl with integer arguments only; no memory is shared.
         // no_new_privs is required for unprivileged Landlock and seccomp,
         // and stops setuid binaries (sudo) from shedding the sandbox.
