@@ -13,6 +13,7 @@ mod jobs;
 mod memories;
 pub mod memory;
 mod page;
+mod secrets;
 mod sql;
 pub mod sqlite;
 

@@ -20,6 +20,7 @@ use sqlx::migrate::Migrator;
 use sqlx::sqlite::SqlitePool;
 use tokio::sync::Mutex;
 
+use crate::secrets::Sealer;
 use crate::{Commit, Store, StoreError, ThreadPage, ThreadQuery};
 
 /// The schema migrations, embedded at compile time from `migrations/`.
@@ -32,16 +33,24 @@ pub struct SqliteStore {
     /// Serializes commits: a second in-process writer would only spin on
     /// SQLite's busy handler.
     writer: Mutex<()>,
+    /// Seals API keys before they are written (see [`crate::secrets`]).
+    sealer: Sealer,
 }
+
+/// The file, next to the database, holding the key API keys are sealed with.
+pub const SECRET_KEY_FILE: &str = "secret.key";
 
 impl SqliteStore {
     /// Opens (creating it and its parent directories if needed) the database
-    /// at `path` and brings its schema up to date.
+    /// at `path` and brings its schema up to date. API keys are sealed with
+    /// the key in [`SECRET_KEY_FILE`] next to it (created if missing).
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
         let pool = pool::open(path, &MIGRATOR).await?;
+        let sealer = Sealer::load_or_create(&path.with_file_name(SECRET_KEY_FILE))?;
         Ok(Self {
             pool,
             writer: Mutex::new(()),
+            sealer,
         })
     }
 
@@ -59,23 +68,23 @@ fn db_error(what: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
 #[async_trait]
 impl Store for SqliteStore {
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
-        write::commit(&self.pool, &self.writer, commit).await
+        write::commit(&self.pool, &self.writer, &self.sealer, commit).await
     }
 
     async fn events(&self, thread: &ThreadId, from_seq: u64) -> Result<Vec<Event>, StoreError> {
-        read::events(&self.pool, thread, from_seq).await
+        read::events(&self.pool, &self.sealer, thread, from_seq).await
     }
 
     async fn all_events(&self, from_seq: u64) -> Result<Vec<Event>, StoreError> {
-        read::all_events(&self.pool, from_seq).await
+        read::all_events(&self.pool, &self.sealer, from_seq).await
     }
 
     async fn thread(&self, id: &ThreadId) -> Result<Option<Thread>, StoreError> {
-        read::thread(&self.pool, id).await
+        read::thread(&self.pool, &self.sealer, id).await
     }
 
     async fn list_threads(&self, query: &ThreadQuery) -> Result<ThreadPage, StoreError> {
-        read::list_threads(&self.pool, query).await
+        read::list_threads(&self.pool, &self.sealer, query).await
     }
 
     async fn running_threads(&self) -> Result<Vec<ThreadId>, StoreError> {
@@ -83,11 +92,11 @@ impl Store for SqliteStore {
     }
 
     async fn providers(&self) -> Result<Vec<ProviderConfig>, StoreError> {
-        settings::providers(&self.pool).await
+        settings::providers(&self.pool, &self.sealer).await
     }
 
     async fn put_provider(&self, provider: &ProviderConfig) -> Result<(), StoreError> {
-        settings::put_provider(&self.pool, &self.writer, provider).await
+        settings::put_provider(&self.pool, &self.writer, &self.sealer, provider).await
     }
 
     async fn delete_provider(&self, name: &str) -> Result<bool, StoreError> {

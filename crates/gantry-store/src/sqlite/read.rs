@@ -6,6 +6,7 @@ use sqlx::SqlitePool;
 use super::db_error;
 use crate::codec::{decode_event, decode_thread, status_name};
 use crate::page::{check_cursor, page_limit};
+use crate::secrets::Sealer;
 use crate::{StoreError, ThreadPage, ThreadQuery, sql};
 
 /// Columns of `THREAD_EVENTS`: seq, ts, turn_id, item_id, payload.
@@ -21,6 +22,7 @@ fn from_seq_db(from_seq: u64) -> Option<i64> {
 /// One thread's events with `seq >= from_seq`, in seq order.
 pub(super) async fn events(
     pool: &SqlitePool,
+    sealer: &Sealer,
     thread: &ThreadId,
     from_seq: u64,
 ) -> Result<Vec<Event>, StoreError> {
@@ -35,13 +37,17 @@ pub(super) async fn events(
         .map_err(db_error("read events"))?;
     rows.into_iter()
         .map(|(seq, ts, turn, item, payload)| {
-            decode_event(thread.clone(), seq, ts, turn, item, &payload)
+            decode_event(thread.clone(), seq, ts, turn, item, &sealer.open_json(&payload))
         })
         .collect()
 }
 
 /// Every thread's events with `seq >= from_seq`, by thread then seq.
-pub(super) async fn all_events(pool: &SqlitePool, from_seq: u64) -> Result<Vec<Event>, StoreError> {
+pub(super) async fn all_events(
+    pool: &SqlitePool,
+    sealer: &Sealer,
+    from_seq: u64,
+) -> Result<Vec<Event>, StoreError> {
     let Some(from) = from_seq_db(from_seq) else {
         return Ok(Vec::new());
     };
@@ -52,24 +58,31 @@ pub(super) async fn all_events(pool: &SqlitePool, from_seq: u64) -> Result<Vec<E
         .map_err(db_error("read events"))?;
     rows.into_iter()
         .map(|(thread, seq, ts, turn, item, payload)| {
+            let payload = sealer.open_json(&payload);
             decode_event(ThreadId(thread), seq, ts, turn, item, &payload)
         })
         .collect()
 }
 
 /// A thread's row, if stored.
-pub(super) async fn thread(pool: &SqlitePool, id: &ThreadId) -> Result<Option<Thread>, StoreError> {
+pub(super) async fn thread(
+    pool: &SqlitePool,
+    sealer: &Sealer,
+    id: &ThreadId,
+) -> Result<Option<Thread>, StoreError> {
     let row: Option<(String, String)> = sqlx::query_as(sql::THREAD)
         .bind(id.as_str())
         .fetch_optional(pool)
         .await
         .map_err(db_error("read thread"))?;
-    row.map(|(id, data)| decode_thread(&id, &data)).transpose()
+    row.map(|(id, data)| decode_thread(&id, &sealer.open_json(&data)))
+        .transpose()
 }
 
 /// A page of threads, newest first; fetches one extra row to know if more exist.
 pub(super) async fn list_threads(
     pool: &SqlitePool,
+    sealer: &Sealer,
     query: &ThreadQuery,
 ) -> Result<ThreadPage, StoreError> {
     let limit = page_limit(query.limit);
@@ -95,7 +108,7 @@ pub(super) async fn list_threads(
     let threads = rows
         .iter()
         .take(limit)
-        .map(|(id, data)| decode_thread(id, data))
+        .map(|(id, data)| decode_thread(id, &sealer.open_json(data)))
         .collect::<Result<Vec<_>, _>>()?;
     let next_cursor = if more {
         threads.last().map(|t| t.id.0.clone())

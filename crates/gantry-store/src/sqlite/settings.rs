@@ -5,16 +5,20 @@ use sqlx::SqlitePool;
 use tokio::sync::Mutex;
 
 use super::db_error;
+use crate::secrets::Sealer;
 use crate::{StoreError, sql};
 
 /// Every stored provider, by name.
-pub(super) async fn providers(pool: &SqlitePool) -> Result<Vec<ProviderConfig>, StoreError> {
+pub(super) async fn providers(
+    pool: &SqlitePool,
+    sealer: &Sealer,
+) -> Result<Vec<ProviderConfig>, StoreError> {
     let rows: Vec<(String, String)> = sqlx::query_as(sql::PROVIDERS)
         .fetch_all(pool)
         .await
         .map_err(db_error("read providers"))?;
     rows.iter()
-        .map(|(name, data)| decode_provider(name, data))
+        .map(|(name, data)| decode_provider(name, &sealer.open_json(data)))
         .collect()
 }
 
@@ -22,10 +26,12 @@ pub(super) async fn providers(pool: &SqlitePool) -> Result<Vec<ProviderConfig>, 
 pub(super) async fn put_provider(
     pool: &SqlitePool,
     writer: &Mutex<()>,
+    sealer: &Sealer,
     provider: &ProviderConfig,
 ) -> Result<(), StoreError> {
     let data = serde_json::to_string(provider)
         .map_err(|e| StoreError::Database(format!("provider {}: encode: {e}", provider.name)))?;
+    let data = sealer.seal_json(data)?;
     let _writer = writer.lock().await;
     sqlx::query(sql::UPSERT_PROVIDER)
         .bind(&provider.name)

@@ -5,28 +5,39 @@ use tokio::sync::Mutex;
 
 use super::db_error;
 use crate::codec::{EventRow, ThreadRow, encode_event, encode_thread};
+use crate::secrets::Sealer;
 use crate::{Commit, StoreError, sql};
 
 /// Applies `commit` atomically: on any error nothing of it is written.
 pub(super) async fn commit(
     pool: &SqlitePool,
     writer: &Mutex<()>,
+    sealer: &Sealer,
     commit: &Commit,
 ) -> Result<(), StoreError> {
     if commit.events.is_empty() && commit.threads.is_empty() {
         return Ok(());
     }
     // Encode before taking the lock so the transaction only does I/O.
+    // Keys are sealed here, so no plaintext key reaches the file or its WAL.
     let events = commit
         .events
         .iter()
-        .map(encode_event)
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|e| {
+            let mut row = encode_event(e)?;
+            row.payload = sealer.seal_json(row.payload)?;
+            Ok(row)
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
     let threads = commit
         .threads
         .iter()
-        .map(encode_thread)
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|t| {
+            let mut row = encode_thread(t)?;
+            row.data = sealer.seal_json(row.data)?;
+            Ok(row)
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
 
     let _writer = writer.lock().await;
     let mut tx = pool.begin().await.map_err(db_error("begin"))?;
