@@ -1,5 +1,7 @@
 //! `edit_file`: exact string replacement in an existing file.
 
+use std::io::Read;
+
 use async_trait::async_trait;
 use gantry_types::{ItemKind, ToolSpec};
 use serde::Deserialize;
@@ -96,18 +98,7 @@ fn edit(path: &WorkspacePath, a: &EditArgs) -> Result<(String, String, String), 
             "{NAME}: `old_string` and `new_string` are identical; nothing would change"
         ));
     }
-    let bytes = match std::fs::read(&path.abs) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(format!(
-                "{NAME}: {rel:?} does not exist; use write_file to create it, or list_dir/glob to find the right path"
-            ));
-        }
-        Err(e) if path.abs.is_dir() => {
-            return Err(format!("{NAME}: {rel:?} is a directory, not a file ({e})"));
-        }
-        Err(e) => return Err(format!("{NAME}: cannot read {rel:?}: {e}")),
-    };
+    let bytes = read_current(path)?;
     // Editing a lossy decoding would silently rewrite the invalid bytes.
     let old = String::from_utf8(bytes).map_err(|_| {
         format!("{NAME}: {rel:?} is not valid UTF-8; edit_file only edits text files")
@@ -135,11 +126,48 @@ fn edit(path: &WorkspacePath, a: &EditArgs) -> Result<(String, String, String), 
     } else {
         old.replacen(a.old_string.as_str(), &a.new_string, 1)
     };
-    std::fs::write(&path.abs, &new).map_err(|e| format!("{NAME}: cannot write {rel:?}: {e}"))?;
+    path.write_atomic(new.as_bytes()).map_err(|e| {
+        if workspace_path::is_escape(&e) {
+            format!("{NAME}: {e}")
+        } else {
+            format!("{NAME}: cannot write {rel:?}: {e}")
+        }
+    })?;
     let diff = unified_diff(rel, Some(&old), &new);
     let summary = format!(
         "Edited {rel}: replaced {count} occurrence{}.",
         if count == 1 { "" } else { "s" }
     );
     Ok((rel.clone(), diff, summary))
+}
+
+/// The file's current bytes, read beneath the workspace's fd (see
+/// `workspace_path`): a symlink swapped in since the check cannot lead the
+/// read, or the write after it, outside the workspace.
+fn read_current(path: &WorkspacePath) -> Result<Vec<u8>, String> {
+    let rel = &path.rel;
+    let mut file = match path.open_read() {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "{NAME}: {rel:?} does not exist; use write_file to create it, or list_dir/glob to find the right path"
+            ));
+        }
+        Err(e) if workspace_path::is_escape(&e) => return Err(format!("{NAME}: {e}")),
+        Err(e) => return Err(format!("{NAME}: cannot read {rel:?}: {e}")),
+    };
+    // Reading a FIFO or device could block or never end.
+    if file.metadata().is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Err(format!(
+            "{NAME}: {rel:?} is not a regular file (device, fifo or socket); edit_file only edits text files"
+        ));
+    }
+    let mut bytes = Vec::new();
+    match file.read_to_end(&mut bytes) {
+        Ok(_) => Ok(bytes),
+        Err(e) if file.metadata().is_ok_and(|m| m.is_dir()) => {
+            Err(format!("{NAME}: {rel:?} is a directory, not a file ({e})"))
+        }
+        Err(e) => Err(format!("{NAME}: cannot read {rel:?}: {e}")),
+    }
 }

@@ -15,7 +15,7 @@ use crate::common::{
     truncate_chars,
 };
 use crate::walk::{rel_to, walker};
-use crate::workspace_path::{self, WorkspacePath};
+use crate::workspace_path::{self, WorkspaceDir, WorkspacePath};
 use crate::{Tool, ToolContext, ToolOutput};
 
 const NAME: &str = "grep";
@@ -153,6 +153,10 @@ fn search(p: Prepared, cancel: &CancellationToken) -> Result<String, String> {
         .binary_detection(BinaryDetection::quit(0))
         .line_number(true)
         .build();
+    // Files are opened beneath the workspace's fd, not by the walker's path:
+    // a directory swapped for a symlink mid-walk cannot take a read outside.
+    let dir = WorkspaceDir::open(&p.workspace.abs)
+        .map_err(|e| format!("{NAME}: cannot open the workspace: {e}"))?;
     let mut walk = walker(&p.root.abs, true);
     if let Some(o) = p.overrides.clone() {
         walk.overrides(o);
@@ -169,10 +173,15 @@ fn search(p: Prepared, cancel: &CancellationToken) -> Result<String, String> {
             continue;
         }
         let rel = rel_to(&p.workspace.abs, entry.path());
+        let Ok(file) = dir.open_read(entry.path()) else {
+            // Unreadable or leading out: skipped and counted, like read errors.
+            errors += 1;
+            continue;
+        };
         let mut file_capped = false;
-        let res = searcher.search_path(
+        let res = searcher.search_file(
             &p.matcher,
-            entry.path(),
+            &file,
             Lossy(|lnum, line| {
                 if lines.len() >= p.max_results {
                     file_capped = true;

@@ -1,8 +1,7 @@
 //! `read_file`: a text file's lines, numbered like `cat -n`.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
 use async_trait::async_trait;
 use gantry_types::{ItemKind, ToolSpec};
@@ -99,7 +98,10 @@ fn prepare(args: &Value, ctx: &ToolContext) -> Result<(WorkspacePath, u64, u64),
 
 fn read_lines(path: &WorkspacePath, offset: u64, limit: u64) -> Result<String, String> {
     let rel = &path.rel;
-    let meta = std::fs::metadata(&path.abs).map_err(|e| open_error(rel, &e))?;
+    // Opened beneath the workspace: a symlink swapped in since the check
+    // cannot take the read outside it. Everything below uses this handle.
+    let mut file = path.open_read().map_err(|e| open_error(rel, &e))?;
+    let meta = file.metadata().map_err(|e| open_error(rel, &e))?;
     if meta.is_dir() {
         return Err(format!(
             "read_file: {rel:?} is a directory, not a file; use list_dir to see its entries"
@@ -110,14 +112,13 @@ fn read_lines(path: &WorkspacePath, offset: u64, limit: u64) -> Result<String, S
             "read_file: {rel:?} is not a regular file (device, fifo or socket); refusing to read it"
         ));
     }
-    if is_binary(&path.abs).map_err(|e| open_error(rel, &e))? {
+    if is_binary(&mut file).map_err(|e| open_error(rel, &e))? {
         return Err(format!(
             "read_file: {rel:?} looks like a binary file ({} bytes, contains NUL bytes); read_file only shows text. \
              Use the shell (e.g. `file`, `xxd | head`) to inspect it.",
             meta.len()
         ));
     }
-    let file = File::open(&path.abs).map_err(|e| open_error(rel, &e))?;
     let mut reader = BufReader::new(file);
     let mut line = Vec::new();
     let mut out = String::new();
@@ -174,14 +175,20 @@ fn read_lines(path: &WorkspacePath, offset: u64, limit: u64) -> Result<String, S
 }
 
 /// A NUL byte near the start is the same heuristic git and ripgrep use.
-fn is_binary(path: &Path) -> std::io::Result<bool> {
+/// Leaves `file` rewound to its start.
+fn is_binary(file: &mut File) -> std::io::Result<bool> {
     let mut head = Vec::new();
-    File::open(path)?.take(SNIFF_BYTES).read_to_end(&mut head)?;
+    Read::by_ref(file)
+        .take(SNIFF_BYTES)
+        .read_to_end(&mut head)?;
+    file.seek(SeekFrom::Start(0))?;
     Ok(head.contains(&0))
 }
 
 fn open_error(rel: &str, e: &std::io::Error) -> String {
-    if e.kind() == std::io::ErrorKind::NotFound {
+    if workspace_path::is_escape(e) {
+        format!("read_file: {e}")
+    } else if e.kind() == std::io::ErrorKind::NotFound {
         format!("read_file: {rel:?} does not exist; use list_dir or glob to find the right path")
     } else {
         format!("read_file: cannot read {rel:?}: {e}")

@@ -9,7 +9,13 @@ use crate::workspace_path::display_rel;
 /// A walker over `root` that respects `.gitignore` (also outside git
 /// repositories, since a workspace need not be one), `.ignore` and git's
 /// excludes, never enters `.git`, and does not follow symlinks (so the walk
-/// cannot leave the workspace).
+/// does not leave the workspace through a link that is already there).
+///
+/// The walker opens directories by path, so a directory swapped for a
+/// symlink mid-walk can still show it names from elsewhere: callers that
+/// read a file's content open it through
+/// [`WorkspaceDir`](crate::workspace_path::WorkspaceDir), never by the
+/// entry's path.
 pub(crate) fn walker(root: &Path, hidden: bool) -> WalkBuilder {
     let mut b = WalkBuilder::new(root);
     b.hidden(hidden)

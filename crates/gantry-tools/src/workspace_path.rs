@@ -1,13 +1,26 @@
 //! Path safety for file tools: every path a model gives is resolved against
 //! the workspace and must stay inside it, after `..` and symlinks are
-//! resolved.
+//! resolved; and the file tools' I/O on such a path cannot leave the
+//! workspace either, even if the tree changes between the check and the open.
 //!
-//! The check works on the *real* path: the deepest existing ancestor is
-//! canonicalized by the OS (which resolves every symlink and `..` the way a
-//! later `open` would), dangling symlinks are followed by hand, and only the
-//! components that do not exist yet are appended lexically (they will be
-//! created as plain directories or files, so lexical handling is exact for
-//! them). Tools then operate on the returned real path, never on the raw one.
+//! The check ([`resolve`]) works on the *real* path: the deepest existing
+//! ancestor is canonicalized by the OS (which resolves every symlink and `..`
+//! the way a later `open` would), dangling symlinks are followed by hand, and
+//! only the components that do not exist yet are appended lexically (they
+//! will be created as plain directories or files, so lexical handling is
+//! exact for them). That gives the model a clear error for a path that leads
+//! out.
+//!
+//! A check alone is not enough: the tools run in Gantry's process, outside
+//! the sandbox, while the agent's own shell can swap a checked component for
+//! a symlink before the tool opens it. So the I/O (`beneath`) never opens
+//! the checked absolute path: it opens relative to a handle on the workspace
+//! directory with a resolution the kernel confines to it, and writes by
+//! renaming a temporary file over the name (never following it).
+
+mod beneath;
+
+pub use beneath::{WorkspaceDir, is_escape};
 
 use std::fmt;
 use std::io;
@@ -19,11 +32,15 @@ const MAX_SYMLINK_HOPS: u32 = 40;
 /// A path that was checked to lie inside the workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkspacePath {
-    /// The real absolute path (symlinks resolved); use it for I/O.
+    /// The real absolute path (symlinks resolved) as it was when checked.
+    /// Open it only through this type's methods (or a [`WorkspaceDir`]),
+    /// which stay inside the workspace even if the tree changed since.
     pub abs: PathBuf,
     /// The same path relative to the workspace (`"."` for the workspace itself),
     /// with `/` separators, for items and messages.
     pub rel: String,
+    /// The canonical workspace the path was checked against.
+    pub root: PathBuf,
 }
 
 /// Why a path was refused.
@@ -97,9 +114,11 @@ pub fn resolve(workspace: &Path, raw: &str) -> Result<WorkspacePath, PathError> 
             workspace: ws,
         });
     };
+    let rel = display_rel(rel);
     Ok(WorkspacePath {
-        rel: display_rel(rel),
+        rel,
         abs: real,
+        root: ws,
     })
 }
 

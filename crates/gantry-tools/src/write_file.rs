@@ -1,5 +1,7 @@
 //! `write_file`: creates or overwrites a file, reporting a unified diff.
 
+use std::io::Read;
+
 use async_trait::async_trait;
 use gantry_types::{ItemKind, ToolSpec};
 use serde::Deserialize;
@@ -80,19 +82,41 @@ impl Tool for WriteFileTool {
 
 fn write(path: &WorkspacePath, content: &str) -> Result<(String, String, String), String> {
     let rel = &path.rel;
-    if path.abs.is_dir() {
-        return Err(format!("{NAME}: {rel:?} is a directory; give a file path"));
-    }
-    let old = match std::fs::read(&path.abs) {
-        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+    // Every open below is beneath the workspace's fd (see workspace_path):
+    // the path was checked, but the agent's shell may have swapped a
+    // component for a symlink since.
+    let old = match path.open_read() {
+        Ok(mut file) => {
+            let meta = file
+                .metadata()
+                .map_err(|e| format!("{NAME}: cannot read the current {rel:?}: {e}"))?;
+            if meta.is_dir() {
+                return Err(format!("{NAME}: {rel:?} is a directory; give a file path"));
+            }
+            // Reading a FIFO or device could block or never end.
+            if !meta.is_file() {
+                return Err(format!(
+                    "{NAME}: {rel:?} is not a regular file (device, fifo or socket); refusing to replace it"
+                ));
+            }
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)
+                .map_err(|e| format!("{NAME}: cannot read the current {rel:?}: {e}"))?;
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) if workspace_path::is_escape(&e) => return Err(format!("{NAME}: {e}")),
         Err(e) => return Err(format!("{NAME}: cannot read the current {rel:?}: {e}")),
     };
-    if let Some(parent) = path.abs.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("{NAME}: cannot create the parent directories of {rel:?}: {e}"))?;
-    }
-    std::fs::write(&path.abs, content).map_err(|e| format!("{NAME}: cannot write {rel:?}: {e}"))?;
+    path.create_parents().map_err(|e| {
+        if workspace_path::is_escape(&e) {
+            format!("{NAME}: {e}")
+        } else {
+            format!("{NAME}: cannot create the parent directories of {rel:?}: {e}")
+        }
+    })?;
+    path.write_atomic(content.as_bytes())
+        .map_err(|e| write_error(rel, &e))?;
     let diff = unified_diff(rel, old.as_deref(), content);
     let summary = match &old {
         None => format!(
@@ -108,4 +132,15 @@ fn write(path: &WorkspacePath, content: &str) -> Result<(String, String, String)
         ),
     };
     Ok((rel.clone(), diff, summary))
+}
+
+/// The message for a failed final write.
+fn write_error(rel: &str, e: &std::io::Error) -> String {
+    if workspace_path::is_escape(e) {
+        format!("{NAME}: {e}")
+    } else if e.kind() == std::io::ErrorKind::IsADirectory {
+        format!("{NAME}: {rel:?} is a directory; give a file path")
+    } else {
+        format!("{NAME}: cannot write {rel:?}: {e}")
+    }
 }

@@ -143,6 +143,118 @@ async fn escapes_are_refused() {
 }
 
 #[tokio::test]
+async fn symlinks_inside_the_workspace_still_work() {
+    let ws = tempfile::tempdir().unwrap();
+    let w = canon(ws.path());
+    fs::create_dir(w.join("sub")).unwrap();
+    fs::write(w.join("sub/real.txt"), "one\n").unwrap();
+    symlink("sub/real.txt", w.join("link.txt")).unwrap();
+    symlink("sub", w.join("linkdir")).unwrap();
+
+    let out = call(&ReadFileTool, &w, json!({"path": "link.txt"})).await;
+    assert_eq!(result_text(&out), "     1\tone\n");
+    let out = call(&ReadFileTool, &w, json!({"path": "linkdir/real.txt"})).await;
+    assert_eq!(result_text(&out), "     1\tone\n");
+
+    // Writing through the link changes its target; the link stays a link.
+    let out = call(
+        &WriteFileTool,
+        &w,
+        json!({"path": "link.txt", "content": "two\n"}),
+    )
+    .await;
+    assert_eq!(out.status, ToolStatus::Ok, "{}", out.model_output);
+    assert_eq!(diff_of(&out).0, "sub/real.txt");
+    assert_eq!(fs::read_to_string(w.join("sub/real.txt")).unwrap(), "two\n");
+    assert!(
+        fs::symlink_metadata(w.join("link.txt"))
+            .unwrap()
+            .is_symlink()
+    );
+
+    let out = call(
+        &EditFileTool,
+        &w,
+        json!({"path": "link.txt", "old_string": "two", "new_string": "three"}),
+    )
+    .await;
+    assert_eq!(out.status, ToolStatus::Ok, "{}", out.model_output);
+    assert_eq!(
+        fs::read_to_string(w.join("sub/real.txt")).unwrap(),
+        "three\n"
+    );
+    assert!(
+        fs::symlink_metadata(w.join("link.txt"))
+            .unwrap()
+            .is_symlink()
+    );
+
+    // A new file through a directory link lands in the linked directory.
+    let out = call(
+        &WriteFileTool,
+        &w,
+        json!({"path": "linkdir/new/deep.txt", "content": "x"}),
+    )
+    .await;
+    assert_eq!(out.status, ToolStatus::Ok, "{}", out.model_output);
+    assert_eq!(diff_of(&out).0, "sub/new/deep.txt");
+    assert_eq!(fs::read_to_string(w.join("sub/new/deep.txt")).unwrap(), "x");
+}
+
+#[tokio::test]
+async fn escaping_symlinks_are_refused_with_a_clear_error() {
+    let (ws, outside) = setup();
+    let w = canon(ws.path());
+    let secret = canon(outside.path()).join("secret.txt");
+    symlink(&secret, w.join("out.txt")).unwrap();
+    symlink(outside.path(), w.join("outdir")).unwrap();
+    let calls = [
+        (
+            &ReadFileTool as &dyn gantry_tools::Tool,
+            json!({"path": "out.txt"}),
+        ),
+        (&ReadFileTool, json!({"path": "outdir/secret.txt"})),
+        (
+            &WriteFileTool,
+            json!({"path": "out.txt", "content": "pwned"}),
+        ),
+        (
+            &WriteFileTool,
+            json!({"path": "outdir/secret.txt", "content": "pwned"}),
+        ),
+        (
+            &EditFileTool,
+            json!({"path": "out.txt", "old_string": "secret", "new_string": "pwned"}),
+        ),
+    ];
+    for (tool, args) in calls {
+        let out = call(tool, &w, args.clone()).await;
+        assert_refused(&out);
+        let given = args["path"].as_str().unwrap();
+        assert!(
+            out.model_output
+                .contains(&format!("path {given:?} is outside the workspace")),
+            "{}",
+            out.model_output
+        );
+        assert!(
+            out.model_output.contains("symlinks"),
+            "{}",
+            out.model_output
+        );
+    }
+    // grep's walk does not follow the links either.
+    let out = call(&gantry_tools::GrepTool, &w, json!({"pattern": "secret"})).await;
+    assert!(
+        !result_text(&out).contains("secret.txt:1:"),
+        "{}",
+        result_text(&out)
+    );
+    assert_eq!(fs::read_to_string(&secret).unwrap(), "secret\n");
+    assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 1);
+}
+
+#[tokio::test]
 async fn absolute_paths_inside_are_allowed() {
     let (ws, _o) = setup();
     let abs = canon(ws.path()).join("a.txt");
@@ -417,6 +529,45 @@ async fn wrong_arguments_are_errors_not_panics() {
     let out = call(&ReadFileTool, w, json!({"path": ""})).await;
     assert!(
         out.model_output.contains("path is empty"),
+        "{}",
+        out.model_output
+    );
+}
+
+#[tokio::test]
+async fn fifos_are_refused_not_blocked_on() {
+    let ws = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(ws.path().join("pipe"))
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        return; // no mkfifo here; nothing to check
+    }
+    let out = call(&ReadFileTool, ws.path(), json!({"path": "pipe"})).await;
+    assert!(
+        out.model_output.contains("not a regular file"),
+        "{}",
+        out.model_output
+    );
+    let out = call(
+        &WriteFileTool,
+        ws.path(),
+        json!({"path": "pipe", "content": "x"}),
+    )
+    .await;
+    assert!(
+        out.model_output.contains("not a regular file"),
+        "{}",
+        out.model_output
+    );
+    let out = call(
+        &EditFileTool,
+        ws.path(),
+        json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+    )
+    .await;
+    assert!(
+        out.model_output.contains("not a regular file"),
         "{}",
         out.model_output
     );
