@@ -120,21 +120,23 @@ async fn without_a_runner_id_the_least_loaded_runner_offering_the_model_gets_the
 }
 
 #[tokio::test]
-async fn no_runner_offering_the_sdk_is_503_naming_what_was_asked() {
+async fn no_runner_offering_the_sdk_is_400_naming_what_was_asked() {
     let dir = tempfile::tempdir().unwrap();
     let h = Harness::start(dir.path(), TIMEOUT).await;
     let (_, token) = h.add_runner("r1").await;
     let _runner = FakeRunner::connect(h.grpc, &token, offering("gantry", &["m1"])).await;
 
+    // No runner offers it, connected or not: the request is wrong (an
+    // offline runner offering it is 503, see control_plane_security.rs).
     let (status, body) = h.post("/v1/agents", json!({"sdk": "codex"})).await;
-    assert_eq!(status, 503);
+    assert_eq!(status, 400);
     assert!(
         body["error"].as_str().unwrap().contains("\"codex\""),
         "{body}"
     );
 
     let (status, body) = h.post("/v1/agents", json!({"model": "m9"})).await;
-    assert_eq!(status, 503);
+    assert_eq!(status, 400);
     assert!(body["error"].as_str().unwrap().contains("\"m9\""), "{body}");
     h.stop().await;
 }

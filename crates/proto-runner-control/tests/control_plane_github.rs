@@ -31,6 +31,7 @@ async fn a_runner_gets_tokens_for_its_installations_only() {
     let options = ControlPlaneOptions {
         request_timeout: Duration::from_secs(10),
         github: Some(Arc::new(app)),
+        ..ControlPlaneOptions::default()
     };
     let h = Harness::start_with(&dir.path().join("cp"), options).await;
     let (_, token) = h.add_runner("builder-1").await;

@@ -10,8 +10,8 @@ mod sqlite;
 use async_trait::async_trait;
 
 pub use records::{
-    AgentRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord, ThreadChange,
-    ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert,
+    AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
+    ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert,
 };
 pub use sqlite::{CONTROL_PLANE_DB, SqliteControlPlaneStore};
 
@@ -31,6 +31,15 @@ pub trait ControlPlaneStore: Send + Sync {
 
     /// Records what a runner offered when it registered, and when.
     async fn set_runner_sdks(&self, id: &str, sdks: &str, at: i64) -> Result<(), StoreError>;
+
+    /// Adds an HTTP API token; its name and hash must be new.
+    async fn add_api_token(&self, token: &ApiTokenRecord) -> Result<(), StoreError>;
+
+    /// Every HTTP API token, oldest first.
+    async fn api_tokens(&self) -> Result<Vec<ApiTokenRecord>, StoreError>;
+
+    /// Deletes the HTTP API token named `name`; whether there was one.
+    async fn revoke_api_token(&self, name: &str) -> Result<bool, StoreError>;
 
     /// Running turns and live agents of every runner.
     async fn runner_loads(&self) -> Result<Vec<RunnerLoad>, StoreError>;

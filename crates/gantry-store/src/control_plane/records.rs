@@ -18,6 +18,19 @@ pub struct RunnerRecord {
     pub registered_at: Option<i64>,
 }
 
+/// A bearer token of the HTTP API (a user's, not a runner's).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ApiTokenRecord {
+    /// Token id (UUIDv7).
+    pub id: String,
+    /// Unique name given when the token was created.
+    pub name: String,
+    /// Hex SHA-256 of the token; the token itself is never stored.
+    pub token_hash: String,
+    /// When the token was created (ms since the epoch).
+    pub created_at: i64,
+}
+
 /// Per-runner load, for choosing where new agents go.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct RunnerLoad {

@@ -12,8 +12,8 @@ use sqlx::{Sqlite, SqliteConnection};
 use tokio::sync::Mutex;
 
 use super::records::{
-    AgentRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord, ThreadChange,
-    ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert,
+    AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
+    ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert,
 };
 use super::{ControlPlaneStore, sql};
 use crate::StoreError;
@@ -105,6 +105,32 @@ impl ControlPlaneStore for SqliteControlPlaneStore {
             .bind(sdks)
             .bind(at);
         self.write("record registration", query).await
+    }
+
+    async fn add_api_token(&self, token: &ApiTokenRecord) -> Result<(), StoreError> {
+        let query = sqlx::query(sql::INSERT_API_TOKEN)
+            .bind(&token.id)
+            .bind(&token.name)
+            .bind(&token.token_hash)
+            .bind(token.created_at);
+        self.write("add API token", query).await
+    }
+
+    async fn api_tokens(&self) -> Result<Vec<ApiTokenRecord>, StoreError> {
+        sqlx::query_as(sql::API_TOKENS)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error("read API tokens"))
+    }
+
+    async fn revoke_api_token(&self, name: &str) -> Result<bool, StoreError> {
+        let _writer = self.writer.lock().await;
+        let done = sqlx::query(sql::DELETE_API_TOKEN)
+            .bind(name)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("revoke API token"))?;
+        Ok(done.rows_affected() > 0)
     }
 
     async fn runner_loads(&self) -> Result<Vec<RunnerLoad>, StoreError> {

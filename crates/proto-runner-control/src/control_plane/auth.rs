@@ -56,9 +56,7 @@ pub async fn add_runner(
     if store.runner_by_name(name).await?.is_some() {
         return Err(AddRunnerError::Exists(name.to_owned()));
     }
-    let mut secret = [0u8; TOKEN_BYTES];
-    getrandom::fill(&mut secret).map_err(|e| AddRunnerError::Random(e.to_string()))?;
-    let token = hex::encode(secret);
+    let token = new_token().map_err(|e| AddRunnerError::Random(e.to_string()))?;
     let runner = RunnerRecord {
         id: uuid::Uuid::now_v7().to_string(),
         name: name.to_owned(),
@@ -71,8 +69,15 @@ pub async fn add_runner(
     Ok((runner, token))
 }
 
+/// A new token: [`TOKEN_BYTES`] random bytes, hex.
+pub(super) fn new_token() -> Result<String, getrandom::Error> {
+    let mut secret = [0u8; TOKEN_BYTES];
+    getrandom::fill(&mut secret)?;
+    Ok(hex::encode(secret))
+}
+
 /// SHA-256 of a token.
-fn hash(token: &str) -> [u8; 32] {
+pub(super) fn hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
@@ -157,7 +162,7 @@ impl Tokens {
 }
 
 /// Compares in time independent of where the inputs differ.
-fn same(a: &[u8; 32], b: &[u8; 32]) -> bool {
+pub(super) fn same(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -4,7 +4,8 @@
 //! the runners, sends messages, and follows threads live.
 //!
 //! - `auth`: runners authenticate with bearer tokens of which only the
-//!   SHA-256 is stored ([`add_runner`] mints one).
+//!   SHA-256 is stored ([`add_runner`] mints one); `api_tokens`: the same
+//!   for the HTTP API's users ([`create_api_token`]).
 //! - `registry`: connected runners and what they offer.
 //! - `dispatch`: requests over a runner's channel, answered by `request_id`,
 //!   re-sent after a reconnect, abandoned after a timeout.
@@ -15,6 +16,7 @@
 //! State lives in a [`ControlPlaneStore`] (SQLite by default), so a restart
 //! keeps runners, agents, threads and history; runners reconnect by themselves.
 
+mod api_tokens;
 mod auth;
 mod choose;
 mod dispatch;
@@ -31,14 +33,18 @@ mod service;
 mod tracking;
 mod views;
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gantry_store::StoreError;
-use gantry_store::control_plane::{ControlPlaneStore, RunnerRecord, SqliteControlPlaneStore};
+use gantry_store::control_plane::{
+    ApiTokenRecord, ControlPlaneStore, RunnerRecord, SqliteControlPlaneStore,
+};
 use tokio_util::sync::CancellationToken;
 
+pub use api_tokens::{ApiTokenError, create_api_token, revoke_api_token};
 pub use auth::{AddRunnerError, RunnerIdentity, add_runner};
 pub use offers::{ModelOffer, SdkOffer};
 pub use serve::{ServeError, serve};
@@ -56,6 +62,10 @@ pub const DEFAULT_GRPC_ADDR: &str = "127.0.0.1:7400";
 /// The default HTTP listen address (users call it).
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:7401";
 
+/// How often the control plane pings a runner's connection (HTTP/2 PING),
+/// and how long it waits for the answer before closing it, by default.
+pub const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(15);
+
 /// How the control plane behaves.
 #[derive(Clone)]
 pub struct ControlPlaneOptions {
@@ -65,6 +75,13 @@ pub struct ControlPlaneOptions {
     /// The GitHub App that mints installation tokens for runners; without
     /// one, the GitHub rpcs answer `UNIMPLEMENTED`.
     pub github: Option<Arc<dyn GithubInstallations>>,
+    /// Host names the HTTP API answers to besides the listen address's
+    /// (and the loopback names when it listens on loopback).
+    pub allowed_hosts: Vec<String>,
+    /// Runner connections are pinged this often and closed when a ping is
+    /// not answered within as long: a dead runner's channel ends, so the
+    /// runner can connect again (a live one's second connection is refused).
+    pub keepalive: Duration,
 }
 
 impl Default for ControlPlaneOptions {
@@ -72,6 +89,8 @@ impl Default for ControlPlaneOptions {
         Self {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             github: None,
+            allowed_hosts: Vec::new(),
+            keepalive: DEFAULT_KEEPALIVE,
         }
     }
 }
@@ -81,6 +100,8 @@ impl std::fmt::Debug for ControlPlaneOptions {
         f.debug_struct("ControlPlaneOptions")
             .field("request_timeout", &self.request_timeout)
             .field("github", &self.github.is_some())
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("keepalive", &self.keepalive)
             .finish()
     }
 }
@@ -98,6 +119,8 @@ struct Inner {
     dispatcher: dispatch::Dispatcher,
     tracker: tracking::Tracker,
     github: Option<Arc<dyn GithubInstallations>>,
+    allowed_hosts: Vec<String>,
+    keepalive: Duration,
     /// Cancelled by [`ControlPlane::shutdown`]: ends channels and live streams.
     stop: CancellationToken,
 }
@@ -122,6 +145,8 @@ impl ControlPlane {
                 registry,
                 dispatcher: dispatch::Dispatcher::new(options.request_timeout),
                 github: options.github,
+                allowed_hosts: options.allowed_hosts,
+                keepalive: options.keepalive,
                 stop: CancellationToken::new(),
             }),
         })
@@ -148,9 +173,25 @@ impl ControlPlane {
         AgentRunnerControlServiceServer::new(ControlService::new(self.clone()))
     }
 
-    /// The HTTP JSON API (and its OpenAPI document at `/openapi.json`).
-    pub fn http_router(&self) -> axum::Router {
-        http::router(self.clone())
+    /// Creates an HTTP API token; returns it with the token, shown this once.
+    pub async fn create_api_token(
+        &self,
+        name: &str,
+    ) -> Result<(ApiTokenRecord, String), ApiTokenError> {
+        create_api_token(self.inner.store.as_ref(), name).await
+    }
+
+    /// Whether any HTTP API token exists (then every call needs one).
+    pub async fn has_api_tokens(&self) -> Result<bool, StoreError> {
+        Ok(!self.inner.store.api_tokens().await?.is_empty())
+    }
+
+    /// The HTTP JSON API (and its OpenAPI document at `/openapi.json`) as
+    /// served on `listen`: the address decides the names it answers to and
+    /// whether it may run without tokens (see the README).
+    pub fn http_router(&self, listen: SocketAddr) -> axum::Router {
+        let access = http::Access::new(listen, &self.inner.allowed_hosts);
+        http::router(self.clone(), access)
     }
 
     /// Closes every runner channel and live thread stream, so servers can

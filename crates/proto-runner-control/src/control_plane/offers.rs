@@ -56,3 +56,93 @@ pub(crate) fn parse(json: &str) -> Vec<SdkOffer> {
         Vec::new()
     })
 }
+
+/// Checks `model` (and `reasoning`, when given) against what a runner
+/// offers under `sdk`: the field at fault and why, naming what is offered.
+pub(crate) fn check_model(
+    offers: &[SdkOffer],
+    sdk: &str,
+    model: &str,
+    reasoning: Option<&str>,
+) -> Result<(), (&'static str, String)> {
+    let Some(offer) = offers.iter().find(|o| o.name == sdk) else {
+        return Err(("model", format!("the runner does not offer sdk {sdk:?}")));
+    };
+    let Some(found) = offer.models.iter().find(|m| m.name == model) else {
+        let names: Vec<&str> = offer.models.iter().map(|m| m.name.as_str()).collect();
+        return Err((
+            "model",
+            format!(
+                "the runner does not offer model {model:?} (it offers {})",
+                listed(&names)
+            ),
+        ));
+    };
+    if let Some(level) = reasoning
+        && !found.reasoning.iter().any(|r| r == level)
+    {
+        let levels: Vec<&str> = found.reasoning.iter().map(String::as_str).collect();
+        return Err((
+            "reasoning_level",
+            format!(
+                "model {model:?} does not take reasoning level {level:?} (it takes {})",
+                if levels.is_empty() {
+                    "none: only its default".to_owned()
+                } else {
+                    listed(&levels)
+                }
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `"a", "b"`, or `nothing`.
+fn listed(names: &[&str]) -> String {
+    if names.is_empty() {
+        return "nothing".to_owned();
+    }
+    names
+        .iter()
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offers() -> Vec<SdkOffer> {
+        vec![SdkOffer {
+            name: "gantry".into(),
+            models: vec![
+                ModelOffer {
+                    name: "m1".into(),
+                    reasoning: vec!["low".into(), "high".into()],
+                },
+                ModelOffer {
+                    name: "plain".into(),
+                    reasoning: Vec::new(),
+                },
+            ],
+        }]
+    }
+
+    #[test]
+    fn a_model_and_level_must_be_offered_under_the_sdk() {
+        let offers = offers();
+        assert!(check_model(&offers, "gantry", "m1", Some("high")).is_ok());
+        assert!(check_model(&offers, "gantry", "plain", None).is_ok());
+        let (field, why) = check_model(&offers, "gantry", "nope", None).unwrap_err();
+        assert_eq!(field, "model");
+        assert!(why.contains("\"nope\"") && why.contains("\"m1\""), "{why}");
+        let (field, why) = check_model(&offers, "gantry", "m1", Some("ultra")).unwrap_err();
+        assert_eq!(field, "reasoning_level");
+        assert!(why.contains("\"low\", \"high\""), "{why}");
+        let (field, _) = check_model(&offers, "gantry", "plain", Some("low")).unwrap_err();
+        assert_eq!(field, "reasoning_level");
+        let (field, _) = check_model(&offers, "codex", "m1", None).unwrap_err();
+        assert_eq!(field, "model");
+    }
+}

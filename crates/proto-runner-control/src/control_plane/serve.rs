@@ -37,10 +37,16 @@ pub async fn serve(
     let grpc_server = {
         let cp = cp.clone();
         async move {
+            // Pings show a runner's connection alive or end it: a runner
+            // whose old channel died unseen (half-open TCP) is let back in
+            // once the unanswered ping closes it.
+            let keepalive = cp.inner.keepalive;
             let served = Server::builder()
                 // Refuses what is not gRPC with protobuf, and unary calls
                 // carrying more than one message.
                 .layer(GuardLayer::new(crate::pb::SINGLE_MESSAGE_METHODS))
+                .http2_keepalive_interval(Some(keepalive))
+                .http2_keepalive_timeout(Some(keepalive))
                 .add_service(cp.grpc_service())
                 .serve_with_incoming_shutdown(
                     incoming(grpc),
@@ -52,6 +58,7 @@ pub async fn serve(
             served.map_err(ServeError::from)
         }
     };
+    let router = cp.http_router(http.local_addr()?);
     let http_server = {
         let cp = cp.clone();
         let listener = http.tap_io(|tcp| {
@@ -60,7 +67,7 @@ pub async fn serve(
             }
         });
         async move {
-            let served = axum::serve(listener, cp.http_router())
+            let served = axum::serve(listener, router)
                 .with_graceful_shutdown(cp.inner.stop.clone().cancelled_owned())
                 .into_future()
                 .await;

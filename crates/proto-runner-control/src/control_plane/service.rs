@@ -1,11 +1,15 @@
 //! The gRPC side: `AgentRunnerControlService` as runners see it. Every call
 //! is authenticated by its bearer token; every message is validated.
 
+use std::net::SocketAddr;
+
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::auth::RunnerIdentity;
+use super::registry::Busy;
 use super::{ControlPlane, github, now_ms, offers};
 use crate::pb;
 use crate::pb::agent_runner_control_service_server::AgentRunnerControlService;
@@ -30,6 +34,28 @@ impl ControlService {
     }
 }
 
+/// The refusal of a second connection of a runner whose channel is live,
+/// logged: two processes are most likely using one token.
+fn duplicate(runner: &RunnerIdentity, busy: Busy, peer: Option<SocketAddr>) -> Status {
+    let live = busy
+        .peer
+        .map_or_else(|| "an unknown address".to_owned(), |p| p.to_string());
+    let new = peer.map_or_else(|| "an unknown address".to_owned(), |p| p.to_string());
+    tracing::warn!(
+        runner = %runner.name,
+        id = %runner.id,
+        connected_from = %live,
+        refused_from = %new,
+        "runner is already connected; refusing a second connection with its token (two runners sharing one token?)"
+    );
+    Status::already_exists(format!(
+        "runner {} is already connected from {live}; this connection (from {new}) is refused. \
+         Is this runner's token used by two runners? Each runner needs its own \
+         (gantry control-plane add-runner NAME)",
+        runner.name
+    ))
+}
+
 #[tonic::async_trait]
 impl AgentRunnerControlService for ControlService {
     async fn register_runner(
@@ -37,10 +63,19 @@ impl AgentRunnerControlService for ControlService {
         request: Request<pb::RegisterRunnerRequest>,
     ) -> Result<Response<pb::RegisterRunnerResponse>, Status> {
         let runner = self.authenticate(&request).await?;
+        let peer = request.remote_addr();
         let request = request.into_inner();
         request
             .validate()
             .map_err(|v| Status::invalid_argument(v.to_string()))?;
+        // A second runner with this token must not replace the offers of
+        // the one connected.
+        self.cp
+            .inner
+            .registry
+            .vacant(&runner.id, peer)
+            .await
+            .map_err(|busy| duplicate(&runner, busy, peer))?;
         let offers = offers::from_registration(&request);
         let json = serde_json::to_string(&offers)
             .map_err(|e| Status::internal(format!("cannot encode the registration: {e}")))?;
@@ -62,14 +97,21 @@ impl AgentRunnerControlService for ControlService {
         request: Request<Streaming<pb::ClientMessage>>,
     ) -> Result<Response<Self::ControlChannelStream>, Status> {
         let runner = self.authenticate(&request).await?;
+        let peer = request.remote_addr();
         let inbound = request.into_inner();
         let (outbox, stream) = mpsc::channel(OUTBOX_CAPACITY);
-        let channel = self.cp.inner.registry.connect(&runner.id, outbox.clone());
-        tracing::info!(runner = %runner.name, id = %runner.id, "runner channel open");
+        let opened = self
+            .cp
+            .inner
+            .registry
+            .connect(&runner.id, outbox.clone(), peer)
+            .await
+            .map_err(|busy| duplicate(&runner, busy, peer))?;
+        tracing::info!(runner = %runner.name, id = %runner.id, peer = ?peer, "runner channel open");
         tokio::spawn(read_channel(
             self.cp.clone(),
             runner.id.clone(),
-            channel,
+            (opened.id, opened.ended),
             inbound,
         ));
         // Pending requests go out once the stream is being read, not before
@@ -108,7 +150,7 @@ impl AgentRunnerControlService for ControlService {
 async fn read_channel(
     cp: ControlPlane,
     runner_id: String,
-    channel: u64,
+    (channel, ended): (u64, CancellationToken),
     mut inbound: Streaming<pb::ClientMessage>,
 ) {
     let inner = &cp.inner;
@@ -137,5 +179,7 @@ async fn read_channel(
         }
     }
     inner.registry.disconnect(&runner_id, channel);
+    // Lets in a connection of this runner waiting for this one to end.
+    ended.cancel();
     tracing::info!(runner = %runner_id, "runner channel closed");
 }

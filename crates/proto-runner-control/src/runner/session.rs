@@ -27,6 +27,12 @@ const OPEN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Requests waiting for the request task, at most.
 const REQUEST_QUEUE: usize = 256;
 
+/// The least wait before trying again after the control plane refused a
+/// second connection of this runner (`ALREADY_EXISTS`): another process with
+/// the same token is connected, or our own dead connection is not yet seen
+/// dead there; neither clears up in milliseconds.
+const DUPLICATE_RETRY_MIN: Duration = Duration::from_secs(1);
+
 /// Everything a connection attempt needs.
 pub(crate) struct Session {
     pub url: ControlPlaneUrl,
@@ -45,6 +51,9 @@ enum Ended {
     Shutdown,
     /// The channel broke or could not be opened; try again.
     Retry(String),
+    /// Refused because this runner is already connected (`ALREADY_EXISTS`);
+    /// try again, not soon.
+    Duplicate(String),
 }
 
 impl Session {
@@ -53,14 +62,23 @@ impl Session {
         let (requests_tx, requests_rx) = mpsc::channel(REQUEST_QUEUE);
         let serving = tokio::spawn(serve_requests(self.handler.clone(), requests_rx));
         let result = loop {
-            match self.connect_once(&requests_tx, &shutdown).await {
+            let delay = match self.connect_once(&requests_tx, &shutdown).await {
                 Ok(Ended::Shutdown) => break Ok(()),
                 Ok(Ended::Retry(why)) => {
                     tracing::warn!("control plane: {why}; reconnecting");
+                    self.backoff.next_delay()
+                }
+                Ok(Ended::Duplicate(why)) => {
+                    let delay = self.backoff.next_delay().max(DUPLICATE_RETRY_MIN);
+                    tracing::warn!(
+                        "control plane refused this runner as already connected: {why}. \
+                         If another runner uses this token, give each runner its own; \
+                         retrying in {delay:.1?}"
+                    );
+                    delay
                 }
                 Err(fatal) => break Err(fatal),
-            }
-            let delay = self.backoff.next_delay();
+            };
             tokio::select! {
                 () = shutdown.cancelled() => break Ok(()),
                 () = tokio::time::sleep(delay) => {}
@@ -95,6 +113,7 @@ impl Session {
                 Code::Unauthenticated | Code::PermissionDenied => Err(RunnerError::Refused(
                     format!("{:?}: {}", status.code(), status.message()),
                 )),
+                Code::AlreadyExists => Ok(Ended::Duplicate(status.message().to_owned())),
                 _ => Ok(Ended::Retry(format!(
                     "RegisterRunner: {}",
                     status.message()
@@ -115,6 +134,9 @@ impl Session {
             () = shutdown.cancelled() => return Ok(Ended::Shutdown),
             opened = opened => match opened {
                 Ok(Ok(response)) => response.into_inner(),
+                Ok(Err(status)) if status.code() == Code::AlreadyExists => {
+                    return Ok(Ended::Duplicate(status.message().to_owned()));
+                }
                 Ok(Err(status)) => return Ok(Ended::Retry(format!("ControlChannel: {}", status.message()))),
                 Err(_) => return Ok(Ended::Retry("ControlChannel did not open within 5 s".to_owned())),
             },

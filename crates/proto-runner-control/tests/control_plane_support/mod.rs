@@ -60,11 +60,18 @@ impl Harness {
 
     /// Serves the control plane of `data_dir` with `options`.
     pub async fn start_with(data_dir: &Path, options: ControlPlaneOptions) -> Self {
+        Self::start_on(data_dir, options, "127.0.0.1:0").await
+    }
+
+    /// Serves the control plane of `data_dir` with `options`, the HTTP API
+    /// bound to `http_bind` (called through 127.0.0.1 all the same).
+    pub async fn start_on(data_dir: &Path, options: ControlPlaneOptions, http_bind: &str) -> Self {
         let cp = ControlPlane::open_in(data_dir, options).await.unwrap();
         let grpc_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let http_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let http_listener = TcpListener::bind(http_bind).await.unwrap();
         let grpc = grpc_listener.local_addr().unwrap();
-        let http = http_listener.local_addr().unwrap();
+        let port = http_listener.local_addr().unwrap().port();
+        let http = SocketAddr::from(([127, 0, 0, 1], port));
         let (stop, stopped) = oneshot::channel::<()>();
         let served = cp.clone();
         let task = tokio::spawn(async move {
@@ -99,6 +106,29 @@ impl Harness {
     pub async fn add_runner(&self, name: &str) -> (String, String) {
         let (runner, token) = self.cp.add_runner(name).await.unwrap();
         (runner.id, token)
+    }
+
+    /// Waits until the API lists runner `id` as not connected. The control
+    /// plane learns of a drop from the transport, with no event a client
+    /// can wait on: polls the list, bounded by [`GUARD`].
+    pub async fn wait_disconnected(&self, id: &str) {
+        let deadline = std::time::Instant::now() + GUARD;
+        loop {
+            let (_, runners) = self.get("/v1/runners").await;
+            let connected = runners
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|r| r["id"] == id && r["connected"] == true);
+            if !connected {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "runner {id} is still listed as connected"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// The URL of `path` on the HTTP API.
@@ -272,19 +302,62 @@ impl FakeRunner {
         token: &str,
         registration: pb::RegisterRunnerRequest,
     ) -> Self {
+        Self::try_connect(grpc, token, registration).await.unwrap()
+    }
+
+    /// [`FakeRunner::connect`], or the status that refused it.
+    pub async fn try_connect(
+        grpc: SocketAddr,
+        token: &str,
+        registration: pb::RegisterRunnerRequest,
+    ) -> Result<Self, Status> {
         let mut client = client(grpc, token).await;
-        guarded("RegisterRunner", client.register_runner(registration))
-            .await
-            .unwrap();
+        guarded("RegisterRunner", client.register_runner(registration)).await?;
         let (outbound, rx) = mpsc::channel(64);
         let inbound = guarded(
             "ControlChannel",
             client.control_channel(ReceiverStream::new(rx)),
         )
-        .await
-        .unwrap()
+        .await?
         .into_inner();
-        Self { outbound, inbound }
+        Ok(Self { outbound, inbound })
+    }
+
+    /// Answers every request as a runner that does what it is asked,
+    /// until the channel closes.
+    pub fn answer_everything(mut self) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            while let Ok(Some(message)) = self.inbound.message().await {
+                let (Some(id), Some(request)) = (message.request_id, message.request) else {
+                    continue;
+                };
+                let reply = match request {
+                    RunnerRequest::CreateAgentRequest(r) => {
+                        agent_update(&r.agent_id, pb::AgentStatus::Ready)
+                    }
+                    RunnerRequest::DeleteAgentRequest(r) => {
+                        agent_update(&r.agent_id, pb::AgentStatus::Deleted)
+                    }
+                    RunnerRequest::CreateThreadRequest(_) => {
+                        thread_update(&format!("thread-of-{id}"), pb::ThreadStatus::Ready)
+                    }
+                    RunnerRequest::DeleteThreadRequest(r) => {
+                        thread_update(&r.thread_id, pb::ThreadStatus::Deleted)
+                    }
+                    RunnerRequest::CreateUserMessageRequest(_) => {
+                        turn_update(&format!("turn-of-{id}"), pb::TurnStatus::Completed)
+                    }
+                    RunnerRequest::InstallSkillsMpRequest(r) => {
+                        Payload::SkillMpUpdate(pb::SkillMpUpdate {
+                            agent_id: r.agent_id,
+                            package_name: r.package_name,
+                            status: pb::SkillMpStatus::Installed.into(),
+                        })
+                    }
+                };
+                self.send(Some(&id), reply).await;
+            }
+        })
     }
 
     /// The next request the control plane sends; it always carries an id.

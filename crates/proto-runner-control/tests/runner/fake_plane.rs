@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use proto_runner_control::pb;
 use proto_runner_control::pb::agent_runner_control_service_server::{
@@ -94,6 +94,11 @@ struct Service {
     /// While false, registrations fail as a control plane that is down.
     up: Arc<Mutex<bool>>,
     github: Arc<Mutex<Github>>,
+    /// Channel opens still to refuse as a control plane that has this
+    /// runner connected already (`ALREADY_EXISTS`).
+    refusals: Arc<Mutex<usize>>,
+    /// When each channel open came.
+    channel_attempts: Arc<Mutex<Vec<Instant>>>,
 }
 
 fn bearer<T>(request: &Request<T>) -> Option<String> {
@@ -137,6 +142,16 @@ impl AgentRunnerControlService for Service {
         request: Request<Streaming<pb::ClientMessage>>,
     ) -> Result<Response<Self::ControlChannelStream>, Status> {
         check(bearer(&request).as_deref())?;
+        self.channel_attempts.lock().unwrap().push(Instant::now());
+        {
+            let mut refusals = self.refusals.lock().unwrap();
+            if *refusals > 0 {
+                *refusals -= 1;
+                return Err(Status::already_exists(
+                    "runner r1 is already connected from 10.0.0.7:41000",
+                ));
+            }
+        }
         let (tx, rx) = mpsc::channel(64);
         let conn = Conn {
             to_runner: tx,
@@ -202,6 +217,8 @@ pub struct FakePlane {
     conns: mpsc::Receiver<Conn>,
     up: Arc<Mutex<bool>>,
     github: Arc<Mutex<Github>>,
+    refusals: Arc<Mutex<usize>>,
+    channel_attempts: Arc<Mutex<Vec<Instant>>>,
     _server: tokio::task::JoinHandle<()>,
 }
 
@@ -216,6 +233,8 @@ impl FakePlane {
             conns: conns_tx,
             up: Arc::new(Mutex::new(true)),
             github: Arc::default(),
+            refusals: Arc::default(),
+            channel_attempts: Arc::default(),
         };
         FakePlane {
             addr,
@@ -223,6 +242,8 @@ impl FakePlane {
             conns,
             up: service.up.clone(),
             github: service.github.clone(),
+            refusals: service.refusals.clone(),
+            channel_attempts: service.channel_attempts.clone(),
             _server: tokio::spawn(async move {
                 let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
                 let _ = tonic::transport::Server::builder()
@@ -255,6 +276,16 @@ impl FakePlane {
     /// Down: registrations fail until [`FakePlane::set_up`].
     pub fn set_up(&self, up: bool) {
         *self.up.lock().unwrap() = up;
+    }
+
+    /// Refuses the next `n` channel opens with `ALREADY_EXISTS`.
+    pub fn refuse_channels(&self, n: usize) {
+        *self.refusals.lock().unwrap() = n;
+    }
+
+    /// When each channel open came, in order.
+    pub fn channel_attempts(&self) -> Vec<Instant> {
+        self.channel_attempts.lock().unwrap().clone()
     }
 
     /// The installations and tokens the GitHub rpcs answer with.

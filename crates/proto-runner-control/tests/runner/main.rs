@@ -385,7 +385,7 @@ async fn a_request_sent_again_has_no_second_effect() {
 
 #[tokio::test]
 async fn a_request_id_naming_a_directory_never_moves_a_workspace() {
-    let rig = Rig::start(vec![]).await;
+    let mut rig = Rig::start(vec![]).await;
     let mut conn = rig.plane.accept().await;
     conn.send("a-req", create_agent("a1", "gantry")).await;
     assert_eq!(kind(&conn.next().await), "agent a1 ready [a-req]");
@@ -755,4 +755,25 @@ async fn every_field_constraint_of_every_request_is_enforced_by_name() {
     let thread = rig.engine.read(&"t1".into()).await.unwrap();
     assert!(!thread.thread.archived && thread.turns.is_empty());
     assert!(rig.llm.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_runner_refused_as_already_connected_waits_at_least_a_second_between_tries() {
+    let mut plane = FakePlane::start().await;
+    // Another runner holds this token's channel, twice over; then it is gone.
+    plane.refuse_channels(2);
+    let dir = tempfile::tempdir().unwrap();
+    let llm = MockLlm::start(Script::new(vec![])).unwrap();
+    // The runner's own backoff (20 ms up) would retry far sooner.
+    let (_engine, stop, runner) = start_runner(&plane, &llm, dir.path(), TOKEN).await;
+
+    let _conn = plane.accept().await;
+    let attempts = plane.channel_attempts();
+    assert_eq!(attempts.len(), 3, "two refused, then in");
+    for pair in attempts.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(gap >= Duration::from_secs(1), "retried after {gap:?}");
+    }
+    stop.cancel();
+    runner.await.unwrap().unwrap();
 }

@@ -175,3 +175,32 @@ async fn a_runner_name_is_taken_once() {
         Some("r1".into())
     );
 }
+
+#[tokio::test]
+async fn api_tokens_are_added_listed_by_age_and_revoked_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteControlPlaneStore::open_in(dir.path()).await.unwrap();
+    let token = |id: &str, name: &str, at: i64| ApiTokenRecord {
+        id: id.into(),
+        name: name.into(),
+        token_hash: format!("hash-{id}"),
+        created_at: at,
+    };
+    store.add_api_token(&token("k2", "ci", 2)).await.unwrap();
+    store.add_api_token(&token("k1", "alice", 1)).await.unwrap();
+    // A name is taken once.
+    assert!(store.add_api_token(&token("k3", "ci", 3)).await.is_err());
+    assert_eq!(
+        store.api_tokens().await.unwrap(),
+        vec![token("k1", "alice", 1), token("k2", "ci", 2)]
+    );
+
+    assert!(store.revoke_api_token("alice").await.unwrap());
+    assert!(!store.revoke_api_token("alice").await.unwrap());
+    store.close().await;
+    let store = SqliteControlPlaneStore::open_in(dir.path()).await.unwrap();
+    assert_eq!(
+        store.api_tokens().await.unwrap(),
+        vec![token("k2", "ci", 2)]
+    );
+}

@@ -3,16 +3,23 @@
 
 mod error;
 mod events;
+mod guard;
 mod handlers;
 mod openapi;
+
+use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::{get, post};
 
+pub(crate) use guard::Access;
+
 use super::ControlPlane;
 
-/// Every route of the API.
-pub(super) fn router(cp: ControlPlane) -> Router {
+/// Every route of the API, behind the [`guard`] checks (host, origin,
+/// token, content type), which also cover unknown paths.
+pub(super) fn router(cp: ControlPlane, access: Access) -> Router {
+    let guard = axum::middleware::from_fn_with_state((cp.clone(), Arc::new(access)), guard::guard);
     Router::new()
         .route("/openapi.json", get(openapi::document))
         .route("/v1/runners", get(handlers::runners))
@@ -37,4 +44,5 @@ pub(super) fn router(cp: ControlPlane) -> Router {
         .route("/v1/threads/{id}/events", get(events::follow))
         .fallback(error::no_route)
         .with_state(cp)
+        .layer(guard)
 }

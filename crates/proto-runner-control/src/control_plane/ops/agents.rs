@@ -31,11 +31,7 @@ impl ControlPlane {
         let agent_id = match new.agent_id {
             Some(id) => {
                 require("agent_id", &id)?;
-                if id.len() > MAX_ID_LEN {
-                    return Err(ApiError::BadRequest(format!(
-                        "agent_id: at most {MAX_ID_LEN} bytes"
-                    )));
-                }
+                check_agent_id(&id)?;
                 if self.inner.store.agent(&id).await?.is_some() {
                     return Err(ApiError::Conflict(format!("agent {id} already exists")));
                 }
@@ -87,9 +83,25 @@ impl ControlPlane {
         };
         let Some(id) = asked else {
             let loads = inner.store.runner_loads().await?;
-            return least_loaded(&inner.registry.connected(), &loads, sdk, model).ok_or_else(
-                || ApiError::Unavailable(format!("no connected runner offers {wanted}")),
-            );
+            if let Some(id) = least_loaded(&inner.registry.connected(), &loads, sdk, model) {
+                return Ok(id);
+            }
+            // Offered by a runner that is offline: try again later. Offered
+            // by none: the request is wrong.
+            let all = inner.registry.all_offers();
+            if all.iter().any(|offers| includes(offers, sdk, model)) {
+                return Err(ApiError::Unavailable(format!(
+                    "no connected runner offers {wanted}"
+                )));
+            }
+            let field = if all.iter().any(|offers| includes(offers, sdk, None)) {
+                "model"
+            } else {
+                "sdk"
+            };
+            return Err(ApiError::BadRequest(format!(
+                "{field}: no runner offers {wanted}"
+            )));
         };
         require("runner_id", id)?;
         if !inner.store.runners().await?.iter().any(|r| r.id == id) {
@@ -98,9 +110,15 @@ impl ControlPlane {
         if !inner.registry.is_connected(id) {
             return Err(ApiError::Unavailable(format!("runner {id} is offline")));
         }
-        if !includes(&inner.registry.offers(id), sdk, model) {
-            return Err(ApiError::Conflict(format!(
-                "runner {id} does not offer {wanted}"
+        let offers = inner.registry.offers(id);
+        if !includes(&offers, sdk, model) {
+            let field = if includes(&offers, sdk, None) {
+                "model"
+            } else {
+                "sdk"
+            };
+            return Err(ApiError::BadRequest(format!(
+                "{field}: runner {id} does not offer {wanted}"
             )));
         }
         Ok(id.to_owned())
@@ -198,5 +216,24 @@ impl ControlPlane {
                     new.package_name
                 ))
             })
+    }
+}
+
+/// An agent id a runner can take (the `gantry` runner's rule, which keeps
+/// ids usable as directory names and in URLs): 1 to 128 letters, digits,
+/// `.`, `_` or `-`, and not `.` or `..`.
+fn check_agent_id(id: &str) -> Result<(), ApiError> {
+    let ok = id.len() <= MAX_ID_LEN
+        && id != "."
+        && id != ".."
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(format!(
+            "agent_id: {id:?} is invalid: use 1 to {MAX_ID_LEN} letters, digits, `.`, `_` or `-`"
+        )))
     }
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::{NewMessage, NewThread, Subject, unexpected};
 use crate::control_plane::ControlPlane;
 use crate::control_plane::error::{ApiError, require, require_if_given};
+use crate::control_plane::offers::check_model;
 use crate::control_plane::requests::Params;
 use crate::control_plane::tracking::merge::DELETED;
 use crate::control_plane::views::{ThreadDetail, ThreadView};
@@ -38,6 +39,12 @@ impl ControlPlane {
         let model = new.model.or(agent.model).ok_or_else(|| {
             ApiError::BadRequest("model: required (the agent has no default model)".into())
         })?;
+        self.check_offered(
+            &agent.runner_id,
+            &agent.sdk,
+            &model,
+            new.reasoning_level.as_deref(),
+        )?;
         let request = Request::CreateThreadRequest(pb::CreateThreadRequest {
             agent_id: agent_id.to_owned(),
             model: model.clone(),
@@ -62,6 +69,21 @@ impl ControlPlane {
             ))
         })?;
         Ok(ThreadView::from(&thread))
+    }
+
+    /// `model` (and `reasoning`) must be among what the runner registered
+    /// under `sdk`, else 400 naming the field.
+    fn check_offered(
+        &self,
+        runner_id: &str,
+        sdk: &str,
+        model: &str,
+        reasoning: Option<&str>,
+    ) -> Result<(), ApiError> {
+        let offers = self.inner.registry.offers(runner_id);
+        check_model(&offers, sdk, model, reasoning).map_err(|(field, why)| {
+            ApiError::BadRequest(format!("{field}: {why} (runner {runner_id})"))
+        })
     }
 
     /// An agent's threads.
@@ -124,6 +146,16 @@ impl ControlPlane {
         let thread = self.thread_record(thread_id).await?;
         if thread.status == DELETED {
             return Err(ApiError::Conflict(format!("thread {thread_id} is deleted")));
+        }
+        if new.model.is_some() || new.reasoning_level.is_some() {
+            let agent = self.agent_record(&thread.agent_id).await?;
+            let model = new.model.as_deref().unwrap_or(&thread.model);
+            self.check_offered(
+                &thread.runner_id,
+                &agent.sdk,
+                model,
+                new.reasoning_level.as_deref(),
+            )?;
         }
         let request = Request::CreateUserMessageRequest(pb::CreateUserMessageRequest {
             agent_id: thread.agent_id.clone(),
