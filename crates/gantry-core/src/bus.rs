@@ -224,6 +224,20 @@ impl Bus {
         ch.published = ch.published.max(seq);
     }
 
+    /// Forgets an evicted thread's channel unless someone still listens or
+    /// waits for output: everything it published is in the store.
+    pub(crate) fn evict(&self, thread: &ThreadId) {
+        let mut inner = self.lock();
+        let unused = inner.threads.get(thread).is_some_and(|ch| {
+            ch.tx.as_ref().is_none_or(|tx| tx.receiver_count() == 0)
+                && ch.held.is_empty()
+                && ch.partial.is_empty()
+        });
+        if unused {
+            inner.threads.remove(thread);
+        }
+    }
+
     /// Subscribes to one thread from `from_seq`.
     pub(crate) async fn subscribe(
         &self,

@@ -33,6 +33,11 @@ pub struct EngineConfig {
     /// never is, but for its `agents/` skills and workspaces inside it):
     /// e.g. a configuration file holding keys.
     pub sandbox_protected: Vec<PathBuf>,
+    /// How long a thread stays loaded with nothing to do (no turn, no
+    /// pending approval, no session grants or loaded skills) before its
+    /// actor is evicted; it loads again from the log on its next use.
+    /// `None`: never.
+    pub evict_idle_after: Option<std::time::Duration>,
 }
 
 impl EngineConfig {
@@ -62,6 +67,7 @@ impl Default for EngineConfig {
             reasoning: None,
             data_dir: None,
             sandbox_protected: Vec::new(),
+            evict_idle_after: Some(std::time::Duration::from_secs(600)),
         }
     }
 }

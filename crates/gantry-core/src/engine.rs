@@ -1,6 +1,6 @@
 //! The engine's public API: a cheap, cloneable handle over shared state.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use gantry_types::{
     LaneHandler, ModelEndpoint, RuleDecision, Thread, ThreadId, ThreadPolicy, ThreadSettings,
     ThreadStatus, ThreadView, Turn, TurnId, TurnStatus, Usage,
 };
-use tokio::sync::{Mutex, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::actor::{ActorHandle, Command, ExternalTaskInfo, Resolution, ThreadActor};
 use crate::bus::{Bus, Notification, ResumeFrom, Subscription};
@@ -137,9 +137,9 @@ pub(crate) struct Shared {
     pub command_env: std::sync::RwLock<Arc<BTreeMap<String, String>>>,
     /// Variables minted for one command as it starts.
     pub command_env_source: Option<Arc<dyn crate::CommandEnvSource>>,
-    /// Live thread actors. A tokio mutex, held while a thread loads, so one
-    /// thread never gets two actors.
-    actors: Mutex<HashMap<ThreadId, ActorHandle>>,
+    /// Each thread's cell: its actor, while live. A thread loads under its
+    /// own cell's lock, so it never gets two actors and others never wait.
+    pub cells: crate::cells::Cells,
 }
 
 impl Shared {
@@ -263,7 +263,7 @@ impl EngineBuilder {
                 endpoints: Default::default(),
                 command_env: Default::default(),
                 command_env_source: self.command_env_source,
-                actors: Mutex::new(HashMap::new()),
+                cells: Default::default(),
             }),
         };
         engine.load_mcp_servers().await?;
@@ -829,9 +829,15 @@ impl Engine {
         self.flush().await
     }
 
-    /// Ids of the threads that have a live actor.
+    /// Ids of the threads that have a live actor (or are being loaded).
     pub(crate) async fn live_threads(&self) -> Vec<ThreadId> {
-        self.shared.actors.lock().await.keys().cloned().collect()
+        self.shared.cells.ids()
+    }
+
+    /// How many threads are loaded in memory now (idle ones are evicted
+    /// after [`EngineConfig::evict_idle_after`]).
+    pub fn loaded_threads(&self) -> usize {
+        self.shared.cells.len()
     }
 
     /// Creates the actor of a new thread whose log is `payloads`.
@@ -861,17 +867,21 @@ impl Engine {
         let view = ThreadView::from_events(&events).ok_or_else(|| {
             EngineError::InvalidInput("a thread log starts with thread_created".into())
         })?;
-        // Held from the check to the insert: two creations of one id
-        // cannot both pass.
-        let mut actors = self.shared.actors.lock().await;
-        if actors.contains_key(&id) || self.stored(&id).await? {
+        // The cell's slot is held from the check to the insert: two
+        // creations of one id cannot both pass; other threads never wait.
+        let cell = self.shared.cells.cell(&id);
+        let mut slot = cell.slot.lock().await;
+        let taken = slot.as_ref().is_some_and(|h| !h.is_closed())
+            || !self.shared.cells.is_current(&id, &cell)
+            || self.stored(&id).await?;
+        if taken {
             return Err(EngineError::AlreadyExists {
                 what: "thread",
                 name: id.0,
             });
         }
-        let handle = ThreadActor::spawn(self.shared.clone(), view, events).await;
-        actors.insert(id, handle);
+        let handle = ThreadActor::spawn(self.shared.clone(), view, events, cell.clone()).await;
+        *slot = Some(handle);
         Ok(())
     }
 
@@ -882,32 +892,62 @@ impl Engine {
     }
 
     /// The live actor of a thread, loading it from the store if needed.
-    async fn actor(&self, id: &ThreadId) -> Result<ActorHandle, EngineError> {
-        let mut actors = self.shared.actors.lock().await;
-        if let Some(handle) = actors.get(id).filter(|h| !h.is_closed()) {
-            return Ok(handle.clone());
+    /// Only this thread's cell is locked meanwhile.
+    pub(crate) async fn actor(&self, id: &ThreadId) -> Result<ActorHandle, EngineError> {
+        loop {
+            let cell = self.shared.cells.cell(id);
+            let mut slot = cell.slot.lock().await;
+            if !self.shared.cells.is_current(id, &cell) {
+                // Evicted while we waited for the slot: look again.
+                continue;
+            }
+            if let Some(handle) = slot.as_ref().filter(|h| !h.is_closed()) {
+                return Ok(handle.clone());
+            }
+            let loaded = match self.shared.store.events(id, 1).await {
+                Ok(events) => {
+                    ThreadView::from_events(&events).ok_or(EngineError::ThreadNotFound(id.clone()))
+                }
+                Err(e) => Err(e.into()),
+            };
+            return match loaded {
+                Ok(view) => {
+                    let handle =
+                        ThreadActor::spawn(self.shared.clone(), view, Vec::new(), cell.clone())
+                            .await;
+                    *slot = Some(handle.clone());
+                    Ok(handle)
+                }
+                Err(e) => {
+                    // No cell stays behind for a thread that is not there.
+                    *slot = None;
+                    self.shared.cells.forget(id, &cell);
+                    Err(e)
+                }
+            };
         }
-        let events = self.shared.store.events(id, 1).await?;
-        let view = ThreadView::from_events(&events)
-            .ok_or_else(|| EngineError::ThreadNotFound(id.clone()))?;
-        let handle = ThreadActor::spawn(self.shared.clone(), view, Vec::new()).await;
-        actors.insert(id.clone(), handle.clone());
-        Ok(handle)
     }
 
-    /// Sends a command to a thread's actor and waits for the reply.
+    /// Sends a command to a thread's actor and waits for the reply. An
+    /// actor that was evicted as the command went out hands it back; it
+    /// goes to the thread's next actor.
     pub(crate) async fn ask<T>(
         &self,
         thread: &ThreadId,
         make: impl FnOnce(oneshot::Sender<T>) -> Command,
     ) -> Result<T, EngineError> {
-        let handle = self.actor(thread).await?;
         let (tx, rx) = oneshot::channel();
-        handle
-            .send(make(tx))
-            .await
-            .map_err(|_| EngineError::ShuttingDown)?;
-        rx.await.map_err(|_| EngineError::ShuttingDown)
+        let mut command = make(tx);
+        // An eviction needs the actor idle for its whole idle time, so a
+        // second miss in a row means the engine is going away.
+        for _ in 0..3 {
+            let handle = self.actor(thread).await?;
+            match handle.send(command).await {
+                Ok(()) => return rx.await.map_err(|_| EngineError::ShuttingDown),
+                Err(mpsc::error::SendError(returned)) => command = returned,
+            }
+        }
+        Err(EngineError::ShuttingDown)
     }
 }
 

@@ -10,6 +10,7 @@
 mod actor;
 mod agents_api;
 mod bus;
+mod cells;
 mod clock;
 mod command_env;
 mod config;

@@ -12,6 +12,7 @@ pub(crate) use structured::StructuredCommand;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use gantry_types::{
     Delta, Event, EventPayload, Item, ItemKind, ItemStatus, LaneHandler, QueuedInput, Thread,
@@ -24,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use self::pending::Pending;
 use crate::EngineError;
 use crate::agents_api::agent_skills_dir;
+use crate::cells::Cell;
 use crate::context::Counter;
 use crate::engine::{Delivered, IfBusy, Input, Shared};
 use crate::live::{Grants, Live};
@@ -138,6 +140,7 @@ impl ThreadActor {
         shared: Arc<Shared>,
         view: ThreadView,
         fresh: Vec<Event>,
+        cell: Arc<Cell>,
     ) -> ActorHandle {
         let (tx, rx) = mpsc::channel(MAILBOX);
         let live = watch::Sender::new(Live::of(&view.thread));
@@ -146,7 +149,14 @@ impl ThreadActor {
             .agent_id
             .as_ref()
             .and_then(|a| agent_skills_dir(&shared.config, a));
-        let skills = discover_skills(&view.thread.cwd, agent_skills.as_deref());
+        // Reading skill folders blocks (a slow disk, a FIFO named SKILL.md):
+        // off the runtime's threads, so only this thread's load waits.
+        let cwd = view.thread.cwd.clone();
+        let skills = tokio::task::spawn_blocking(move || {
+            discover_skills(&cwd, agent_skills.as_deref())
+        })
+        .await
+        .unwrap_or_else(|_| SkillSet::shared(Vec::new()));
         let mut actor = ThreadActor {
             shared,
             view,
@@ -168,7 +178,7 @@ impl ThreadActor {
         if actor.view.running_turn().is_some() {
             actor.recover_crashed_turn().await;
         }
-        tokio::spawn(actor.run(rx));
+        tokio::spawn(actor.run(rx, cell));
         tx
     }
 
@@ -176,7 +186,10 @@ impl ThreadActor {
         &self.view.thread.id
     }
 
-    async fn run(mut self, mut mailbox: mpsc::Receiver<Command>) {
+    async fn run(mut self, mut mailbox: mpsc::Receiver<Command>, cell: Arc<Cell>) {
+        let idle_time = self.shared.config.evict_idle_after;
+        let idle = tokio::time::sleep(idle_time.unwrap_or(Duration::MAX));
+        tokio::pin!(idle);
         loop {
             tokio::select! {
                 cmd = mailbox.recv() => match cmd {
@@ -187,12 +200,60 @@ impl ThreadActor {
                     Some(msg) => self.on_turn_msg(msg).await,
                     None => self.on_turn_exit().await,
                 },
+                () = &mut idle, if idle_time.is_some() => {
+                    if self.evictable() && self.evict(&mut mailbox, &cell).await {
+                        return;
+                    }
+                }
+            }
+            if let Some(after) = idle_time {
+                idle.as_mut().reset(tokio::time::Instant::now() + after);
             }
         }
         // The engine dropped us (shutdown): stop the running turn's work.
         if let Some(turn) = &self.turn {
             turn.cancel.cancel();
         }
+    }
+
+    /// Nothing lives only in this actor's memory: no turn, no pending
+    /// approval or task, no "approve for session" grant, no loaded skill.
+    fn evictable(&self) -> bool {
+        self.turn.is_none()
+            && self.pending.is_empty()
+            && self.grants.lock().map_or(false, |g| g.len() == 0)
+            && crate::turn::read_skills(&self.skills).loaded().is_empty()
+            && !crate::turn::read_skills(&self.skills)
+                .available()
+                .iter()
+                .any(|s| s.source == SkillSource::Inline)
+    }
+
+    /// Leaves memory once everything this actor wrote is stored; the next
+    /// use of the thread loads it again from the log. Commands that were
+    /// already on their way go to that next actor. False if the store
+    /// could not confirm (the actor stays).
+    async fn evict(&mut self, mailbox: &mut mpsc::Receiver<Command>, cell: &Arc<Cell>) -> bool {
+        if self.shared.writer.flush().await.is_err() {
+            return false;
+        }
+        let id = self.view.thread.id.clone();
+        let mut slot = cell.slot.lock().await;
+        // Nobody can hand out this actor any more; senders holding it get
+        // their command back and load the next one.
+        mailbox.close();
+        let mut waiting = Vec::new();
+        while let Ok(cmd) = mailbox.try_recv() {
+            waiting.push(cmd);
+        }
+        *slot = None;
+        self.shared.cells.forget(&id, cell);
+        drop(slot);
+        self.shared.bus.evict(&id);
+        if !waiting.is_empty() {
+            tokio::spawn(forward(self.shared.clone(), id, waiting));
+        }
+        true
     }
 
     async fn handle(&mut self, cmd: Command) {
@@ -665,6 +726,24 @@ pub(crate) fn discover_installed(dir: &std::path::Path) -> Vec<gantry_tools::ski
         tracing::warn!(error = %e, "skipping an installed skill");
     }
     skills
+}
+
+/// Hands commands an evicted actor never handled to the thread's next
+/// actor. A named boxed future: the actor's task would otherwise contain
+/// itself (load, spawn, run, evict, load).
+fn forward(
+    shared: Arc<Shared>,
+    id: ThreadId,
+    waiting: Vec<Command>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        let engine = crate::Engine { shared };
+        for cmd in waiting {
+            if let Ok(next) = engine.actor(&id).await {
+                let _ = next.send(cmd).await;
+            }
+        }
+    })
 }
 
 async fn next_turn_msg(turn: &mut Option<RunningTurn>) -> Option<TurnMsg> {

@@ -65,6 +65,11 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
+    /// Whether nothing waits for an answer.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     pub(crate) fn register(
         &mut self,
         id: String,

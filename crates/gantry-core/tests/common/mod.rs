@@ -2,6 +2,8 @@
 //! the scripted model server over HTTP.
 #![allow(dead_code)]
 
+pub mod gated_store;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
