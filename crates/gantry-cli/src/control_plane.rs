@@ -1,6 +1,7 @@
 //! `gantry control-plane`: Gantry's own control plane, which runners dial
 //! over `companyhelm.runner.v1` gRPC and users drive over an HTTP JSON API,
-//! and the command that adds the runners allowed to connect.
+//! and the commands that add the runners allowed to connect and the API's
+//! bearer tokens.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use gantry_store::control_plane::SqliteControlPlaneStore;
+use gantry_store::control_plane::{ControlPlaneStore, SqliteControlPlaneStore};
 use proto_runner_control::control_plane::{
     self, ControlPlane, ControlPlaneOptions, DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR,
 };
@@ -29,13 +30,21 @@ Examples:
   # Serve runners on :7400 (gRPC) and users on :7401 (HTTP JSON API).
   gantry control-plane serve
 
-  # Then, with a runner connected:
+  # Then, with a runner connected (POSTs must say application/json):
+  J='content-type: application/json'
   curl -s localhost:7401/v1/runners
-  curl -s -XPOST localhost:7401/v1/agents -d '{\"model\": \"gpt-4.1\"}'
-  curl -s -XPOST localhost:7401/v1/agents/AGENT/threads -d '{}'
-  curl -s -XPOST localhost:7401/v1/threads/THREAD/messages -d '{\"text\": \"fix the build\"}'
+  curl -s -H \"$J\" localhost:7401/v1/agents -d '{\"model\": \"gpt-4.1\"}'
+  curl -s -H \"$J\" localhost:7401/v1/agents/AGENT/threads -d '{}'
+  curl -s -H \"$J\" localhost:7401/v1/threads/THREAD/messages -d '{\"text\": \"fix the build\"}'
   curl -N localhost:7401/v1/threads/THREAD/events
   curl -s localhost:7401/openapi.json
+
+  # API tokens: once one exists (and always when the API listens beyond
+  # loopback), every call but /openapi.json needs one.
+  gantry control-plane create-token --name alice > alice.token
+  curl -s -H \"authorization: Bearer $(cat alice.token)\" localhost:7401/v1/runners
+  gantry control-plane list-tokens
+  gantry control-plane revoke-token alice
 
 State (runners' token hashes, agents, threads, history) is kept in
 control-plane.db in the data dir, so a restart loses nothing; runners
@@ -64,6 +73,34 @@ pub enum ControlPlaneCommand {
         after_help = "Example:\n  gantry control-plane add-runner builder-1 > builder-1.token"
     )]
     AddRunner(AddRunnerArgs),
+    /// Create a bearer token for the HTTP API: printed once on stdout (only
+    /// its hash is kept). Once any token exists, every API call but
+    /// `GET /openapi.json` needs one (`Authorization: Bearer <token>`).
+    #[command(
+        after_help = "Example:\n  gantry control-plane create-token --name alice > alice.token"
+    )]
+    CreateToken(CreateTokenArgs),
+    /// List the HTTP API's tokens (names and dates; the tokens themselves
+    /// are not kept).
+    ListTokens,
+    /// Revoke an HTTP API token by name; a running server refuses it from
+    /// its next request on.
+    RevokeToken(RevokeTokenArgs),
+}
+
+/// `gantry control-plane create-token`.
+#[derive(Debug, Args)]
+pub struct CreateTokenArgs {
+    /// A unique name for the token (who or what uses it).
+    #[arg(long)]
+    pub name: String,
+}
+
+/// `gantry control-plane revoke-token`.
+#[derive(Debug, Args)]
+pub struct RevokeTokenArgs {
+    /// The token's name.
+    pub name: String,
 }
 
 /// `gantry control-plane serve`.
@@ -74,9 +111,16 @@ pub struct ServeArgs {
     pub grpc_listen: String,
 
     /// Address of the HTTP JSON API (`HOST:PORT`; port 0 picks a free one).
-    /// The API has no authentication: keep it on a trusted network.
+    /// Beyond loopback, every call needs an API token (create-token).
     #[arg(long, value_name = "HOST:PORT", default_value = DEFAULT_HTTP_ADDR)]
     pub http_listen: String,
+
+    /// A host name the HTTP API answers to, besides the listen address's
+    /// (and localhost when it listens on loopback): requests naming another
+    /// `Host` are refused (421), as are browser pages of another `Origin`
+    /// (403). Repeatable.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
 
     /// Seconds a runner gets to answer a request before the API answers 504.
     #[arg(long, value_name = "N", default_value_t = 30,
@@ -133,6 +177,9 @@ pub async fn run(data_dir: PathBuf, args: ControlPlaneArgs) -> Result<ExitCode> 
     match args.command {
         ControlPlaneCommand::Serve(args) => serve(&data_dir, args).await,
         ControlPlaneCommand::AddRunner(args) => add_runner(&data_dir, &args.name).await,
+        ControlPlaneCommand::CreateToken(args) => create_token(&data_dir, &args.name).await,
+        ControlPlaneCommand::ListTokens => list_tokens(&data_dir).await,
+        ControlPlaneCommand::RevokeToken(args) => revoke_token(&data_dir, &args.name).await,
     }
 }
 
@@ -141,6 +188,8 @@ async fn serve(data_dir: &Path, args: ServeArgs) -> Result<ExitCode> {
     let options = ControlPlaneOptions {
         request_timeout: Duration::from_secs(args.request_timeout_secs),
         github: github_app(&args)?,
+        allowed_hosts: args.allowed_hosts.clone(),
+        ..ControlPlaneOptions::default()
     };
     let cp = ControlPlane::open_in(data_dir, options)
         .await
@@ -150,10 +199,23 @@ async fn serve(data_dir: &Path, args: ServeArgs) -> Result<ExitCode> {
     let grpc_addr = local_addr(&grpc)?;
     let http_addr = local_addr(&http)?;
     if !http_addr.ip().is_loopback() {
-        eprintln!(
-            "gantry: warning: the HTTP API on {http_addr} is reachable from other machines and \
-             has no authentication"
-        );
+        let has_tokens = cp
+            .has_api_tokens()
+            .await
+            .context("cannot read the API tokens")?;
+        if !has_tokens {
+            eprintln!(
+                "gantry: warning: the HTTP API on {http_addr} is reachable from other machines, \
+                 so every call needs an API token, and none exists: create one with \
+                 `gantry control-plane create-token --name NAME`"
+            );
+        }
+        if http_addr.ip().is_unspecified() && args.allowed_hosts.is_empty() {
+            eprintln!(
+                "gantry: warning: the HTTP API answers to localhost only until you name this \
+                 machine with --allowed-host NAME (requests naming another Host get 421)"
+            );
+        }
     }
     // The one line scripts wait for (the ports, when 0 was asked for).
     eprintln!("gantry: control plane gRPC on {grpc_addr}, HTTP on {http_addr}");
@@ -176,6 +238,59 @@ async fn add_runner(data_dir: &Path, name: &str) -> Result<ExitCode> {
         runner.name, runner.id
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Creates an API token and prints it, and nothing else, on stdout.
+async fn create_token(data_dir: &Path, name: &str) -> Result<ExitCode> {
+    let store = open_store(data_dir).await?;
+    let created = control_plane::create_api_token(&store, name).await;
+    store.close().await;
+    let (record, token) = created?;
+    println!("{token}");
+    eprintln!(
+        "gantry: created API token {} ({}); it is shown only this once. Every HTTP API call \
+         now needs a token: `Authorization: Bearer <token>`",
+        record.name, record.id
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Lists the API tokens: name, id, creation time (UTC).
+async fn list_tokens(data_dir: &Path) -> Result<ExitCode> {
+    let store = open_store(data_dir).await?;
+    let tokens = store.api_tokens().await;
+    store.close().await;
+    let tokens = tokens.context("cannot read the API tokens")?;
+    if tokens.is_empty() {
+        eprintln!("gantry: no API tokens (the HTTP API is open on loopback only)");
+    }
+    for token in tokens {
+        let created = chrono::DateTime::from_timestamp_millis(token.created_at)
+            .map_or_else(|| token.created_at.to_string(), |t| t.to_rfc3339());
+        println!("{}\t{}\t{created}", token.name, token.id);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Revokes an API token by name; exits 1 if there is none of that name.
+async fn revoke_token(data_dir: &Path, name: &str) -> Result<ExitCode> {
+    let store = open_store(data_dir).await?;
+    let revoked = control_plane::revoke_api_token(&store, name).await;
+    store.close().await;
+    if revoked.context("cannot revoke the API token")? {
+        eprintln!("gantry: revoked API token {name}");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("gantry: no API token named {name:?}");
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// The control plane's store in `data_dir`.
+async fn open_store(data_dir: &Path) -> Result<SqliteControlPlaneStore> {
+    SqliteControlPlaneStore::open_in(data_dir)
+        .await
+        .with_context(|| format!("cannot open the control plane in {}", data_dir.display()))
 }
 
 /// The GitHub App the flags configure, if any.

@@ -397,3 +397,92 @@ fn a_runner_serves_the_control_plane_through_a_steer_and_a_control_plane_restart
     let second = &llm.requests()[1].body["messages"];
     assert!(second.to_string().contains("and test it"), "{second}");
 }
+
+/// `gantry control-plane SUBCOMMAND ARGS... --data-dir DATA`: its output.
+fn control_plane_cli(home: &Path, data: &Path, args: &[&str]) -> std::process::Output {
+    gantry(home)
+        .arg("control-plane")
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .output()
+        .unwrap()
+}
+
+/// `curl` a GET with `authorization: Bearer <token>` when given: the status.
+fn curl_status(url: &str, token: Option<&str>) -> u16 {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-s", "-m", "30", "-o", "/dev/null", "-w", "%{http_code}"]);
+    if let Some(token) = token {
+        cmd.args(["-H", &format!("authorization: Bearer {token}")]);
+    }
+    let out = cmd.arg(url).output().expect("curl runs");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
+
+#[test]
+fn api_tokens_are_created_listed_and_revoked_from_the_cli_while_the_server_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let data = tmp.path().join("cp");
+    std::fs::create_dir_all(&home).unwrap();
+    let cp = start_control_plane(&home, &data, "127.0.0.1:0", "127.0.0.1:0");
+    let runners = format!("http://{}/v1/runners", cp.http);
+
+    // Loopback, no token yet: open; a text/plain POST is refused all the same.
+    assert_eq!(curl_status(&runners, None), 200);
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+        .args(["-H", "content-type: text/plain", "-d", "{}"])
+        .arg(format!("http://{}/v1/agents", cp.http))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "415");
+
+    let mut tokens = Vec::new();
+    for name in ["alice", "ci"] {
+        let out = control_plane_cli(&home, &data, &["create-token", "--name", name]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+        assert_eq!(token.len(), 64, "the token alone on stdout");
+        tokens.push(token);
+    }
+    let out = control_plane_cli(&home, &data, &["create-token", "--name", "ci"]);
+    assert!(!out.status.success(), "a name is taken once");
+
+    // Now every call but the document needs one.
+    assert_eq!(curl_status(&runners, None), 401);
+    assert_eq!(curl_status(&runners, Some(&tokens[0])), 200);
+    assert_eq!(curl_status(&runners, Some("not-a-token")), 401);
+    assert_eq!(
+        curl_status(&format!("http://{}/openapi.json", cp.http), None),
+        200
+    );
+
+    let out = control_plane_cli(&home, &data, &["list-tokens"]);
+    let listed = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<&str> = listed
+        .lines()
+        .filter_map(|l| l.split('\t').next())
+        .collect();
+    assert_eq!(names, ["alice", "ci"]);
+    assert!(!listed.contains(&tokens[0]), "tokens are not kept");
+
+    let out = control_plane_cli(&home, &data, &["revoke-token", "alice"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(curl_status(&runners, Some(&tokens[0])), 401);
+    assert_eq!(curl_status(&runners, Some(&tokens[1])), 200);
+    let out = control_plane_cli(&home, &data, &["revoke-token", "alice"]);
+    assert!(!out.status.success(), "nothing left to revoke");
+}
