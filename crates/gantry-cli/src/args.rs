@@ -33,6 +33,19 @@ pub struct Global {
     /// [default: $XDG_CONFIG_HOME/gantry/config.toml, else ~/.config/gantry/config.toml].
     #[arg(long, global = true, env = "GANTRY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
+
+    /// Let this variable of gantry's environment through to the agent's
+    /// commands, MCP and language servers although its name looks like a
+    /// secret (`*_API_KEY`, `*_TOKEN`, `*SECRET*`, ...). Repeatable, or
+    /// comma-separated in GANTRY_PASS_ENV.
+    #[arg(
+        long = "pass-env",
+        global = true,
+        env = "GANTRY_PASS_ENV",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub pass_env: Vec<String>,
 }
 
 /// The commands.

@@ -105,6 +105,13 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// The configuration file in use: `explicit`, else the default path
+/// (which may not exist). Sandboxed commands may not read it: it can hold
+/// literal keys.
+pub fn file_path(explicit: Option<&Path>) -> Option<PathBuf> {
+    explicit.map(Path::to_path_buf).or_else(default_path)
+}
+
 fn default_path() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(dir).join("gantry/config.toml"));

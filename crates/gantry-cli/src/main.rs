@@ -20,7 +20,9 @@ use clap::Parser;
 use crate::args::{Cli, Command};
 
 fn main() -> ExitCode {
+    harden_process();
     let cli = Cli::parse();
+    gantry_tools::sandbox::child_env::pass(cli.global.pass_env.iter().cloned());
     // The daemons say when they connect and lose their peers.
     let default_log = match cli.command {
         Command::Runner(_) | Command::ControlPlane(_) => "warn,proto_runner_control=info",
@@ -54,6 +56,21 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => fail(&e),
+    }
+}
+
+/// Makes the process non-dumpable before anything else runs: processes it
+/// starts (the agent's commands, MCP and language servers), though running
+/// as the same user, can then neither read its `/proc/<pid>/environ` (the
+/// keys it was started with) or `/proc/<pid>/mem`, nor ptrace it. Root's
+/// CAP_SYS_PTRACE overrides this; sandboxed commands are kept out anyway by
+/// Landlock, which denies ptrace-style access to processes outside the
+/// sandbox.
+fn harden_process() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        // Not fatal: the sandbox and the environment filter still hold.
+        eprintln!("gantry: warning: cannot make the process non-dumpable: {e}");
     }
 }
 

@@ -57,6 +57,8 @@ pub fn setup(model: &str, args: &ExecArgs, registry: Arc<Providers>) -> Result<M
         });
     }
     let base_url = args.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
+    // The key's variable is not for the agent's commands, whatever its name.
+    gantry_tools::sandbox::child_env::hide(&args.api_key_env);
     let api_key = std::env::var(&args.api_key_env)
         .ok()
         .filter(|k| !k.trim().is_empty());

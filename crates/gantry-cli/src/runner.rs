@@ -81,6 +81,7 @@ pub async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
         data.store.clone(),
         providers_config,
         Some(data.path.clone()),
+        crate::config::file_path(global.config.as_deref()),
         move |builder| builder.command_env_source(source),
     )
     .await?;

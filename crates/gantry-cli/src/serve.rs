@@ -52,7 +52,8 @@ pub async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         StorageBackend::Memory => (Arc::new(MemoryStore::new()), None),
     };
     let data_dir = data.as_ref().map(|d| d.path.clone());
-    let engine = daemon_engine(store, providers_config, data_dir, |b| b).await?;
+    let protected = crate::config::file_path(global.config.as_deref());
+    let engine = daemon_engine(store, providers_config, data_dir, protected, |b| b).await?;
     start_background_work(&engine);
     let scheduler = engine.start_scheduler().await?;
 
@@ -85,11 +86,13 @@ pub async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
 }
 
 /// The engine a daemon runs: the configured providers over `store`;
+/// `config_file` is kept from sandboxed commands like the data dir;
 /// `customize` adds to the builder.
 pub async fn daemon_engine(
     store: Arc<dyn Store>,
     providers_config: gantry_core::ProvidersConfig,
     data_dir: Option<std::path::PathBuf>,
+    config_file: Option<std::path::PathBuf>,
     customize: impl FnOnce(EngineBuilder) -> EngineBuilder,
 ) -> Result<Engine> {
     let providers = Arc::new(Providers::load(store.clone(), providers_config).await?);
@@ -98,6 +101,7 @@ pub async fn daemon_engine(
             .default_model()
             .unwrap_or_else(|| EngineConfig::default().default_model),
         data_dir,
+        sandbox_protected: config_file.into_iter().collect(),
         ..EngineConfig::default()
     };
     let builder = EngineBuilder::new(store, providers.clone())
