@@ -114,6 +114,10 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     // Set while the store refuses commits: the turn's last events may then
     // never reach the feed, so Ctrl-C must not wait for them.
     let mut store_failing: Option<String> = None;
+    // One listener for the whole turn: a Ctrl-C that arrives while the loop
+    // is busy (not waiting in `select!`) is kept, not lost.
+    let mut ctrl_c = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("cannot listen for Ctrl-C")?;
     let status = loop {
         let next = tokio::select! {
             n = feed.next() => n?,
@@ -127,12 +131,12 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
                 }
                 continue;
             }
-            _ = tokio::signal::ctrl_c(), if store_failing.is_some() => {
-                let cause = store_failing.unwrap_or_default();
-                eprintln!("gantry: interrupted; the turn's last events are not saved: {cause}");
-                return Ok(ExitCode::from(130));
-            }
-            _ = tokio::signal::ctrl_c(), if !interrupted => {
+            // One branch for Ctrl-C: two would both wake on one signal.
+            _ = ctrl_c.recv(), if !interrupted || store_failing.is_some() => {
+                if let Some(cause) = &store_failing {
+                    eprintln!("gantry: interrupted; the turn's last events are not saved: {cause}");
+                    return Ok(ExitCode::from(130));
+                }
                 interrupted = true;
                 view.note("interrupting...");
                 let engine = engine.clone();

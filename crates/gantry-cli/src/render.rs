@@ -169,7 +169,7 @@ impl LiveView {
                 let answer = decision.as_ref().map_or("unanswered".to_owned(), |d| {
                     format!("{:?}", d.kind()).to_lowercase()
                 });
-                let by = resolved_by.as_deref().unwrap_or("-");
+                let by = resolved_by.map_or("-", |b| b.name());
                 self.line(&format!(
                     "{} {what}: {answer} (by {by})",
                     self.bold("approval")

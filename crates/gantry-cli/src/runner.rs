@@ -104,7 +104,9 @@ pub async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
         signalled.cancel();
     });
     let result = running.await.context("the runner task failed")?;
-    engine.shutdown().await;
+    if let Err(e) = engine.shutdown().await {
+        tracing::error!(error = %e, "stopping with events not saved");
+    }
     drop(data);
     result?;
     eprintln!("gantry: stopped");

@@ -68,7 +68,13 @@ fn with_the_disk_full_ctrl_c_exits_130_and_every_event_printed_is_stored() {
         return;
     };
     let gate = s.workspace().join("gate");
-    assert!(Command::new("mkfifo").arg(&gate).status().unwrap().success());
+    assert!(
+        Command::new("mkfifo")
+            .arg(&gate)
+            .status()
+            .unwrap()
+            .success()
+    );
     let model = s.script(
         "gate.json",
         json!({"steps": [
@@ -89,7 +95,10 @@ fn with_the_disk_full_ctrl_c_exits_130_and_every_event_printed_is_stored() {
     let mut printed: Vec<Value> = Vec::new();
     // The command is running (its start is stored, or it would not run).
     loop {
-        let line: Value = serde_json::from_str(&out.recv().expect("output")).unwrap();
+        let line = out
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the command starts");
+        let line: Value = serde_json::from_str(&line).unwrap();
         let started_command = line["payload"]["type"] == "item_started"
             && line["payload"]["item"]["type"] == "command_execution";
         printed.push(line);
@@ -99,18 +108,29 @@ fn with_the_disk_full_ctrl_c_exits_130_and_every_event_printed_is_stored() {
     }
     let filler = fill(&data);
     std::fs::write(&gate, "open\n").expect("release the command");
+    let mut seen = Vec::new();
     let said = loop {
-        let line = err.recv().expect("stderr");
+        let Ok(line) = err.recv_timeout(std::time::Duration::from_secs(20)) else {
+            let out: Vec<String> = out.try_iter().collect();
+            panic!("no store failure reported; stderr: {seen:#?}; stdout: {out:#?}");
+        };
         if line.contains("cannot be saved") {
             break line;
         }
+        seen.push(line);
     };
     assert!(said.contains("full"), "the real cause: {said}");
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
-    let status = child.wait().unwrap();
+    let status = wait_briefly(&mut child).expect("gantry exits on Ctrl-C");
     assert_eq!(status.code(), Some(130));
-    printed.extend(out.iter().map(|l| serde_json::from_str::<Value>(&l).unwrap()));
-    assert!(!s.workspace().join("second").exists(), "no tool ran unlogged");
+    printed.extend(
+        out.iter()
+            .map(|l| serde_json::from_str::<Value>(&l).unwrap()),
+    );
+    assert!(
+        !s.workspace().join("second").exists(),
+        "no tool ran unlogged"
+    );
 
     std::fs::remove_file(filler).unwrap();
     let stored = stored_events(&data.join("gantry.db"));
@@ -124,7 +144,10 @@ fn with_the_disk_full_ctrl_c_exits_130_and_every_event_printed_is_stored() {
         .collect();
     assert!(!shown.is_empty());
     for event in &shown {
-        assert!(stored.contains(event), "shown but not stored: {event:?}");
+        assert!(
+            stored.contains(event),
+            "shown but not stored: {event:?}; stored: {stored:?}"
+        );
     }
 }
 
@@ -144,4 +167,18 @@ fn stored_events(db: &Path) -> Vec<(u64, String)> {
             .unwrap();
         rows.into_iter().map(|(s, k)| (s as u64, k)).collect()
     })
+}
+
+/// The child's exit status, or `None` (and the child killed) if it is still
+/// running after 20 s: a hang fails the test instead of stalling the run.
+fn wait_briefly(child: &mut std::process::Child) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    None
 }

@@ -1,22 +1,24 @@
-//! The event bus: live broadcast of events and deltas, with "from seq N"
-//! subscriptions that replay what the subscriber missed with no gap and no
-//! duplicate.
+//! The event bus: live broadcast of events and deltas, with subscriptions
+//! that start anywhere in the log and replay what they missed with no gap
+//! and no duplicate: one thread "from seq N", or every thread "from commit
+//! cursor C" (each event's position in the order events were stored).
 //!
 //! Only stored events are published: the store writer publishes each event
-//! after its commit, so no client ever sees an event that a crash could
-//! take back. A delta waits until the event it follows is published, so
-//! every subscriber sees a thread's events and deltas in the order they
-//! happened.
+//! after its commit, in commit order, so no client ever sees an event that
+//! a crash could take back. A delta waits until the event it follows is
+//! published, so every subscriber sees a thread's events and deltas in the
+//! order they happened.
 //!
 //! Why no gap: a subscription registers its live receiver and snapshots the
 //! in-memory tail under the same lock that publishing takes, and everything
 //! published is already in the store. Everything older than the tail is
-//! therefore read from the store, everything newer reaches the receiver.
-//! Why no duplicate: the subscription remembers the last seq it delivered
-//! per thread and drops anything at or below it.
+//! read from the store (page by page for the all-threads feed, so a
+//! subscriber far behind costs bounded memory), everything newer reaches
+//! the receiver. Why no duplicate: a subscription remembers the next seq
+//! (or cursor) it owes and drops anything below it.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use gantry_store::Store;
 use gantry_types::{Delta, DeltaKind, Event, EventPayload, ItemId, ThreadId, TurnId};
@@ -27,7 +29,11 @@ use crate::EngineError;
 
 /// Published events kept in memory per thread, so subscribers that are only
 /// a little behind are served without a store query.
-const TAIL_KEEP: usize = 256;
+const TAIL_KEEP: usize = 64;
+/// Published events of all threads kept in memory, for the all-threads feed.
+const GLOBAL_TAIL_KEEP: usize = 1024;
+/// Events read from the store at once when an all-threads feed catches up.
+const REPLAY_PAGE: usize = 512;
 /// Text kept per in-progress item for late joiners.
 const PARTIAL_CAP: usize = 1024 * 1024;
 
@@ -35,40 +41,20 @@ const PARTIAL_CAP: usize = 1024 * 1024;
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Notification {
-    /// A durable event.
+    /// A durable event, already stored.
     Event(Arc<Event>),
-    /// Live streaming output. A subscriber that joins while an item is in
-    /// progress first gets one delta with the item's text so far.
+    /// Live streaming output, never stored. A subscriber that joins while
+    /// an item is in progress first gets one delta with the item's text so
+    /// far.
     Delta(Arc<Delta>),
-    /// The subscriber fell behind and missed live notifications; the
-    /// subscription ends. Resubscribe with `resume` to continue.
+    /// The subscriber fell behind the live feed and missed notifications;
+    /// the subscription ends. Subscribing again from `resume_from` (a seq
+    /// for a thread's feed, a commit cursor for the all-threads feed)
+    /// misses no event: they come from the store.
     Lagged {
-        /// Where to resume: per thread, the first seq not delivered.
-        resume: ResumeFrom,
+        /// The first seq (or cursor) not delivered.
+        resume_from: u64,
     },
-}
-
-/// A subscription start position.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ResumeFrom {
-    /// First seq wanted for threads not listed in `threads`.
-    pub from_seq: u64,
-    /// First seq wanted, per thread.
-    pub threads: BTreeMap<ThreadId, u64>,
-}
-
-impl ResumeFrom {
-    /// Every thread from `seq`.
-    pub fn all_from(seq: u64) -> Self {
-        Self {
-            from_seq: seq,
-            threads: BTreeMap::new(),
-        }
-    }
-
-    fn start_for(&self, thread: &ThreadId) -> u64 {
-        self.threads.get(thread).copied().unwrap_or(self.from_seq)
-    }
 }
 
 struct Partial {
@@ -79,8 +65,8 @@ struct Partial {
 
 #[derive(Default)]
 struct Channel {
-    /// Created by the first subscriber, dropped when nobody listens, so idle
-    /// threads cost no ring buffer.
+    /// Created by the first subscriber, dropped when the last one leaves,
+    /// so idle threads cost no ring buffer.
     tx: Option<broadcast::Sender<Notification>>,
     tail: VecDeque<Arc<Event>>,
     /// The last seq published (and so stored).
@@ -91,9 +77,11 @@ struct Channel {
 }
 
 impl Channel {
-    fn trim(&mut self) {
-        while self.tail.len() > TAIL_KEEP {
-            self.tail.pop_front();
+    fn send(&mut self, n: &Notification) {
+        if let Some(tx) = &self.tx
+            && tx.send(n.clone()).is_err()
+        {
+            self.tx = None;
         }
     }
 
@@ -120,39 +108,25 @@ impl Channel {
         let _ = global.send(n);
     }
 
-    fn send(&mut self, n: &Notification) {
-        if let Some(tx) = &self.tx
-            && tx.send(n.clone()).is_err()
-        {
-            self.tx = None;
-        }
-    }
-
-    fn snapshot(&self, thread: &ThreadId, from: u64, into: &mut Snapshot) {
-        into.tail
-            .extend(self.tail.iter().filter(|e| e.seq >= from).cloned());
-        into.after_seq = self.published;
-        for (item_id, p) in &self.partial {
-            into.partials.push(Arc::new(Delta {
+    /// The text so far of each in-progress item, as one delta each.
+    fn partials<'a>(&'a self, thread: &'a ThreadId) -> impl Iterator<Item = Notification> + 'a {
+        self.partial.iter().map(move |(item_id, p)| {
+            Notification::Delta(Arc::new(Delta {
                 thread_id: thread.clone(),
                 turn_id: p.turn_id.clone(),
                 item_id: item_id.clone(),
-                after_seq: into.after_seq,
+                after_seq: self.published,
                 kind: (p.kind)(p.text.clone()),
-            }));
-        }
+            }))
+        })
     }
-}
-
-#[derive(Default)]
-struct Snapshot {
-    tail: Vec<Arc<Event>>,
-    after_seq: u64,
-    partials: Vec<Arc<Delta>>,
 }
 
 struct Inner {
     global: broadcast::Sender<Notification>,
+    global_tail: VecDeque<Arc<Event>>,
+    /// The last commit cursor published.
+    cursor: u64,
     threads: HashMap<ThreadId, Channel>,
 }
 
@@ -164,11 +138,14 @@ pub(crate) struct Bus {
 }
 
 impl Bus {
-    pub(crate) fn new(store: Arc<dyn Store>, buffer: usize) -> Self {
+    /// A bus over `store`, whose last committed event has cursor `cursor`.
+    pub(crate) fn new(store: Arc<dyn Store>, buffer: usize, cursor: u64) -> Self {
         let buffer = buffer.max(16);
         Self {
             inner: Mutex::new(Inner {
                 global: broadcast::channel(buffer).0,
+                global_tail: VecDeque::new(),
+                cursor,
                 threads: HashMap::new(),
             }),
             store,
@@ -183,19 +160,26 @@ impl Bus {
     }
 
     /// Publishes a stored event (called by the store writer after its
-    /// commit, in seq order per thread), then the deltas that follow it.
+    /// commit, in commit order), then the deltas that follow it.
     pub(crate) fn publish_event(&self, event: Arc<Event>) {
         let mut guard = self.lock();
         let inner = &mut *guard;
         let n = Notification::Event(event.clone());
         let _ = inner.global.send(n.clone());
+        inner.cursor = inner.cursor.max(event.cursor);
+        inner.global_tail.push_back(event.clone());
+        if inner.global_tail.len() > GLOBAL_TAIL_KEEP {
+            inner.global_tail.pop_front();
+        }
         let ch = inner.threads.entry(event.thread_id.clone()).or_default();
         if let EventPayload::ItemCompleted { item } = &event.payload {
             ch.partial.remove(&item.id);
         }
         ch.published = ch.published.max(event.seq);
         ch.tail.push_back(event);
-        ch.trim();
+        if ch.tail.len() > TAIL_KEEP {
+            ch.tail.pop_front();
+        }
         ch.send(&n);
         while ch.held.front().is_some_and(|d| d.after_seq <= ch.published) {
             if let Some(delta) = ch.held.pop_front() {
@@ -238,14 +222,24 @@ impl Bus {
         }
     }
 
+    /// A thread subscription is gone: drop the thread's ring buffer when it
+    /// was the last one listening (`rx` is still alive, hence `<= 1`).
+    fn release(&self, thread: &ThreadId) {
+        let mut inner = self.lock();
+        if let Some(ch) = inner.threads.get_mut(thread)
+            && ch.tx.as_ref().is_some_and(|tx| tx.receiver_count() <= 1)
+        {
+            ch.tx = None;
+        }
+    }
+
     /// Subscribes to one thread from `from_seq`.
     pub(crate) async fn subscribe(
-        &self,
+        self: &Arc<Self>,
         thread: &ThreadId,
         from_seq: u64,
     ) -> Result<Subscription, EngineError> {
-        let mut snap = Snapshot::default();
-        let rx = {
+        let (rx, tail, partials) = {
             let mut inner = self.lock();
             let buffer = self.buffer;
             let ch = inner.threads.entry(thread.clone()).or_default();
@@ -253,114 +247,146 @@ impl Bus {
                 .tx
                 .get_or_insert_with(|| broadcast::channel(buffer).0)
                 .subscribe();
-            ch.snapshot(thread, from_seq, &mut snap);
-            rx
+            let tail: Vec<Arc<Event>> = ch
+                .tail
+                .iter()
+                .filter(|e| e.seq >= from_seq)
+                .cloned()
+                .collect();
+            let partials: Vec<Notification> = ch.partials(thread).collect();
+            (rx, tail, partials)
         };
-        let tail_start = snap.tail.first().map_or(u64::MAX, |e| e.seq);
-        let mut backlog: VecDeque<Notification> = VecDeque::new();
+        let mut sub = Subscription::new(rx, Position::Seq(from_seq));
+        sub.release = Some((Arc::downgrade(self), thread.clone()));
+        let tail_start = tail.first().map_or(u64::MAX, |e| e.seq);
         if from_seq < tail_start {
             for e in self.store.events(thread, from_seq).await? {
                 if e.seq < tail_start {
-                    backlog.push_back(Notification::Event(Arc::new(e)));
+                    sub.backlog.push_back(Notification::Event(Arc::new(e)));
                 }
             }
         }
-        backlog.extend(snap.tail.into_iter().map(Notification::Event));
-        backlog.extend(snap.partials.into_iter().map(Notification::Delta));
-        Ok(Subscription::new(
-            backlog,
-            rx,
-            ResumeFrom {
-                from_seq: 0,
-                threads: BTreeMap::from([(thread.clone(), from_seq)]),
-            },
-        ))
+        sub.backlog
+            .extend(tail.into_iter().map(Notification::Event).chain(partials));
+        Ok(sub)
     }
 
-    /// Subscribes to every thread from the given positions.
-    /// Every thread's notifications from now on, without replay: nothing
-    /// is read from the store. The resume position starts at each known
-    /// thread's next seq.
+    /// Every thread's notifications from now on: nothing is replayed.
     pub(crate) fn subscribe_all_now(&self) -> Subscription {
         let inner = self.lock();
-        let rx = inner.global.subscribe();
-        let threads = inner
-            .threads
-            .iter()
-            .filter_map(|(id, ch)| {
-                (ch.published > 0).then(|| (id.clone(), ch.published + 1))
-            })
-            .collect();
-        Subscription::new(
-            VecDeque::new(),
-            rx,
-            ResumeFrom {
-                from_seq: 1,
-                threads,
-            },
-        )
+        Subscription::new(inner.global.subscribe(), Position::Cursor(inner.cursor + 1))
     }
 
-    pub(crate) async fn subscribe_all(
-        &self,
-        from: ResumeFrom,
-    ) -> Result<Subscription, EngineError> {
-        let mut snaps: HashMap<ThreadId, Snapshot> = HashMap::new();
-        let rx = {
+    /// Every thread's events from commit cursor `from` on (stored ones
+    /// first, page by page), then live events and deltas.
+    pub(crate) async fn subscribe_all(&self, from: u64) -> Result<Subscription, EngineError> {
+        let (rx, tail, partials, next_live) = {
             let inner = self.lock();
-            let rx = inner.global.subscribe();
-            for (id, ch) in &inner.threads {
-                let mut snap = Snapshot::default();
-                ch.snapshot(id, from.start_for(id), &mut snap);
-                snaps.insert(id.clone(), snap);
-            }
-            rx
+            let tail: Vec<Arc<Event>> = inner
+                .global_tail
+                .iter()
+                .filter(|e| e.cursor >= from)
+                .cloned()
+                .collect();
+            let partials: Vec<Notification> = inner
+                .threads
+                .iter()
+                .flat_map(|(id, ch)| ch.partials(id))
+                .collect();
+            (inner.global.subscribe(), tail, partials, inner.cursor + 1)
         };
-        let lowest = from
-            .threads
-            .values()
-            .copied()
-            .chain([from.from_seq])
-            .min()
-            .unwrap_or(0);
-        let mut backlog: VecDeque<Notification> = VecDeque::new();
-        for e in self.store.all_events(lowest).await? {
-            let tail_start = snaps
-                .get(&e.thread_id)
-                .and_then(|s| s.tail.first())
-                .map_or(u64::MAX, |t| t.seq);
-            if e.seq >= from.start_for(&e.thread_id) && e.seq < tail_start {
-                backlog.push_back(Notification::Event(Arc::new(e)));
-            }
+        let tail_start = tail.first().map_or(next_live, |e| e.cursor);
+        let mut sub = Subscription::new(rx, Position::Cursor(from));
+        sub.after_replay = tail
+            .into_iter()
+            .map(Notification::Event)
+            .chain(partials)
+            .collect();
+        if from >= tail_start {
+            sub.backlog = std::mem::take(&mut sub.after_replay);
+        } else {
+            let mut replay = Replay {
+                store: self.store.clone(),
+                next: from,
+                until: tail_start,
+            };
+            // The first page now, so a failing store is an error here.
+            sub.backlog = replay.page().await?;
+            sub.replay = Some(replay);
         }
-        for snap in snaps.into_values() {
-            backlog.extend(snap.tail.into_iter().map(Notification::Event));
-            backlog.extend(snap.partials.into_iter().map(Notification::Delta));
-        }
-        Ok(Subscription::new(backlog, rx, from))
+        Ok(sub)
     }
+}
+
+/// The stored events an all-threads subscription still has to read.
+struct Replay {
+    store: Arc<dyn Store>,
+    /// The first cursor not read yet.
+    next: u64,
+    /// Where the in-memory tail takes over.
+    until: u64,
+}
+
+impl Replay {
+    async fn page(&mut self) -> Result<VecDeque<Notification>, EngineError> {
+        let events = self
+            .store
+            .events_after(self.next.saturating_sub(1), REPLAY_PAGE)
+            .await?;
+        let mut page = VecDeque::with_capacity(events.len());
+        let full = events.len() == REPLAY_PAGE;
+        for e in events {
+            if e.cursor >= self.until {
+                self.next = self.until;
+                return Ok(page);
+            }
+            self.next = e.cursor + 1;
+            page.push_back(Notification::Event(Arc::new(e)));
+        }
+        if !full {
+            self.next = self.until;
+        }
+        Ok(page)
+    }
+
+    fn done(&self) -> bool {
+        self.next >= self.until
+    }
+}
+
+/// What a subscription owes next.
+#[derive(Debug, Clone, Copy)]
+enum Position {
+    /// One thread's feed: the next seq.
+    Seq(u64),
+    /// The all-threads feed: the next commit cursor.
+    Cursor(u64),
 }
 
 /// A stream of notifications from one thread or all threads.
 pub struct Subscription {
     backlog: VecDeque<Notification>,
+    /// All threads: stored events still to read before `after_replay`.
+    replay: Option<Replay>,
+    /// All threads: the in-memory tail and partial texts, after the replay.
+    after_replay: VecDeque<Notification>,
     rx: broadcast::Receiver<Notification>,
-    /// Per thread, the next seq to deliver.
-    next: ResumeFrom,
+    next: Position,
     ended: bool,
+    /// One thread: the bus and thread to tell when this subscription goes.
+    release: Option<(Weak<Bus>, ThreadId)>,
 }
 
 impl Subscription {
-    fn new(
-        backlog: VecDeque<Notification>,
-        rx: broadcast::Receiver<Notification>,
-        next: ResumeFrom,
-    ) -> Self {
+    fn new(rx: broadcast::Receiver<Notification>, next: Position) -> Self {
         Self {
-            backlog,
+            backlog: VecDeque::new(),
+            replay: None,
+            after_replay: VecDeque::new(),
             rx,
             next,
             ended: false,
+            release: None,
         }
     }
 
@@ -371,16 +397,30 @@ impl Subscription {
             if self.ended {
                 return None;
             }
+            if self.backlog.is_empty()
+                && let Some(replay) = &mut self.replay
+            {
+                if replay.done() {
+                    self.replay = None;
+                    self.backlog = std::mem::take(&mut self.after_replay);
+                } else {
+                    match replay.page().await {
+                        Ok(page) => self.backlog = page,
+                        Err(e) => {
+                            // Resubscribing reads the same page first and
+                            // reports the store's error to the caller.
+                            tracing::warn!(error = %e, "replay from the store failed");
+                            return Some(self.lagged());
+                        }
+                    }
+                    continue;
+                }
+            }
             let n = match self.backlog.pop_front() {
                 Some(n) => n,
                 None => match self.rx.recv().await {
                     Ok(n) => n,
-                    Err(RecvError::Lagged(_)) => {
-                        self.ended = true;
-                        return Some(Notification::Lagged {
-                            resume: self.next.clone(),
-                        });
-                    }
+                    Err(RecvError::Lagged(_)) => return Some(self.lagged()),
                     Err(RecvError::Closed) => {
                         self.ended = true;
                         return None;
@@ -388,23 +428,52 @@ impl Subscription {
                 },
             };
             if let Notification::Event(e) = &n {
-                let next = self.next.start_for(&e.thread_id);
-                if e.seq < next {
-                    continue;
+                match &mut self.next {
+                    Position::Seq(next) => {
+                        if e.seq < *next {
+                            continue;
+                        }
+                        *next = e.seq + 1;
+                    }
+                    Position::Cursor(next) => {
+                        if e.cursor < *next {
+                            continue;
+                        }
+                        *next = e.cursor + 1;
+                    }
                 }
-                self.next.threads.insert(e.thread_id.clone(), e.seq + 1);
             }
             return Some(n);
         }
     }
 
-    /// Where to resume if this subscription were dropped now.
-    pub fn resume_from(&self) -> &ResumeFrom {
-        &self.next
+    fn lagged(&mut self) -> Notification {
+        self.ended = true;
+        Notification::Lagged {
+            resume_from: self.resume_from(),
+        }
+    }
+
+    /// Where to resume if this subscription were dropped now: the next seq
+    /// of a thread's feed, the next commit cursor of the all-threads feed.
+    pub fn resume_from(&self) -> u64 {
+        match self.next {
+            Position::Seq(n) | Position::Cursor(n) => n,
+        }
     }
 
     /// The subscription as a `Stream`.
     pub fn into_stream(self) -> impl futures_util::Stream<Item = Notification> + Send {
         futures_util::stream::unfold(self, |mut s| async move { s.next().await.map(|n| (n, s)) })
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some((bus, thread)) = &self.release
+            && let Some(bus) = bus.upgrade()
+        {
+            bus.release(thread);
+        }
     }
 }

@@ -16,7 +16,7 @@ use gantry_types::{
 use tokio::sync::{mpsc, oneshot};
 
 use crate::actor::{ActorHandle, Command, ExternalTaskInfo, Resolution, ThreadActor};
-use crate::bus::{Bus, Notification, ResumeFrom, Subscription};
+use crate::bus::{Bus, Notification, Subscription};
 use crate::context::{ContextUsage, Counter};
 use crate::engine_events::{EngineEvent, EngineEventBus, EngineEventKind, EngineEvents};
 use crate::policy;
@@ -232,12 +232,18 @@ impl EngineBuilder {
     /// Starts the engine: its store writer, then crash recovery (turns left
     /// running by a dead process are closed as interrupted).
     pub async fn start(self) -> Result<Engine, EngineError> {
-        let bus = Arc::new(Bus::new(self.store.clone(), self.config.subscriber_buffer));
+        let cursor = self.store.last_cursor().await?;
+        let bus = Arc::new(Bus::new(
+            self.store.clone(),
+            self.config.subscriber_buffer,
+            cursor,
+        ));
         let events = EngineEventBus::new(self.config.subscriber_buffer);
         let writer = Writer::spawn(self.store.clone(), bus.clone(), {
             let (events, clock) = (events.clone(), self.clock.clone());
             move |error: Option<&str>| {
                 events.publish(EngineEvent {
+                    seq: 0,
                     ts: clock.now_ms(),
                     thread_id: None,
                     kind: EngineEventKind::StoreHealth {
@@ -591,7 +597,7 @@ impl Engine {
     ) -> Result<(), EngineError> {
         let resolution = Resolution::Approval {
             decision,
-            by: "client",
+            by: gantry_types::ResolvedBy::Client,
         };
         self.ask(thread, |reply| Command::Answer {
             id: approval_id.to_owned(),
@@ -788,8 +794,11 @@ impl Engine {
         self.shared.bus.subscribe(thread, from_seq).await
     }
 
-    /// Subscribes to every thread's notifications from the given positions.
-    pub async fn subscribe_all(&self, from: ResumeFrom) -> Result<Subscription, EngineError> {
+    /// Subscribes to every thread's notifications from commit cursor
+    /// `from` (1 = everything stored; see [`gantry_types::Event::cursor`]).
+    /// Stored events are read page by page, so a subscriber however far
+    /// behind costs bounded memory.
+    pub async fn subscribe_all(&self, from: u64) -> Result<Subscription, EngineError> {
         self.shared.bus.subscribe_all(from).await
     }
 
@@ -805,9 +814,16 @@ impl Engine {
         self.shared.events.subscribe()
     }
 
+    /// Engine-wide events from `seq` on: the last ones the engine keeps
+    /// (about a thousand), then live.
+    pub fn engine_events_from(&self, seq: u64) -> EngineEvents {
+        self.shared.events.subscribe_from(seq)
+    }
+
     /// Publishes an engine-wide event stamped now.
     pub(crate) fn publish(&self, thread_id: Option<ThreadId>, kind: EngineEventKind) {
         self.shared.events.publish(EngineEvent {
+            seq: 0,
             ts: self.shared.clock.now_ms(),
             thread_id,
             kind,
@@ -861,6 +877,7 @@ impl Engine {
                     turn_id: turn_id.cloned(),
                     item_id: item_id.cloned(),
                     payload,
+                    cursor: 0,
                 }
             })
             .collect();

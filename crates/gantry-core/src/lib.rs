@@ -36,7 +36,7 @@ mod writer;
 
 pub use actor::ExternalTaskInfo;
 pub use agents_api::AgentSpec;
-pub use bus::{Notification, ResumeFrom, Subscription};
+pub use bus::{Notification, Subscription};
 pub use clock::{Clock, SystemClock};
 pub use command_env::CommandEnvSource;
 pub use config::{EngineConfig, ModelResolver, SingleModel};
@@ -48,7 +48,7 @@ pub use engine::{
 };
 pub use engine_events::{EngineEvent, EngineEventKind, EngineEventNotice, EngineEvents};
 pub use error::EngineError;
-pub use follow::ThreadFeed;
+pub use follow::{Feed, ThreadFeed};
 pub use gantry_store::{ThreadPage, ThreadQuery};
 // Tool-side types the engine API takes and returns.
 pub use gantry_tools::mcp::{McpServerConfig, McpTransport};
@@ -56,8 +56,8 @@ pub use gantry_tools::skills::{Skill, SkillListing, SkillSource};
 pub use mcp_api::MCP_SERVERS_SETTING;
 pub use memory::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, RECENT_WINDOW_MS};
 pub use providers::{DEFAULT_MODEL_SETTING, Providers, ProvidersConfig};
-pub use writer::StoreUnavailable;
 pub use structured_api::{
     DEFAULT_STRUCTURED_RETRIES, StructuredChunk, StructuredOutput, StructuredRequest,
     StructuredStream,
 };
+pub use writer::StoreUnavailable;

@@ -42,7 +42,7 @@ pub(crate) type Flushed = Result<(), StoreUnavailable>;
 // `Write` is the hot case; boxing it would allocate per event.
 #[allow(clippy::large_enum_variant)]
 enum Op {
-    Write { event: Arc<Event>, thread: Thread },
+    Write { event: Event, thread: Thread },
     Flush(oneshot::Sender<Flushed>),
 }
 
@@ -76,7 +76,7 @@ impl Writer {
     }
 
     /// Queues an event and the thread's metadata after it.
-    pub(crate) async fn write(&self, event: Arc<Event>, thread: Thread) {
+    pub(crate) async fn write(&self, event: Event, thread: Thread) {
         // The writer lives as long as any engine handle; a send can only fail
         // during runtime teardown, when nothing can be saved anyway.
         let _ = self.tx.send(Op::Write { event, thread }).await;
@@ -101,7 +101,7 @@ impl Writer {
 /// Events taken from the queue and not yet committed.
 #[derive(Default)]
 struct Pending {
-    events: Vec<Arc<Event>>,
+    events: Vec<Event>,
     threads: HashMap<ThreadId, Thread>,
     /// Flushes waiting for everything before them.
     flushes: Vec<oneshot::Sender<Flushed>>,
@@ -184,21 +184,25 @@ impl Task {
     async fn commit(&mut self) -> bool {
         if !self.pending.events.is_empty() || !self.pending.threads.is_empty() {
             let commit = Commit {
-                events: self.pending.events.iter().map(|e| Event::clone(e)).collect(),
+                events: std::mem::take(&mut self.pending.events),
                 threads: self.pending.threads.values().cloned().collect(),
             };
-            if let Err(e) = self.store.commit(&commit).await {
-                let cause = e.to_string();
-                if self.failing.as_deref() != Some(cause.as_str()) {
-                    tracing::error!(error = %cause, events = commit.events.len(), "store commit failed; events are kept in memory and the commit is retried");
-                    (self.on_health)(Some(&cause));
+            let last = match self.store.commit(&commit).await {
+                Ok(last) => last,
+                Err(e) => {
+                    let cause = e.to_string();
+                    if self.failing.as_deref() != Some(cause.as_str()) {
+                        tracing::error!(error = %cause, events = commit.events.len(), "store commit failed; events are kept in memory and the commit is retried");
+                        (self.on_health)(Some(&cause));
+                    }
+                    for done in self.pending.flushes.drain(..) {
+                        let _ = done.send(Err(StoreUnavailable(cause.clone())));
+                    }
+                    self.pending.events = commit.events;
+                    self.failing = Some(cause);
+                    return false;
                 }
-                for done in self.pending.flushes.drain(..) {
-                    let _ = done.send(Err(StoreUnavailable(cause.clone())));
-                }
-                self.failing = Some(cause);
-                return false;
-            }
+            };
             if self.failing.take().is_some() {
                 tracing::info!(
                     events = commit.events.len(),
@@ -207,8 +211,11 @@ impl Task {
                 (self.on_health)(None);
             }
             self.pending.threads.clear();
-            for event in self.pending.events.drain(..) {
-                self.bus.publish_event(event);
+            // The store gave the commit's events the cursors up to `last`.
+            let first = last + 1 - commit.events.len() as u64;
+            for (mut event, cursor) in commit.events.into_iter().zip(first..) {
+                event.cursor = cursor;
+                self.bus.publish_event(Arc::new(event));
             }
         }
         for done in self.pending.flushes.drain(..) {

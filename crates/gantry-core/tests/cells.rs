@@ -56,7 +56,11 @@ async fn a_thread_whose_load_blocks_does_not_delay_another_thread() {
     };
     let (gate, open) = tokio::sync::watch::channel(false);
     let store = Arc::new(GatedStore {
-        inner: Arc::new(SqliteStore::open(&dir.path().join("gantry.db")).await.unwrap()),
+        inner: Arc::new(
+            SqliteStore::open(&dir.path().join("gantry.db"))
+                .await
+                .unwrap(),
+        ),
         thread: slow.clone(),
         open,
     });
@@ -96,7 +100,10 @@ async fn an_idle_thread_leaves_memory_and_comes_back_from_the_log() {
     let engine = engine_at(dir.path(), &llm, evicting_fast()).await;
     let id = thread_in(&engine, &dir.path().join("ws")).await;
     let mut sub = engine.subscribe(&id, 1).await.unwrap();
-    let first = engine.send_message(&id, "first", IfBusy::Reject).await.unwrap();
+    let first = engine
+        .send_message(&id, "first", IfBusy::Reject)
+        .await
+        .unwrap();
     until_turn_ends(&mut sub, &first).await;
     let before = engine.read(&id).await.unwrap();
 
@@ -106,7 +113,10 @@ async fn an_idle_thread_leaves_memory_and_comes_back_from_the_log() {
     assert_eq!(after.turns.len(), 1);
 
     // The subscription taken before the eviction goes on seamlessly.
-    let second = engine.send_message(&id, "second", IfBusy::Reject).await.unwrap();
+    let second = engine
+        .send_message(&id, "second", IfBusy::Reject)
+        .await
+        .unwrap();
     let seen = until_turn_ends(&mut sub, &second).await;
     let seqs: Vec<u64> = events(&seen).iter().map(|e| e.seq).collect();
     assert_eq!(seqs.first().copied(), Some(before.thread.last_seq + 1));

@@ -88,7 +88,9 @@ async fn next_cron(events: &mut EngineEvents) -> CronEvent {
                         return event;
                     }
                 }
-                Some(EngineEventNotice::Lagged(n)) => panic!("missed {n} engine events"),
+                Some(EngineEventNotice::Lagged { resume_from }) => {
+                    panic!("fell behind at engine event {resume_from}")
+                }
                 None => panic!("the engine's event stream ended"),
             }
         }

@@ -56,7 +56,10 @@ impl SmallDisk {
 
 impl Drop for SmallDisk {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(self.dir.path()).status();
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
     }
 }
 
@@ -69,7 +72,7 @@ async fn store_health(events: &mut EngineEvents) -> Option<String> {
                     return error;
                 }
             }
-            EngineEventNotice::Lagged(_) => {}
+            EngineEventNotice::Lagged { .. } => {}
         }
     }
 }
@@ -106,7 +109,10 @@ async fn with_the_disk_full_clients_see_only_stored_events_and_nothing_is_lost_w
         .await
         .expect("send");
     let cause = store_health(&mut health).await.expect("a failure");
-    assert!(cause.contains("full"), "the real cause is reported: {cause}");
+    assert!(
+        cause.contains("full"),
+        "the real cause is reported: {cause}"
+    );
 
     // The turn ends, failed, without running the command.
     let view = loop {
@@ -126,7 +132,10 @@ async fn with_the_disk_full_clients_see_only_stored_events_and_nothing_is_lost_w
     let shown = drain_now(&mut sub);
     let stored = stored_seqs(disk.path(), &thread.id).await;
     for seq in &shown {
-        assert!(stored.contains(seq), "seq {seq} was shown but is not stored");
+        assert!(
+            stored.contains(seq),
+            "seq {seq} was shown but is not stored"
+        );
     }
 
     // Space returns: the kept events are saved and delivered, in order.
@@ -177,7 +186,10 @@ async fn deltas_never_arrive_before_their_item_and_every_event_shown_is_stored()
                 }
             }
             Notification::Delta(d) => {
-                assert!(started.contains(&d.item_id), "a delta before its item started");
+                assert!(
+                    started.contains(&d.item_id),
+                    "a delta before its item started"
+                );
             }
             Notification::Lagged { .. } => panic!("lagged"),
         }
@@ -244,12 +256,18 @@ async fn one_unreadable_thread_neither_stops_start_up_nor_hides_the_others() {
     let good = thread_with_turn(dir.path(), &llm).await;
     // Both look left running by a dead process (start-up recovers them);
     // one has rows nothing can read.
-    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", dir.path().join("gantry.db").display()))
-        .await
-        .expect("db");
+    let db = sqlx::SqlitePool::connect(&format!(
+        "sqlite://{}",
+        dir.path().join("gantry.db").display()
+    ))
+    .await
+    .expect("db");
     for (sql, id) in [
         ("UPDATE threads SET status = 'running'", None),
-        ("UPDATE events SET payload = '{\"type\":' WHERE thread_id = ?", Some(&broken)),
+        (
+            "UPDATE events SET payload = '{\"type\":' WHERE thread_id = ?",
+            Some(&broken),
+        ),
         ("UPDATE threads SET data = '[' WHERE id = ?", Some(&broken)),
     ] {
         let query = sqlx::query(sql);

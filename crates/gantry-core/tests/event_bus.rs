@@ -3,9 +3,13 @@
 mod common;
 
 use common::*;
-use gantry_core::{IfBusy, Notification, ResumeFrom};
+use std::sync::Arc;
+
+use gantry_core::{IfBusy, Notification};
+use gantry_store::{Commit, SqliteStore, Store};
 use gantry_testkit::Step;
 use gantry_types::EventPayload;
+use gantry_types::{Event, ThreadId};
 use serde_json::json;
 
 fn seqs(seen: &[Notification]) -> Vec<u64> {
@@ -63,11 +67,7 @@ async fn all_threads_subscription_replays_and_follows_every_thread() {
         })
         .await
         .unwrap();
-    let mut all = h
-        .engine
-        .subscribe_all(ResumeFrom::all_from(1))
-        .await
-        .unwrap();
+    let mut all = h.engine.subscribe_all(1).await.unwrap();
     let second = h
         .engine
         .send_message(&h.thread.id, "second", IfBusy::Reject)
@@ -127,11 +127,11 @@ async fn a_subscriber_that_falls_behind_is_told_where_to_resume() {
     let resume = loop {
         match slow.next().await.expect("lagged before the end") {
             Notification::Event(e) => delivered.push(e.seq),
-            Notification::Lagged { resume } => break resume,
+            Notification::Lagged { resume_from } => break resume_from,
             Notification::Delta(_) => {}
         }
     };
-    let from = resume.threads[&id];
+    let from = resume;
     assert_eq!(from, delivered.last().map_or(1, |s| s + 1));
     let mut again = h.engine.subscribe(&id, from).await.unwrap();
     let rest = until_turn_ends(&mut again, &turn).await;
@@ -176,5 +176,114 @@ async fn joining_mid_item_gets_the_text_so_far_first() {
     assert_eq!(
         text, "0123456789abcdefghij",
         "catch-up delta plus live deltas give the whole text once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_all_threads_subscriber_far_behind_catches_up_page_by_page_seeing_each_event_once() {
+    // 20 000 events of 40 threads stored by an earlier run, interleaved.
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        SqliteStore::open(&dir.path().join("gantry.db"))
+            .await
+            .unwrap(),
+    );
+    let threads: Vec<ThreadId> = (0..40)
+        .map(|i| ThreadId::from(format!("t{i:02}").as_str()))
+        .collect();
+    for batch in 0..100u64 {
+        let events = (0..200u64)
+            .map(|i| {
+                let n = batch * 200 + i;
+                let thread = &threads[(n % 40) as usize];
+                Event {
+                    thread_id: thread.clone(),
+                    seq: n / 40 + 1,
+                    ts: 0,
+                    turn_id: None,
+                    item_id: None,
+                    payload: EventPayload::ThreadArchived,
+                    cursor: 0,
+                }
+            })
+            .collect();
+        store
+            .commit(&Commit {
+                events,
+                threads: vec![],
+            })
+            .await
+            .unwrap();
+    }
+    let llm = gantry_testkit::MockLlm::start(gantry_testkit::Script::new(vec![])).unwrap();
+    let engine = engine_with(
+        dir.path(),
+        Arc::new(gantry_core::SingleModel(Arc::new(
+            gantry_llm::openai_chat::OpenAiChatClient::new(gantry_llm::ClientConfig::new(
+                llm.base_url(),
+            ))
+            .unwrap(),
+        ))),
+        gantry_core::EngineConfig::default(),
+    )
+    .await;
+    let mut all = engine.follow_all(1).await.unwrap();
+    let mut next = 1u64;
+    let mut per_thread: std::collections::HashMap<ThreadId, u64> = Default::default();
+    while next <= 20_000 {
+        let Some(Notification::Event(e)) = all.next().await.unwrap() else {
+            panic!("only events are stored");
+        };
+        assert_eq!(e.cursor, next, "every event once, in commit order");
+        let seq = per_thread.entry(e.thread_id.clone()).or_insert(0);
+        assert_eq!(e.seq, *seq + 1, "each thread's events in seq order");
+        *seq = e.seq;
+        next += 1;
+    }
+    assert_eq!(all.resume_from(), 20_001);
+}
+
+#[tokio::test]
+async fn an_all_threads_feed_that_falls_behind_picks_up_by_cursor_without_gap_or_duplicate() {
+    let config = gantry_core::EngineConfig {
+        subscriber_buffer: 16,
+        ..Default::default()
+    };
+    let steps: Vec<Step> = (0..10)
+        .map(|i| {
+            Step::tool_call(
+                "write_file",
+                json!({"path": format!("f{i}"), "content": "x"}),
+            )
+        })
+        .chain([Step::text("done")])
+        .collect();
+    let h = Harness::with_config(steps, config).await;
+    let mut all = h.engine.follow_all_now();
+    let mut fast = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
+    let turn = h
+        .engine
+        .send_message(&h.thread.id, "go", IfBusy::Reject)
+        .await
+        .unwrap();
+    // The all-threads feed reads nothing until the turn is over: it lags.
+    until_turn_ends(&mut fast, &turn).await;
+    let mut cursors = Vec::new();
+    loop {
+        match all.next().await.unwrap().expect("engine running") {
+            Notification::Event(e) => {
+                cursors.push(e.cursor);
+                if matches!(&e.payload, EventPayload::TurnCompleted { .. }) {
+                    break;
+                }
+            }
+            Notification::Delta(_) => {}
+            Notification::Lagged { .. } => panic!("a feed never shows a lag"),
+        }
+    }
+    let first = cursors[0];
+    assert_eq!(
+        cursors,
+        (first..first + cursors.len() as u64).collect::<Vec<_>>()
     );
 }

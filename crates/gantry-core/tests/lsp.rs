@@ -118,7 +118,7 @@ async fn next_lsp_event(events: &mut EngineEvents) -> LspEvent {
                         return ev;
                     }
                 }
-                Some(EngineEventNotice::Lagged(_)) => continue,
+                Some(EngineEventNotice::Lagged { .. }) => continue,
                 None => panic!("the engine's event stream ended"),
             }
         }

@@ -114,7 +114,7 @@ async fn an_approved_command_runs_and_a_second_answer_is_refused() {
         unreachable!()
     };
     assert_eq!(decision, Some(ApprovalDecision::Approve));
-    assert_eq!(resolved_by.as_deref(), Some("client"));
+    assert_eq!(resolved_by, Some(gantry_types::ResolvedBy::Client));
 }
 
 #[tokio::test]
@@ -164,7 +164,7 @@ async fn an_unanswered_approval_times_out_by_policy() {
         let ItemKind::Approval { resolved_by, .. } = resolved else {
             unreachable!()
         };
-        assert_eq!(resolved_by.as_deref(), Some("timeout"));
+        assert_eq!(resolved_by, Some(gantry_types::ResolvedBy::Timeout));
         if !runs {
             assert!(
                 tool_result(&h, 1).contains("no answer within 0.2 s"),

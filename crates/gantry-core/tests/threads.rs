@@ -243,6 +243,7 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
             turn_id: None,
             item_id: None,
             payload,
+            cursor: 0,
         })
         .collect();
     thread.status = ThreadStatus::Running;

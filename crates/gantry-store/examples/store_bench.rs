@@ -36,7 +36,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "sqlite: {EVENTS} events in batches of {BATCH}: {}",
         ms(took)
     );
-    let (all, took) = timed(store.all_events(0)).await;
+    let (all, took) = timed(store.events_after(0, usize::MAX)).await;
     println!("sqlite: read back {} events: {}", all?.len(), ms(took));
     store.close().await;
 
@@ -114,6 +114,7 @@ async fn commit_all(store: &dyn Store) -> Result<(), gantry_store::StoreError> {
                     turn_id: Some(turn.clone()),
                     item_id: Some(item.id.clone()),
                     payload: EventPayload::ItemCompleted { item },
+                    cursor: 0,
                 }
             })
             .collect();

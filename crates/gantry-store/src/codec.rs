@@ -31,6 +31,7 @@ pub(crate) struct EventRow {
     pub item_id: Option<String>,
     pub kind: &'static str,
     pub payload: String,
+    pub pos: i64,
 }
 
 /// Encodes an event into its row.
@@ -50,6 +51,7 @@ pub(crate) fn encode_event(event: &Event) -> Result<EventRow, StoreError> {
         item_id: event.item_id.as_ref().map(|i| i.0.clone()),
         kind: event.payload.name(),
         payload,
+        pos: 0,
     })
 }
 
@@ -111,6 +113,7 @@ pub(crate) fn decode_event(
     turn_id: Option<String>,
     item_id: Option<String>,
     payload: &str,
+    pos: Option<i64>,
 ) -> Result<Event, StoreError> {
     let seq = u64::try_from(seq)
         .map_err(|_| StoreError::Corrupt(format!("thread {thread_id}: negative seq {seq}")))?;
@@ -123,6 +126,8 @@ pub(crate) fn decode_event(
         turn_id: turn_id.map(TurnId),
         item_id: item_id.map(ItemId),
         payload,
+        // Rows are given a position when committed; none is negative.
+        cursor: pos.and_then(|p| u64::try_from(p).ok()).unwrap_or(0),
     })
 }
 
@@ -200,6 +205,7 @@ mod tests {
                     tool_call: None,
                 },
             },
+            cursor: 7,
         }
     }
 
@@ -212,6 +218,7 @@ mod tests {
             row.turn_id,
             row.item_id,
             &row.payload,
+            Some(7),
         )
     }
 
@@ -235,8 +242,11 @@ mod tests {
     #[test]
     fn json_deeper_than_the_store_reads_is_a_corrupt_row_not_a_crash() {
         let text = "[".repeat(100_000);
-        let err = decode_event(ThreadId("t".into()), 1, 0, None, None, &text).unwrap_err();
-        assert!(matches!(err, StoreError::Corrupt(ref m) if m.contains("deep")), "{err}");
+        let err = decode_event(ThreadId("t".into()), 1, 0, None, None, &text, None).unwrap_err();
+        assert!(
+            matches!(err, StoreError::Corrupt(ref m) if m.contains("deep")),
+            "{err}"
+        );
     }
 
     proptest! {
@@ -246,7 +256,7 @@ mod tests {
         /// row, never a panic.
         #[test]
         fn any_stored_payload_decodes_or_is_corrupt(payload in ".{0,256}", seq in any::<i64>()) {
-            let _ = decode_event(ThreadId("t".into()), seq, 0, None, None, &payload);
+            let _ = decode_event(ThreadId("t".into()), seq, 0, None, None, &payload, Some(seq));
             let _ = decode_thread("t", &payload);
         }
 
@@ -258,7 +268,7 @@ mod tests {
             depth in 0usize..300,
         ) {
             let payload = format!(r#"{{"type":"{kind}","item":{}}}"#, "[".repeat(depth) + &"]".repeat(depth));
-            let _ = decode_event(ThreadId("t".into()), 1, 0, None, None, &payload);
+            let _ = decode_event(ThreadId("t".into()), 1, 0, None, None, &payload, None);
         }
     }
 }

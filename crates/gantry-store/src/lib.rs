@@ -74,14 +74,21 @@ pub enum StoreError {
 /// their own ([`MemoryStorage`], [`JobStorage`]).
 #[async_trait]
 pub trait Store: MemoryStorage + JobStorage + Send + Sync {
-    /// Applies a commit atomically.
-    async fn commit(&self, commit: &Commit) -> Result<(), StoreError>;
+    /// Applies a commit atomically, giving its events the next commit
+    /// cursors in order (their own `cursor` is ignored). Returns the cursor
+    /// of the last event stored so far (0 when none is).
+    async fn commit(&self, commit: &Commit) -> Result<u64, StoreError>;
 
     /// A thread's events with `seq >= from_seq`, in seq order.
     async fn events(&self, thread: &ThreadId, from_seq: u64) -> Result<Vec<Event>, StoreError>;
 
-    /// Every thread's events with `seq >= from_seq`, ordered by thread, then seq.
-    async fn all_events(&self, from_seq: u64) -> Result<Vec<Event>, StoreError>;
+    /// At most `limit` events of every thread with a cursor above `after`,
+    /// in commit order: one page of an all-threads replay. A row that
+    /// cannot be read is left out and reported.
+    async fn events_after(&self, after: u64, limit: usize) -> Result<Vec<Event>, StoreError>;
+
+    /// The cursor of the last event committed (0 when none is).
+    async fn last_cursor(&self) -> Result<u64, StoreError>;
 
     /// A thread's latest metadata.
     async fn thread(&self, id: &ThreadId) -> Result<Option<Thread>, StoreError>;

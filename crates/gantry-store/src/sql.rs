@@ -12,12 +12,15 @@ pub(crate) const UPSERT_THREAD: &str = "INSERT INTO threads \
      archived = excluded.archived, status = excluded.status, data = excluded.data";
 
 /// One thread's events from a seq on.
-pub(crate) const THREAD_EVENTS: &str = "SELECT seq, ts, turn_id, item_id, payload \
+pub(crate) const THREAD_EVENTS: &str = "SELECT seq, ts, turn_id, item_id, payload, pos \
      FROM events WHERE thread_id = $1 AND seq >= $2 ORDER BY seq";
 
-/// Every thread's events from a seq on.
-pub(crate) const ALL_EVENTS: &str = "SELECT thread_id, seq, ts, turn_id, item_id, payload \
-     FROM events WHERE seq >= $1 ORDER BY thread_id, seq";
+/// A page of every thread's events after a commit cursor, in commit order.
+pub(crate) const EVENTS_AFTER: &str = "SELECT thread_id, seq, ts, turn_id, item_id, payload, pos \
+     FROM events WHERE pos > $1 ORDER BY pos LIMIT $2";
+
+/// The cursor of the last event committed (0 when none is).
+pub(crate) const LAST_CURSOR: &str = "SELECT COALESCE(MAX(pos), 0) FROM events";
 
 /// One thread row.
 pub(crate) const THREAD: &str = "SELECT id, data FROM threads WHERE id = $1";
@@ -58,10 +61,10 @@ pub(crate) const UPSERT_SETTING: &str = "INSERT INTO settings (key, value) VALUE
      ON CONFLICT (key) DO UPDATE SET value = excluded.value";
 
 /// Columns bound per event row in [`insert_events`].
-pub(crate) const EVENT_COLUMNS: usize = 7;
+pub(crate) const EVENT_COLUMNS: usize = 8;
 
 /// Largest number of rows in one multi-row insert, a power of two.
-/// 128 rows x 7 columns stays far below both SQLite's and PostgreSQL's
+/// 128 rows x 8 columns stays far below both SQLite's and PostgreSQL's
 /// parameter limits.
 pub(crate) const MAX_INSERT_ROWS: usize = 128;
 
@@ -82,7 +85,7 @@ pub(crate) fn insert_events(rows: usize) -> &'static str {
 
 fn build_insert_events(rows: usize) -> String {
     let mut sql = String::from(
-        "INSERT INTO events (thread_id, seq, ts, turn_id, item_id, kind, payload) VALUES ",
+        "INSERT INTO events (thread_id, seq, ts, turn_id, item_id, kind, payload, pos) VALUES ",
     );
     for row in 0..rows {
         if row > 0 {
@@ -142,8 +145,8 @@ mod tests {
 
     #[test]
     fn insert_texts_have_the_asked_row_count() {
-        assert!(insert_events(1).ends_with("VALUES ($1, $2, $3, $4, $5, $6, $7)"));
-        assert!(insert_events(2).ends_with("($8, $9, $10, $11, $12, $13, $14)"));
+        assert!(insert_events(1).ends_with("VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"));
+        assert!(insert_events(2).ends_with("($9, $10, $11, $12, $13, $14, $15, $16)"));
         assert_eq!(insert_events(64).matches('(').count(), 65);
         assert_eq!(insert_events(MAX_INSERT_ROWS).matches('(').count(), 129);
     }

@@ -24,6 +24,15 @@ pub struct Event {
     pub item_id: Option<ItemId>,
     /// What happened.
     pub payload: EventPayload,
+    /// Position in the order events were committed, across all threads,
+    /// from 1 without gaps: what an all-threads feed resumes from. Given
+    /// by the store when the event is committed (0 before).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cursor: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What a durable event says happened.

@@ -32,6 +32,58 @@ pub struct ToolCallOrigin {
     /// What the model was told as the result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// Why the call did not run, when the engine refused it: what clients
+    /// answer on, never the wording of `output`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Refusal>,
+}
+
+/// Why the engine refused to run a tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Refusal {
+    /// The thread's policy denied it.
+    PolicyDenied {
+        /// Why, as the model was told.
+        reason: String,
+        /// The permission rules that matched (empty when the approval
+        /// policy denied it).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        rules: Vec<String>,
+    },
+    /// A human (or the approval's timeout) denied it.
+    ApprovalDenied {
+        /// The reason given.
+        reason: String,
+    },
+    /// The event log could not be saved first, so it was not run.
+    StoreUnavailable {
+        /// The store's error.
+        reason: String,
+    },
+}
+
+/// Who resolved an approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResolvedBy {
+    /// A client answered it.
+    Client,
+    /// Its timeout did, by policy.
+    Timeout,
+    /// An interrupt of the turn did.
+    Interrupt,
+}
+
+impl ResolvedBy {
+    /// Its name as stored: `client`, `timeout` or `interrupt`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResolvedBy::Client => "client",
+            ResolvedBy::Timeout => "timeout",
+            ResolvedBy::Interrupt => "interrupt",
+        }
+    }
 }
 
 /// What an item is, with the details of its kind.
@@ -127,9 +179,9 @@ pub enum ItemKind {
         /// The answer, once given.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         decision: Option<ApprovalDecision>,
-        /// `client`, `timeout`, or `interrupt`.
+        /// Who answered.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        resolved_by: Option<String>,
+        resolved_by: Option<ResolvedBy>,
     },
     /// A tool call handed to a client (an external or hybrid lane).
     ExternalTask {

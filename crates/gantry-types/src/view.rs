@@ -210,6 +210,7 @@ mod tests {
             turn_id: None,
             item_id: None,
             payload,
+            cursor: 0,
         }
     }
 

@@ -118,7 +118,9 @@ pub async fn serve(
                 Ok(result) => result,
                 Err(_) => {
                     tracing::info!("grace period over; interrupting running turns");
-                    engine.shutdown().await;
+                    if let Err(e) = engine.shutdown().await {
+                        tracing::error!(error = %e, "interrupted turns' last events are not saved yet");
+                    }
                     // Interrupted turns end their calls at once; a client
                     // that still holds its connection open does not get to
                     // keep the process alive.
@@ -130,7 +132,9 @@ pub async fn serve(
             }
         }
     };
-    engine.shutdown().await;
+    if let Err(e) = engine.shutdown().await {
+        tracing::error!(error = %e, "stopping with events not saved");
+    }
     result.map_err(ServeError::from)
 }
 

@@ -62,7 +62,9 @@ async fn next_run<T>(
                         return found;
                     }
                 }
-                EngineEventNotice::Lagged(n) => panic!("missed {n} events of job {job}"),
+                EngineEventNotice::Lagged { resume_from } => {
+                    panic!("fell behind at {resume_from}, events of job {job}")
+                }
             }
         }
     })

@@ -152,11 +152,10 @@ impl ThreadActor {
         // Reading skill folders blocks (a slow disk, a FIFO named SKILL.md):
         // off the runtime's threads, so only this thread's load waits.
         let cwd = view.thread.cwd.clone();
-        let skills = tokio::task::spawn_blocking(move || {
-            discover_skills(&cwd, agent_skills.as_deref())
-        })
-        .await
-        .unwrap_or_else(|_| SkillSet::shared(Vec::new()));
+        let skills =
+            tokio::task::spawn_blocking(move || discover_skills(&cwd, agent_skills.as_deref()))
+                .await
+                .unwrap_or_else(|_| SkillSet::shared(Vec::new()));
         let mut actor = ThreadActor {
             shared,
             view,
@@ -173,7 +172,7 @@ impl ThreadActor {
                 .loaded(&actor.view.thread.id, actor.view.thread.last_seq);
         }
         for event in fresh {
-            actor.persist(Arc::new(event)).await;
+            actor.persist(event).await;
         }
         if actor.view.running_turn().is_some() {
             actor.recover_crashed_turn().await;
@@ -670,6 +669,7 @@ impl ThreadActor {
             turn_id: turn_id.cloned(),
             item_id: item_id.cloned(),
             payload,
+            cursor: 0,
         };
         self.append(event).await;
     }
@@ -687,12 +687,12 @@ impl ThreadActor {
         ) {
             self.live.send_replace(Live::of(&self.view.thread));
         }
-        self.persist(Arc::new(event)).await;
+        self.persist(event).await;
     }
 
     /// Queues an event already folded into the view for the store, which
     /// publishes it once stored.
-    async fn persist(&mut self, event: Arc<Event>) {
+    async fn persist(&mut self, event: Event) {
         self.shared
             .writer
             .write(event, self.view.thread.clone())

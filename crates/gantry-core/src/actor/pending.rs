@@ -15,10 +15,10 @@ use crate::EngineError;
 /// How a pending request was resolved.
 #[derive(Debug)]
 pub(crate) enum Resolution {
-    /// An approval's answer, and who gave it (`client`, `timeout`, `interrupt`).
+    /// An approval's answer, and who gave it.
     Approval {
         decision: ApprovalDecision,
-        by: &'static str,
+        by: gantry_types::ResolvedBy,
     },
     /// An external task's result or error.
     Task(Result<String, String>),
@@ -125,7 +125,7 @@ impl Pending {
                         )),
                     },
                 },
-                by: "timeout",
+                by: gantry_types::ResolvedBy::Timeout,
             },
             Waiting::Task(info) => Resolution::Task(Err(format!(
                 "external task {} ({}) was not completed within {}",
@@ -143,7 +143,7 @@ impl Pending {
             let resolution = match entry.waiting {
                 Waiting::Approval { .. } => Resolution::Approval {
                     decision: ApprovalDecision::Abort,
-                    by: "interrupt",
+                    by: gantry_types::ResolvedBy::Interrupt,
                 },
                 Waiting::Task(_) => Resolution::Task(Err("interrupted".to_owned())),
             };

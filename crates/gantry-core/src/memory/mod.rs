@@ -186,6 +186,7 @@ impl Memories {
 
     fn publish(&self, event: MemoryEvent) {
         self.events.publish(EngineEvent {
+            seq: 0,
             ts: self.clock.now_ms(),
             thread_id: Some(self.thread.clone()),
             kind: EngineEventKind::Memory(event),

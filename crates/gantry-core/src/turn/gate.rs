@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use gantry_types::Refusal;
 use gantry_types::{HandlerMode, Item, ItemKind, ItemStatus, LaneHandler, new_id};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -16,8 +17,8 @@ use crate::policy::{self, ToolRequest, Verdict};
 pub(super) enum Gate {
     /// Run the call.
     Run,
-    /// Do not run it; tell the model this.
-    Refuse(String),
+    /// Do not run it, for this reason.
+    Refuse(Refusal),
     /// Do not run it; the turn ends (an abort at an approval, or an interrupt).
     Stop,
 }
@@ -57,7 +58,9 @@ impl Loop<'_> {
         };
         match verdict {
             Verdict::Allow => Gate::Run,
-            Verdict::Deny { reason, .. } => Gate::Refuse(format!("denied by policy: {reason}")),
+            Verdict::Deny { reason, rules } => {
+                Gate::Refuse(Refusal::PolicyDenied { reason, rules })
+            }
             ask @ Verdict::Ask { .. } => self.ask(&ask, &request, call_id).await,
         }
     }
@@ -72,7 +75,10 @@ impl Loop<'_> {
     ) -> Gate {
         let policy = self.live.borrow().policy.clone();
         if !policy::asks_on_failure(&policy) {
-            return Gate::Refuse(String::new());
+            return Gate::Refuse(Refusal::PolicyDenied {
+                reason: "the approval policy does not rerun failed commands".to_owned(),
+                rules: Vec::new(),
+            });
         }
         let request = ToolRequest {
             tool,
@@ -125,7 +131,7 @@ impl Loop<'_> {
         } = &mut item.kind
         {
             *d = Some(decision.clone());
-            *resolved_by = Some(by.to_owned());
+            *resolved_by = Some(by);
         }
         self.em.complete_item(item, ItemStatus::Completed);
         let outcome = {
@@ -134,7 +140,9 @@ impl Loop<'_> {
         };
         match outcome {
             policy::Resolution::Run => Gate::Run,
-            policy::Resolution::Refuse { reason } => Gate::Refuse(reason),
+            policy::Resolution::Refuse { reason } => {
+                Gate::Refuse(Refusal::ApprovalDenied { reason })
+            }
             policy::Resolution::Abort => {
                 // An abort ends the turn like an interrupt.
                 self.cancel.cancel();

@@ -359,5 +359,6 @@ fn origin(call: &ToolCall, output: &str) -> ToolCallOrigin {
         name: call.name.clone(),
         arguments: call.arguments.clone(),
         output: Some(output.to_owned()),
+        refused: None,
     }
 }

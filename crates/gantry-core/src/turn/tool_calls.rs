@@ -8,7 +8,7 @@ use futures_util::future::join_all;
 use gantry_llm::{Message, ToolCall};
 use gantry_tools::sandbox::SandboxPolicy;
 use gantry_tools::{Tool, ToolContext, ToolStatus};
-use gantry_types::{DeltaKind, HandlerMode, Item, ItemKind, ItemStatus, ToolCallOrigin};
+use gantry_types::{DeltaKind, HandlerMode, Item, ItemKind, ItemStatus, Refusal, ToolCallOrigin};
 use serde_json::Value;
 
 use super::Loop;
@@ -54,6 +54,7 @@ impl Loop<'_> {
             name: call.name.clone(),
             arguments: call.arguments.clone(),
             output: None,
+            refused: None,
         };
         let parsed: Result<Value, _> = if call.arguments.trim().is_empty() {
             Ok(Value::Object(Default::default()))
@@ -149,9 +150,9 @@ impl Loop<'_> {
         }
         match self.check(&name, &call_id, &args).await {
             Gate::Run => {}
-            Gate::Refuse(reason) => {
+            Gate::Refuse(refusal) => {
                 self.em.announce(&item);
-                return self.refuse(item, &reason);
+                return self.refused(item, refusal);
             }
             Gate::Stop => {
                 self.em.announce(&item);
@@ -241,7 +242,11 @@ impl Loop<'_> {
         let sandboxed = ctx.sandbox.is_sandboxed();
         // Write ahead: before a tool acts on the world, the log holds
         // everything up to its start, so a crash cannot hide what it did.
-        self.em.durable().await;
+        if let Err(e) = self.em.durable().await {
+            let _ = self.store_failure.set(e.0.clone());
+            let refusal = Refusal::StoreUnavailable { reason: e.0 };
+            return (self.refused(item, refusal), ItemStatus::Failed, false);
+        }
         let out = tool.run(args, ctx).await;
         let failed_in_sandbox = sandboxed
             && matches!(out.item, ItemKind::CommandExecution { exit_code: Some(code), .. } if code != 0);
@@ -259,6 +264,21 @@ impl Loop<'_> {
     /// Answers a call that did not run; the item (already announced) fails.
     fn refuse(&self, item: Item, error: &str) -> String {
         self.refuse_as(item, error, ItemStatus::Failed)
+    }
+
+    /// Answers a call the engine refused, recording why as a type.
+    fn refused(&self, mut item: Item, refusal: Refusal) -> String {
+        let error = match &refusal {
+            Refusal::PolicyDenied { reason, .. } => format!("denied by policy: {reason}"),
+            Refusal::ApprovalDenied { reason } => reason.clone(),
+            Refusal::StoreUnavailable { reason } => {
+                format!("not run: the event log cannot be saved: {reason}")
+            }
+        };
+        if let Some(origin) = &mut item.tool_call {
+            origin.refused = Some(refusal);
+        }
+        self.refuse(item, &error)
     }
 
     fn refuse_as(&self, mut item: Item, error: &str, status: ItemStatus) -> String {

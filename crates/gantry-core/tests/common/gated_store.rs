@@ -23,7 +23,7 @@ pub struct GatedStore {
 
 #[async_trait]
 impl Store for GatedStore {
-    async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+    async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
         self.inner.commit(commit).await
     }
     async fn events(&self, thread: &ThreadId, from_seq: u64) -> Result<Vec<Event>, StoreError> {
@@ -33,8 +33,11 @@ impl Store for GatedStore {
         }
         self.inner.events(thread, from_seq).await
     }
-    async fn all_events(&self, from_seq: u64) -> Result<Vec<Event>, StoreError> {
-        self.inner.all_events(from_seq).await
+    async fn events_after(&self, after: u64, limit: usize) -> Result<Vec<Event>, StoreError> {
+        self.inner.events_after(after, limit).await
+    }
+    async fn last_cursor(&self) -> Result<u64, StoreError> {
+        self.inner.last_cursor().await
     }
     async fn thread(&self, id: &ThreadId) -> Result<Option<Thread>, StoreError> {
         self.inner.thread(id).await

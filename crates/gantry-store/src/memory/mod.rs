@@ -26,6 +26,8 @@ pub struct MemoryStore {
 struct Inner {
     /// Each thread's log, by seq. `ThreadId` orders by bytes, like SQLite TEXT.
     events: BTreeMap<ThreadId, BTreeMap<u64, Event>>,
+    /// Every event's place, by commit cursor.
+    by_cursor: BTreeMap<u64, (ThreadId, u64)>,
     threads: BTreeMap<ThreadId, Thread>,
     providers: BTreeMap<String, ProviderConfig>,
     settings: BTreeMap<String, String>,
@@ -48,6 +50,10 @@ impl MemoryStore {
 }
 
 impl Inner {
+    fn last_cursor(&self) -> u64 {
+        self.by_cursor.last_key_value().map_or(0, |(c, _)| *c)
+    }
+
     /// Rejects the commit, before anything is written, if any event is a
     /// duplicate (of a stored event or of another event in the same commit).
     fn check(&self, commit: &Commit) -> Result<(), StoreError> {
@@ -71,20 +77,41 @@ impl Inner {
 
 #[async_trait]
 impl Store for MemoryStore {
-    async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+    async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
         let mut inner = self.lock();
         inner.check(commit)?;
+        let mut last = inner.last_cursor();
         for event in &commit.events {
+            last += 1;
+            let mut event = event.clone();
+            event.cursor = last;
+            inner
+                .by_cursor
+                .insert(last, (event.thread_id.clone(), event.seq));
             inner
                 .events
                 .entry(event.thread_id.clone())
                 .or_default()
-                .insert(event.seq, event.clone());
+                .insert(event.seq, event);
         }
         for thread in &commit.threads {
             inner.threads.insert(thread.id.clone(), thread.clone());
         }
-        Ok(())
+        Ok(last)
+    }
+
+    async fn events_after(&self, after: u64, limit: usize) -> Result<Vec<Event>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .by_cursor
+            .range(after.saturating_add(1)..)
+            .take(limit)
+            .filter_map(|(_, (thread, seq))| inner.events.get(thread)?.get(seq).cloned())
+            .collect())
+    }
+
+    async fn last_cursor(&self) -> Result<u64, StoreError> {
+        Ok(self.lock().last_cursor())
     }
 
     async fn events(&self, thread: &ThreadId, from_seq: u64) -> Result<Vec<Event>, StoreError> {
@@ -94,15 +121,6 @@ impl Store for MemoryStore {
             .get(thread)
             .map(|log| log.range(from_seq..).map(|(_, e)| e.clone()).collect())
             .unwrap_or_default())
-    }
-
-    async fn all_events(&self, from_seq: u64) -> Result<Vec<Event>, StoreError> {
-        let inner = self.lock();
-        Ok(inner
-            .events
-            .values()
-            .flat_map(|log| log.range(from_seq..).map(|(_, e)| e.clone()))
-            .collect())
     }
 
     async fn thread(&self, id: &ThreadId) -> Result<Option<Thread>, StoreError> {

@@ -2,7 +2,6 @@
 
 use gantry_types::{Agent, AgentId};
 use sqlx::SqlitePool;
-use tokio::sync::Mutex;
 
 use super::db_error;
 use crate::{StoreError, sql};
@@ -29,7 +28,7 @@ pub(super) async fn agent(pool: &SqlitePool, id: &AgentId) -> Result<Option<Agen
 /// Inserts or replaces an agent.
 pub(super) async fn put_agent(
     pool: &SqlitePool,
-    writer: &Mutex<()>,
+    writer: &super::WriteLock,
     agent: &Agent,
 ) -> Result<(), StoreError> {
     let data = serde_json::to_string(agent)
@@ -47,7 +46,7 @@ pub(super) async fn put_agent(
 /// Deletes an agent; false if none had that id.
 pub(super) async fn delete_agent(
     pool: &SqlitePool,
-    writer: &Mutex<()>,
+    writer: &super::WriteLock,
     id: &AgentId,
 ) -> Result<bool, StoreError> {
     let _writer = writer.lock().await;

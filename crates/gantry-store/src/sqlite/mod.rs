@@ -26,13 +26,18 @@ use crate::{Commit, Store, StoreError, ThreadPage, ThreadQuery};
 /// The schema migrations, embedded at compile time from `migrations/`.
 pub static MIGRATOR: Migrator = sqlx::migrate!();
 
+/// Serializes commits and holds the last commit cursor given (`None` until
+/// the first commit reads it from the file).
+pub(crate) type WriteLock = Mutex<Option<u64>>;
+
 /// A store on a SQLite file.
 #[derive(Debug)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    /// Serializes commits: a second in-process writer would only spin on
-    /// SQLite's busy handler.
-    writer: Mutex<()>,
+    /// Serializes commits (a second in-process writer would only spin on
+    /// SQLite's busy handler) and holds the last commit cursor given; `None`
+    /// until the first commit reads it from the file.
+    writer: WriteLock,
     /// Seals API keys before they are written (see [`crate::secrets`]).
     sealer: Sealer,
 }
@@ -46,10 +51,11 @@ impl SqliteStore {
     /// the key in [`SECRET_KEY_FILE`] next to it (created if missing).
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
         let pool = pool::open(path, &MIGRATOR).await?;
+        check_log_format(&pool, path).await?;
         let sealer = Sealer::load_or_create(&path.with_file_name(SECRET_KEY_FILE))?;
         Ok(Self {
             pool,
-            writer: Mutex::new(()),
+            writer: Mutex::new(None),
             sealer,
         })
     }
@@ -60,6 +66,27 @@ impl SqliteStore {
     }
 }
 
+/// The version of the stored log's format this build reads and writes
+/// (the `log_format_version` setting, set by the migrations).
+pub const LOG_FORMAT_VERSION: u32 = 1;
+
+/// Refuses a database whose log a newer Gantry wrote in a format this one
+/// does not know: reading it could misread events, writing could mix formats.
+async fn check_log_format(pool: &SqlitePool, path: &Path) -> Result<(), StoreError> {
+    let stored = settings::setting(pool, "log_format_version").await?;
+    let version = stored
+        .as_deref()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(0);
+    if version > LOG_FORMAT_VERSION {
+        return Err(StoreError::Database(format!(
+            "{}: its event log has format version {version}, newer than this Gantry reads ({LOG_FORMAT_VERSION}); use a newer Gantry",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Maps a driver error, naming the operation that failed.
 fn db_error(what: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
     move |e| StoreError::Database(format!("{what}: {e}"))
@@ -67,7 +94,7 @@ fn db_error(what: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+    async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
         write::commit(&self.pool, &self.writer, &self.sealer, commit).await
     }
 
@@ -75,8 +102,12 @@ impl Store for SqliteStore {
         read::events(&self.pool, &self.sealer, thread, from_seq).await
     }
 
-    async fn all_events(&self, from_seq: u64) -> Result<Vec<Event>, StoreError> {
-        read::all_events(&self.pool, &self.sealer, from_seq).await
+    async fn events_after(&self, after: u64, limit: usize) -> Result<Vec<Event>, StoreError> {
+        read::events_after(&self.pool, &self.sealer, after, limit).await
+    }
+
+    async fn last_cursor(&self) -> Result<u64, StoreError> {
+        read::last_cursor(&self.pool).await
     }
 
     async fn thread(&self, id: &ThreadId) -> Result<Option<Thread>, StoreError> {

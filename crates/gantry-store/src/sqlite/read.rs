@@ -9,10 +9,25 @@ use crate::page::{check_cursor, page_limit};
 use crate::secrets::Sealer;
 use crate::{StoreError, ThreadPage, ThreadQuery, sql};
 
-/// Columns of `THREAD_EVENTS`: seq, ts, turn_id, item_id, payload.
-type EventCols = (i64, i64, Option<String>, Option<String>, String);
-/// Columns of `ALL_EVENTS`: thread_id, then those of [`EventCols`].
-type AllEventCols = (String, i64, i64, Option<String>, Option<String>, String);
+/// Columns of `THREAD_EVENTS`: seq, ts, turn_id, item_id, payload, pos.
+type EventCols = (
+    i64,
+    i64,
+    Option<String>,
+    Option<String>,
+    String,
+    Option<i64>,
+);
+/// Columns of `EVENTS_AFTER`: thread_id, then those of [`EventCols`].
+type AllEventCols = (
+    String,
+    i64,
+    i64,
+    Option<String>,
+    Option<String>,
+    String,
+    Option<i64>,
+);
 
 /// A seq bound as a BIGINT; `None` when it is above every storable seq.
 fn from_seq_db(from_seq: u64) -> Option<i64> {
@@ -36,32 +51,59 @@ pub(super) async fn events(
         .await
         .map_err(db_error("read events"))?;
     rows.into_iter()
-        .map(|(seq, ts, turn, item, payload)| {
-            decode_event(thread.clone(), seq, ts, turn, item, &sealer.open_json(&payload))
+        .map(|(seq, ts, turn, item, payload, pos)| {
+            decode_event(
+                thread.clone(),
+                seq,
+                ts,
+                turn,
+                item,
+                &sealer.open_json(&payload),
+                pos,
+            )
         })
         .collect()
 }
 
-/// Every thread's events with `seq >= from_seq`, by thread then seq.
-pub(super) async fn all_events(
+/// A page of every thread's events after cursor `after`, in commit order;
+/// unreadable rows are reported and left out.
+pub(super) async fn events_after(
     pool: &SqlitePool,
     sealer: &Sealer,
-    from_seq: u64,
+    after: u64,
+    limit: usize,
 ) -> Result<Vec<Event>, StoreError> {
-    let Some(from) = from_seq_db(from_seq) else {
+    let Ok(after) = i64::try_from(after) else {
         return Ok(Vec::new());
     };
-    let rows: Vec<AllEventCols> = sqlx::query_as(sql::ALL_EVENTS)
-        .bind(from)
+    let rows: Vec<AllEventCols> = sqlx::query_as(sql::EVENTS_AFTER)
+        .bind(after)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(pool)
         .await
         .map_err(db_error("read events"))?;
-    rows.into_iter()
-        .map(|(thread, seq, ts, turn, item, payload)| {
+    Ok(rows
+        .into_iter()
+        .filter_map(|(thread, seq, ts, turn, item, payload, pos)| {
             let payload = sealer.open_json(&payload);
-            decode_event(ThreadId(thread), seq, ts, turn, item, &payload)
+            match decode_event(ThreadId(thread), seq, ts, turn, item, &payload, pos) {
+                Ok(event) => Some(event),
+                Err(e) => {
+                    tracing::error!(error = %e, "leaving an unreadable event out of a replay");
+                    None
+                }
+            }
         })
-        .collect()
+        .collect())
+}
+
+/// The cursor of the last event committed.
+pub(super) async fn last_cursor(pool: &SqlitePool) -> Result<u64, StoreError> {
+    let (last,): (i64,) = sqlx::query_as(sql::LAST_CURSOR)
+        .fetch_one(pool)
+        .await
+        .map_err(db_error("read the last cursor"))?;
+    Ok(u64::try_from(last).unwrap_or(0))
 }
 
 /// A thread's row, if stored.
@@ -105,13 +147,23 @@ pub(super) async fn list_threads(
         .await
         .map_err(db_error("list threads"))?;
     let more = rows.len() > limit;
-    let threads = rows
+    let page = &rows[..rows.len().min(limit)];
+    // A row that cannot be read is left out and reported: one bad thread
+    // must not hide every other from a listing.
+    let threads = page
         .iter()
-        .take(limit)
-        .map(|(id, data)| decode_thread(id, &sealer.open_json(data)))
-        .collect::<Result<Vec<_>, _>>()?;
+        .filter_map(
+            |(id, data)| match decode_thread(id, &sealer.open_json(data)) {
+                Ok(thread) => Some(thread),
+                Err(e) => {
+                    tracing::error!(thread = %id, error = %e, "leaving an unreadable thread out of a listing");
+                    None
+                }
+            },
+        )
+        .collect();
     let next_cursor = if more {
-        threads.last().map(|t| t.id.0.clone())
+        page.last().map(|(id, _)| id.clone())
     } else {
         None
     };

@@ -2,7 +2,6 @@
 
 use gantry_types::ProviderConfig;
 use sqlx::SqlitePool;
-use tokio::sync::Mutex;
 
 use super::db_error;
 use crate::secrets::Sealer;
@@ -25,7 +24,7 @@ pub(super) async fn providers(
 /// Inserts or replaces a provider.
 pub(super) async fn put_provider(
     pool: &SqlitePool,
-    writer: &Mutex<()>,
+    writer: &super::WriteLock,
     sealer: &Sealer,
     provider: &ProviderConfig,
 ) -> Result<(), StoreError> {
@@ -45,7 +44,7 @@ pub(super) async fn put_provider(
 /// Deletes a provider; false if none had that name.
 pub(super) async fn delete_provider(
     pool: &SqlitePool,
-    writer: &Mutex<()>,
+    writer: &super::WriteLock,
     name: &str,
 ) -> Result<bool, StoreError> {
     let _writer = writer.lock().await;
@@ -70,7 +69,7 @@ pub(super) async fn setting(pool: &SqlitePool, key: &str) -> Result<Option<Strin
 /// Sets a setting.
 pub(super) async fn put_setting(
     pool: &SqlitePool,
-    writer: &Mutex<()>,
+    writer: &super::WriteLock,
     key: &str,
     value: &str,
 ) -> Result<(), StoreError> {

@@ -1,7 +1,6 @@
 //! The write path: one transaction per commit, events in multi-row inserts.
 
 use sqlx::{SqliteConnection, SqlitePool};
-use tokio::sync::Mutex;
 
 use super::db_error;
 use crate::codec::{EventRow, ThreadRow, encode_event, encode_thread};
@@ -9,15 +8,13 @@ use crate::secrets::Sealer;
 use crate::{Commit, StoreError, sql};
 
 /// Applies `commit` atomically: on any error nothing of it is written.
+/// Returns the cursor of the last event stored.
 pub(super) async fn commit(
     pool: &SqlitePool,
-    writer: &Mutex<()>,
+    writer: &super::WriteLock,
     sealer: &Sealer,
     commit: &Commit,
-) -> Result<(), StoreError> {
-    if commit.events.is_empty() && commit.threads.is_empty() {
-        return Ok(());
-    }
+) -> Result<u64, StoreError> {
     // Encode before taking the lock so the transaction only does I/O.
     // Keys are sealed here, so no plaintext key reaches the file or its WAL.
     let events = commit
@@ -39,19 +36,48 @@ pub(super) async fn commit(
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
 
-    let _writer = writer.lock().await;
-    let mut tx = pool.begin().await.map_err(db_error("begin"))?;
+    let mut last = writer.lock().await;
+    let base = match *last {
+        Some(cursor) => cursor,
+        None => super::read::last_cursor(pool).await?,
+    };
+    if events.is_empty() && threads.is_empty() {
+        *last = Some(base);
+        return Ok(base);
+    }
+    let end = base + events.len() as u64;
+    let mut events = events;
+    for (row, pos) in events.iter_mut().zip(base + 1..) {
+        row.pos = i64::try_from(pos)
+            .map_err(|_| StoreError::Database(format!("commit cursor {pos} exceeds BIGINT")))?;
+    }
+    let mut conn = pool.acquire().await.map_err(db_error("connect"))?;
     let written = async {
-        insert_events(&mut tx, events).await?;
-        upsert_threads(&mut tx, threads).await
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error("begin"))?;
+        insert_events(&mut conn, events).await?;
+        upsert_threads(&mut conn, threads).await?;
+        sqlx::query("COMMIT")
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error("commit"))
     }
     .await;
     match written {
-        Ok(()) => tx.commit().await.map_err(db_error("commit")),
+        Ok(_) => {
+            *last = Some(end);
+            Ok(end)
+        }
         Err(e) => {
-            // The commit's error is the one worth reporting; a failed rollback
-            // leaves nothing behind either, since the transaction never committed.
-            let _ = tx.rollback().await;
+            // A failed write (a full disk: SQLITE_FULL) can leave SQLite's
+            // transaction open on this connection. Back in the pool, the
+            // next commit would run inside it and "succeed" without ever
+            // committing, and every other connection would see "database
+            // is locked". So: roll back, and never reuse the connection.
+            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+            let _ = conn.close().await;
             Err(e)
         }
     }
@@ -73,7 +99,8 @@ async fn insert_events(conn: &mut SqliteConnection, rows: Vec<EventRow>) -> Resu
                 .bind(row.turn_id)
                 .bind(row.item_id)
                 .bind(row.kind)
-                .bind(row.payload);
+                .bind(row.payload)
+                .bind(row.pos);
         }
         query
             .execute(&mut *conn)

@@ -144,6 +144,7 @@ pub fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
                 name: "shell".into(),
                 arguments: "{\"cmd\": \"cargo build\"".into(),
                 output: Some("exit 101".into()),
+                refused: None,
             });
         }
         payloads.push(EventPayload::ItemStarted { item: started });
@@ -178,10 +179,22 @@ pub fn event(id: &ThreadId, seq: u64, payload: EventPayload) -> Event {
         turn_id: turn_id.cloned(),
         item_id: item_id.cloned(),
         payload,
+        cursor: 0,
     }
 }
 
 /// A small event for bulk tests.
 pub fn archived_event(id: &ThreadId, seq: u64) -> Event {
     event(id, seq, EventPayload::ThreadArchived)
+}
+
+/// Events as committed: without the cursors the store gave them.
+pub fn without_cursors(events: Vec<Event>) -> Vec<Event> {
+    events
+        .into_iter()
+        .map(|mut e| {
+            e.cursor = 0;
+            e
+        })
+        .collect()
 }

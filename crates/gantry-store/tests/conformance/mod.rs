@@ -14,7 +14,7 @@ pub use memories::{
 use gantry_store::{Commit, Store, StoreError, ThreadQuery};
 use gantry_types::{Agent, AgentId, ProviderConfig, ProviderKind, ThreadId, ThreadStatus};
 
-use fixtures::{all_kinds_log, archived_event, thread, thread_id};
+use fixtures::{all_kinds_log, archived_event, thread, thread_id, without_cursors};
 
 /// Generates one `#[tokio::test]` per case; `$fixture().await` returns
 /// `(store, guard)`, the guard kept alive for the test (e.g. a tempdir).
@@ -22,7 +22,7 @@ use fixtures::{all_kinds_log, archived_event, thread, thread_id};
 macro_rules! conformance_tests {
     ($fixture:path) => {
         $crate::conformance_tests!(@cases $fixture;
-            round_trip, from_seq, all_events_order, duplicate_rejected,
+            round_trip, from_seq, events_after_pages, duplicate_rejected,
             duplicate_within_commit_rejected, upsert_replaces, listing_pages,
             archived_filter, bad_cursor, running_threads, empty_store,
             providers_crud, settings_crud, agents_crud,
@@ -54,8 +54,18 @@ pub async fn round_trip(store: &dyn Store) {
         })
         .await
         .unwrap();
+    // The store gives each event its commit cursor, in order, from 1.
+    let events: Vec<_> = events
+        .into_iter()
+        .zip(1..)
+        .map(|(mut e, cursor)| {
+            e.cursor = cursor;
+            e
+        })
+        .collect();
     assert_eq!(store.events(&id, 0).await.unwrap(), events);
-    assert_eq!(store.all_events(0).await.unwrap(), events);
+    assert_eq!(store.events_after(0, 1000).await.unwrap(), events);
+    assert_eq!(store.last_cursor().await.unwrap(), events.len() as u64);
     assert_eq!(store.thread(&id).await.unwrap(), Some(t));
     assert_eq!(store.thread(&thread_id(2)).await.unwrap(), None);
     assert!(store.events(&thread_id(2), 0).await.unwrap().is_empty());
@@ -91,11 +101,16 @@ pub async fn from_seq(store: &dyn Store) {
         seqs(store.events(&a, u64::MAX).await.unwrap()),
         Vec::<u64>::new()
     );
-    assert_eq!(seqs(store.all_events(3).await.unwrap()), [3, 4, 5, 6, 3]);
+    // Cursors follow commit order: a's five, b's three, then a's sixth.
+    assert_eq!(
+        seqs(store.events_after(3, 100).await.unwrap()),
+        [4, 5, 1, 2, 3, 6]
+    );
 }
 
-/// `all_events` orders by thread id, then seq, whatever the commit order.
-pub async fn all_events_order(store: &dyn Store) {
+/// `events_after` pages through every thread in commit order, whatever
+/// the threads' ids.
+pub async fn events_after_pages(store: &dyn Store) {
     let (a, b) = (thread_id(1), thread_id(2));
     let events = vec![
         archived_event(&b, 2),
@@ -109,14 +124,19 @@ pub async fn all_events_order(store: &dyn Store) {
         })
         .await
         .unwrap();
-    let got: Vec<_> = store
-        .all_events(0)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| (e.thread_id, e.seq))
-        .collect();
-    assert_eq!(got, [(a, 1), (b.clone(), 1), (b, 2)]);
+    let page = |after, limit| async move {
+        store
+            .events_after(after, limit)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.cursor, e.thread_id, e.seq))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(page(0, 2).await, [(1, b.clone(), 2), (2, a.clone(), 1)]);
+    assert_eq!(page(2, 2).await, [(3, b, 1)]);
+    assert!(page(3, 2).await.is_empty());
+    assert_eq!(store.last_cursor().await.unwrap(), 3);
 }
 
 /// A commit with a stored `(thread, seq)` fails whole: no event, no thread row.
@@ -142,7 +162,10 @@ pub async fn duplicate_rejected(store: &dyn Store) {
     let err = store.commit(&bad).await.unwrap_err();
     assert!(matches!(err, StoreError::Database(_)), "{err:?}");
 
-    assert_eq!(store.events(&a, 0).await.unwrap(), first.events);
+    assert_eq!(
+        without_cursors(store.events(&a, 0).await.unwrap()),
+        first.events
+    );
     assert!(store.events(&b, 0).await.unwrap().is_empty());
     assert_eq!(
         store.thread(&a).await.unwrap(),
@@ -154,8 +177,11 @@ pub async fn duplicate_rejected(store: &dyn Store) {
         events: vec![archived_event(&a, 2)],
         threads: vec![],
     };
-    store.commit(&next).await.unwrap();
-    assert_eq!(store.events(&a, 2).await.unwrap(), next.events);
+    // ...and the failed commit took no cursor: they stay dense.
+    assert_eq!(store.commit(&next).await.unwrap(), 2);
+    let stored = store.events(&a, 2).await.unwrap();
+    assert_eq!(stored.iter().map(|e| e.cursor).collect::<Vec<_>>(), [2]);
+    assert_eq!(without_cursors(stored), next.events);
 }
 
 /// Two events with the same `(thread, seq)` in one commit also fail it whole.
@@ -169,7 +195,8 @@ pub async fn duplicate_within_commit_rejected(store: &dyn Store) {
         store.commit(&bad).await,
         Err(StoreError::Database(_))
     ));
-    assert!(store.all_events(0).await.unwrap().is_empty());
+    assert!(store.events_after(0, 10).await.unwrap().is_empty());
+    assert_eq!(store.last_cursor().await.unwrap(), 0);
     assert_eq!(store.thread(&a).await.unwrap(), None);
 }
 
@@ -343,7 +370,8 @@ pub async fn running_threads(store: &dyn Store) {
 /// An empty store answers every read with nothing; an empty commit is fine.
 pub async fn empty_store(store: &dyn Store) {
     store.commit(&Commit::default()).await.unwrap();
-    assert!(store.all_events(0).await.unwrap().is_empty());
+    assert!(store.events_after(0, 10).await.unwrap().is_empty());
+    assert_eq!(store.last_cursor().await.unwrap(), 0);
     assert!(store.running_threads().await.unwrap().is_empty());
     let page = store.list_threads(&ThreadQuery::default()).await.unwrap();
     assert!(page.threads.is_empty());

@@ -112,7 +112,7 @@ pub(super) fn answerable(mut policy: ThreadPolicy) -> ThreadPolicy {
 /// its call's id). `NOT_FOUND` if the session never asked it,
 /// `FAILED_PRECONDITION` if it was already answered.
 fn pending_approval(view: &ThreadView, wanted: &str) -> Result<String, Status> {
-    let mut answered: Option<Option<String>> = None;
+    let mut answered: Option<Option<gantry_types::ResolvedBy>> = None;
     let items = view.turns.iter().rev().flat_map(|t| t.items.iter().rev());
     for item in items {
         let ItemKind::Approval {
@@ -130,10 +130,10 @@ fn pending_approval(view: &ThreadView, wanted: &str) -> Result<String, Status> {
         if item.status == ItemStatus::InProgress {
             return Ok(approval_id.clone());
         }
-        answered.get_or_insert_with(|| resolved_by.clone());
+        answered.get_or_insert(*resolved_by);
     }
     match answered {
-        Some(by) => Err(already_answered(wanted, by.as_deref())),
+        Some(by) => Err(already_answered(wanted, by)),
         None => Err(Status::not_found(format!(
             "tool_id: session {} has no confirmation `{wanted}`",
             view.thread.id,
@@ -143,12 +143,13 @@ fn pending_approval(view: &ThreadView, wanted: &str) -> Result<String, Status> {
 }
 
 /// The status of an answer to a confirmation already resolved (`by` whom, when known).
-fn already_answered(wanted: &str, by: Option<&str>) -> Status {
+fn already_answered(wanted: &str, by: Option<gantry_types::ResolvedBy>) -> Status {
+    use gantry_types::ResolvedBy;
     let by = match by {
-        Some("client") => " by a client",
-        Some("timeout") => " by its timeout",
-        Some("interrupt") => " by an interrupt",
-        _ => "",
+        Some(ResolvedBy::Client) => " by a client",
+        Some(ResolvedBy::Timeout) => " by its timeout",
+        Some(ResolvedBy::Interrupt) => " by an interrupt",
+        None => "",
     };
     Status::failed_precondition(format!(
         "tool_id: confirmation `{wanted}` was already resolved{by}",

@@ -15,19 +15,14 @@ use gantry_types::cron::CronEvent;
 use gantry_types::lsp::LspEvent;
 use gantry_types::memory::MemoryEvent;
 use gantry_types::{
-    ApprovalDecision, ApprovalRequest, Event, EventPayload, Item, ItemKind, ItemStatus, Lane,
-    ThreadId, TurnFailure, TurnStatus, Usage,
+    ApprovalDecision, ApprovalRequest, Event, EventPayload, Item, ItemKind, Lane, Refusal,
+    ResolvedBy, ThreadId, TurnFailure, TurnStatus, Usage,
 };
 use serde_json::{Value, to_value};
 
 use crate::pb;
 use crate::pb::agent_event::EventType;
 use crate::views::conversation::tool_failed;
-
-/// How the engine words what a tool call's output says when the policy
-/// refused it (`turn::gate`): `error: denied by policy: <reason>`. The
-/// engine has no structured field for it, so this prefix is the contract.
-const POLICY_DENIAL: &str = "error: denied by policy: ";
 
 /// One `AgentEvent` under construction.
 struct Out {
@@ -128,6 +123,14 @@ pub(super) fn engine_event(event: &EngineEvent) -> pb::AgentEvent {
         }
         EngineEventKind::Cron(c) => cron(c),
         EngineEventKind::Lsp(l) => lsp(l),
+        EngineEventKind::StoreHealth { error: Some(cause) } => Out::new(
+            EventType::Error,
+            format!("the event log cannot be saved: {cause}"),
+        )
+        .with("event", "store_failing"),
+        EngineEventKind::StoreHealth { error: None } => {
+            Out::info("store_recovered", "the event log is saved again")
+        }
     };
     out.build(event.thread_id.as_ref(), event.ts)
 }
@@ -393,7 +396,7 @@ fn item_completed(item: &Item) -> Vec<Out> {
             approval_id,
             request,
             decision.as_ref(),
-            resolved_by.as_deref(),
+            *resolved_by,
         )),
         ItemKind::ExternalTask {
             task_id,
@@ -472,8 +475,7 @@ fn tool_completed(item: &Item) -> Vec<Out> {
         completed = completed.with("error", output);
     }
     let mut outs = vec![completed];
-    let denied = output.strip_prefix(POLICY_DENIAL);
-    if let Some(reason) = denied.filter(|_| item.status == ItemStatus::Failed) {
+    if let Some(Refusal::PolicyDenied { reason, .. }) = &call.refused {
         outs.push(
             Out::new(EventType::PermissionDenied, reason.to_owned())
                 .with("tool_id", &call.call_id)
@@ -493,7 +495,7 @@ fn approval_resolved(
     approval_id: &str,
     request: &ApprovalRequest,
     decision: Option<&ApprovalDecision>,
-    resolved_by: Option<&str>,
+    resolved_by: Option<ResolvedBy>,
 ) -> Out {
     let reason = match decision {
         Some(ApprovalDecision::Deny { reason }) => reason.clone().unwrap_or_default(),
@@ -501,7 +503,7 @@ fn approval_resolved(
     };
     let approved = decision.is_some_and(ApprovalDecision::runs);
     let out = match (decision, resolved_by) {
-        (Some(_), Some("client")) => Out::new(
+        (Some(_), Some(ResolvedBy::Client)) => Out::new(
             EventType::ConfirmationReceived,
             format!(
                 "{} {}",
@@ -511,7 +513,7 @@ fn approval_resolved(
         )
         .with("approved", approved)
         .with("reason", &reason),
-        (Some(_), Some("timeout")) => {
+        (Some(_), Some(ResolvedBy::Timeout)) => {
             let action = if approved {
                 "auto_approved"
             } else {
@@ -684,8 +686,8 @@ fn json(value: serde_json::Result<Value>) -> String {
 mod tests {
     use super::*;
     use gantry_types::{
-        HandlerMode, ItemId, ToolCallOrigin, TurnId, memory::MemoryItem, memory::MemoryScope,
-        memory::MemoryType,
+        HandlerMode, ItemId, ItemStatus, ToolCallOrigin, TurnId, memory::MemoryItem,
+        memory::MemoryScope, memory::MemoryType,
     };
     use serde_json::json;
 
@@ -697,6 +699,7 @@ mod tests {
             turn_id: None,
             item_id: None,
             payload,
+            cursor: 0,
         }
     }
 
@@ -714,6 +717,7 @@ mod tests {
                 name: name.into(),
                 arguments: r#"{"command":"rm -rf x"}"#.into(),
                 output: (!output.is_empty()).then(|| output.to_owned()),
+                refused: None,
             }),
         }
     }
@@ -753,7 +757,11 @@ mod tests {
                 on_timeout: gantry_types::TimeoutAction::Reject,
             },
             decision,
-            resolved_by: by.map(str::to_owned),
+            resolved_by: by.map(|b| match b {
+                "client" => ResolvedBy::Client,
+                "timeout" => ResolvedBy::Timeout,
+                _ => ResolvedBy::Interrupt,
+            }),
         }
     }
 
@@ -827,11 +835,16 @@ mod tests {
 
     #[test]
     fn a_call_the_rules_denied_is_also_a_permission_denial() {
-        let output =
-            "error: denied by policy: `shell` was not run: denied by permission rule `Bash(rm:*)`";
-        let ended = thread_events(&event(EventPayload::ItemCompleted {
-            item: item(command(None), ItemStatus::Failed, Some(("shell", output))),
-        }));
+        let reason = "`shell` was not run: denied by permission rule `Bash(rm:*)`";
+        let output = format!("error: denied by policy: {reason}");
+        let mut denied_item = item(command(None), ItemStatus::Failed, Some(("shell", &output)));
+        if let Some(origin) = &mut denied_item.tool_call {
+            origin.refused = Some(Refusal::PolicyDenied {
+                reason: reason.to_owned(),
+                rules: vec!["Bash(rm:*)".to_owned()],
+            });
+        }
+        let ended = thread_events(&event(EventPayload::ItemCompleted { item: denied_item }));
         assert_eq!(
             kinds(&ended),
             [EventType::ToolCompleted, EventType::PermissionDenied]
@@ -975,6 +988,7 @@ mod tests {
             scope: MemoryScope::Thread(ThreadId::from("t1")),
         };
         let stored = engine_event(&EngineEvent {
+            seq: 1,
             ts: 5,
             thread_id: Some(ThreadId::from("t1")),
             kind: EngineEventKind::Memory(MemoryEvent::Stored { memory }),
@@ -984,6 +998,7 @@ mod tests {
         assert_eq!(stored.data["memory_id"], "m1");
         assert_eq!(stored.data["content"], "the build uses make");
         let deleted = engine_event(&EngineEvent {
+            seq: 1,
             ts: 5,
             thread_id: None,
             kind: EngineEventKind::AgentDeleted {

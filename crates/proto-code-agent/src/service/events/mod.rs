@@ -48,13 +48,21 @@ pub(crate) async fn subscribe_events(
         .await
         .map_err(status)?;
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-    tokio::spawn(pump(feed, engine_events, scope, wanted, tx));
+    tokio::spawn(pump(
+        ctx.engine.clone(),
+        feed,
+        engine_events,
+        scope,
+        wanted,
+        tx,
+    ));
     Ok(Box::pin(ReceiverStream::new(rx)))
 }
 
 /// Sends the events of both sources the subscriber wants, until it leaves
 /// or the engine stops.
 async fn pump(
+    engine: gantry_core::Engine,
     mut feed: ThreadFeed,
     mut engine_events: EngineEvents,
     scope: Scope,
@@ -64,6 +72,9 @@ async fn pump(
     // Engine-wide events stop when the engine is gone; sessions' events may
     // still be draining, so the stream only ends with the feed.
     let mut engine_open = true;
+    // After falling behind, engine-wide events are replayed from where the
+    // stream left off; what the engine no longer keeps is reported missed.
+    let mut replaying_from: Option<u64> = None;
     loop {
         let events = tokio::select! {
             () = tx.closed() => return,
@@ -76,13 +87,23 @@ async fn pump(
                 }
             },
             notice = engine_events.recv(), if engine_open => match notice {
-                Some(EngineEventNotice::Event(event)) if concerns(&scope, event.thread_id.as_ref()) => {
-                    vec![mapping::engine_event(&event)]
+                Some(EngineEventNotice::Event(event)) => {
+                    replaying_from = None;
+                    if concerns(&scope, event.thread_id.as_ref()) {
+                        vec![mapping::engine_event(&event)]
+                    } else {
+                        Vec::new()
+                    }
                 }
-                Some(EngineEventNotice::Event(_)) => Vec::new(),
-                Some(EngineEventNotice::Lagged(missed)) => {
-                    vec![mapping::engine_events_missed(missed, now_ms())]
-                }
+                Some(EngineEventNotice::Lagged { resume_from }) => match replaying_from.take() {
+                    // The replay starts later than asked: those are gone.
+                    Some(asked) => vec![mapping::engine_events_missed(resume_from.saturating_sub(asked), now_ms())],
+                    None => {
+                        engine_events = engine.engine_events_from(resume_from);
+                        replaying_from = Some(resume_from);
+                        Vec::new()
+                    }
+                },
                 None => {
                     engine_open = false;
                     Vec::new()

@@ -159,7 +159,10 @@ impl TurnFeed {
                 [
                     ("tool_id", approval_id.clone()),
                     ("approved", decision.runs().to_string()),
-                    ("resolved_by", resolved_by.clone().unwrap_or_default()),
+                    (
+                        "resolved_by",
+                        resolved_by.map(|b| b.name()).unwrap_or_default().to_owned(),
+                    ),
                 ],
             ))),
             ItemKind::ExternalTask { task_id, error, .. } => updates.push(Update::Note(note(
