@@ -71,7 +71,7 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     })?;
     let thread = match resume {
         Some(id) => {
-            let thread = engine.read(&id).await?.thread;
+            let thread = engine.read(&id).await?.thread.clone();
             let mut policy = thread.policy.clone();
             policy.sandbox = sandbox;
             engine.set_policy(&id, policy).await?;

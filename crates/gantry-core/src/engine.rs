@@ -399,7 +399,7 @@ impl Engine {
         }];
         payloads.extend(context_turn(&thread, &params.context, now));
         self.spawn_new(payloads).await?;
-        self.read(&thread.id).await.map(|v| v.thread)
+        self.read(&thread.id).await.map(|v| v.thread.clone())
     }
 
     /// Changes a thread's settings (name, model, instructions, model server,
@@ -565,7 +565,8 @@ impl Engine {
 
     /// How full the thread's context would be on its next request.
     pub async fn context_usage(&self, thread: &ThreadId) -> Result<ContextUsage, EngineError> {
-        Ok(self.context_usage_of(&self.read(thread).await?))
+        let view = self.read(thread).await?;
+        Ok(self.context_usage_of(&view))
     }
 
     /// How full the context of the thread `view` shows would be on its next
@@ -691,7 +692,7 @@ impl Engine {
     }
 
     /// The thread with its turns and items.
-    pub async fn read(&self, thread: &ThreadId) -> Result<ThreadView, EngineError> {
+    pub async fn read(&self, thread: &ThreadId) -> Result<Arc<ThreadView>, EngineError> {
         self.ask(thread, |reply| Command::Read { reply }).await
     }
 
@@ -779,7 +780,7 @@ impl Engine {
             });
         }
         self.spawn_new(payloads).await?;
-        self.read(&id).await.map(|v| v.thread)
+        self.read(&id).await.map(|v| v.thread.clone())
     }
 
     /// Subscribes to one thread's notifications from `from_seq` (1 = the

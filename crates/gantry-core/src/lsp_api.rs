@@ -51,7 +51,7 @@ impl Engine {
         thread: &ThreadId,
         language: &str,
     ) -> Result<LspServerInfo, EngineError> {
-        let cwd = self.read(thread).await?.thread.cwd;
+        let cwd = self.read(thread).await?.thread.cwd.clone();
         self.start_lsp_server(language, Path::new(&cwd)).await
     }
 

@@ -309,8 +309,9 @@ impl Engine {
         self.read(thread)
             .await?
             .plans
-            .into_iter()
+            .iter()
             .find(|p| p.id == plan_id)
+            .cloned()
             .ok_or_else(|| EngineError::NotFound {
                 what: "plan",
                 name: plan_id.to_owned(),
@@ -418,7 +419,7 @@ impl Engine {
 
     /// The thread goal, if one is set.
     pub async fn get_goal(&self, thread: &ThreadId) -> Result<Option<ThreadGoal>, EngineError> {
-        Ok(self.read(thread).await?.thread.goal)
+        Ok(self.read(thread).await?.thread.goal.clone())
     }
 
     /// Removes the thread goal; returns it, if there was one.

@@ -9,7 +9,7 @@ use crate::{Engine, EngineError};
 impl Engine {
     /// The thread's task list.
     pub async fn get_todos(&self, thread: &ThreadId) -> Result<Vec<TodoItem>, EngineError> {
-        Ok(self.read(thread).await?.thread.todos)
+        Ok(self.read(thread).await?.thread.todos.clone())
     }
 
     /// Replaces the thread's task list (persisted; a `todos_set` event).

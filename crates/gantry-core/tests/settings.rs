@@ -133,7 +133,7 @@ async fn a_thread_talks_to_its_own_model_server_and_can_switch() {
         EngineConfig::default(),
     )
     .await;
-    let reloaded = engine.read(&thread.id).await.unwrap().thread;
+    let reloaded = engine.read(&thread.id).await.unwrap().thread.clone();
     assert_eq!(reloaded.settings(), configured.settings());
 }
 
@@ -156,7 +156,7 @@ async fn bad_settings_and_archived_threads_are_refused() {
         matches!(result, Err(EngineError::InvalidInput(_))),
         "{result:?}"
     );
-    let unchanged = h.engine.read(&h.thread.id).await.unwrap().thread;
+    let unchanged = h.engine.read(&h.thread.id).await.unwrap().thread.clone();
     assert_eq!(unchanged.settings(), h.thread.settings());
     h.engine.archive(&h.thread.id).await.unwrap();
     let result = h

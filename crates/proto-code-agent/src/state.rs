@@ -1,8 +1,8 @@
 //! What every rpc shares: the engine and the server's own state.
 
 use std::path::PathBuf;
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 
 use gantry_core::{Engine, EngineError};
 use gantry_types::{ThreadId, ThreadView};
@@ -59,7 +59,7 @@ impl Ctx {
 
     /// A session that is not destroyed, as it is now: `NOT_FOUND` for an
     /// unknown one, `FAILED_PRECONDITION` for a destroyed one.
-    pub(crate) async fn live_session(&self, id: &ThreadId) -> Result<ThreadView, Status> {
+    pub(crate) async fn live_session(&self, id: &ThreadId) -> Result<Arc<ThreadView>, Status> {
         let view = self.engine.read(id).await.map_err(status)?;
         if view.thread.archived {
             return Err(status(EngineError::Archived(id.clone())));

@@ -57,8 +57,10 @@ pub(crate) enum Command {
         archived: bool,
         reply: oneshot::Sender<Result<(), EngineError>>,
     },
-    /// A copy of the thread's state.
-    Read { reply: oneshot::Sender<ThreadView> },
+    /// The thread's state, as a shared snapshot.
+    Read {
+        reply: oneshot::Sender<Arc<ThreadView>>,
+    },
     /// Answer a pending approval or external task.
     Answer {
         id: String,
@@ -124,7 +126,9 @@ struct RunningTurn {
 
 pub(crate) struct ThreadActor {
     shared: Arc<Shared>,
-    view: ThreadView,
+    /// Shared with readers: a read is a reference count, and the next
+    /// event copies the view only while a reader still holds it.
+    view: Arc<ThreadView>,
     turn: Option<RunningTurn>,
     live: watch::Sender<Live>,
     grants: Grants,
@@ -158,7 +162,7 @@ impl ThreadActor {
                 .unwrap_or_else(|_| SkillSet::shared(Vec::new()));
         let mut actor = ThreadActor {
             shared,
-            view,
+            view: Arc::new(view),
             turn: None,
             live,
             grants: Grants::default(),
@@ -289,7 +293,7 @@ impl ThreadActor {
                 let _ = reply.send(self.set_archived(archived).await);
             }
             Command::Read { reply } => {
-                let _ = reply.send(self.view.clone());
+                let _ = reply.send(Arc::clone(&self.view));
             }
             Command::Answer {
                 id,
@@ -675,7 +679,7 @@ impl ThreadActor {
     }
 
     async fn append(&mut self, event: Event) {
-        self.view.apply(&event);
+        Arc::make_mut(&mut self.view).apply(&event);
         if matches!(
             event.payload,
             EventPayload::PolicyChanged { .. }

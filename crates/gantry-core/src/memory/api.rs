@@ -69,7 +69,7 @@ impl Engine {
 
     /// The thread's memory; [`EngineError::ThreadNotFound`] for an unknown thread.
     async fn memories(&self, thread: &ThreadId) -> Result<Memories, EngineError> {
-        let agent = self.read(thread).await?.thread.agent_id;
+        let agent = self.read(thread).await?.thread.agent_id.clone();
         Ok(Memories::new(&self.shared, thread.clone(), agent))
     }
 }

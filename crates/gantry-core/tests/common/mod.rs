@@ -87,7 +87,7 @@ impl Harness {
         (sub, turn)
     }
 
-    pub async fn view(&self) -> ThreadView {
+    pub async fn view(&self) -> Arc<ThreadView> {
         self.engine.read(&self.thread.id).await.expect("read")
     }
 }

@@ -69,13 +69,20 @@ pub(crate) async fn set_confirmation_policy(
         .policy
         .ok_or_else(|| Status::invalid_argument("policy: required"))?;
     let confirmation = confirmation(&wire)?;
-    let mut policy = ctx.live_session(&id).await?.thread.policy;
+    let mut policy = ctx.live_session(&id).await?.thread.policy.clone();
     policy.confirmation = confirmation;
     ctx.engine
         .set_policy(&id, answerable(policy))
         .await
         .map_err(status)?;
-    let stored = ctx.engine.read(&id).await.map_err(status)?.thread.policy;
+    let stored = ctx
+        .engine
+        .read(&id)
+        .await
+        .map_err(status)?
+        .thread
+        .policy
+        .clone();
     Ok(pb::SetConfirmationPolicyResponse {
         success: true,
         policy: Some(pb_confirmation(&stored.confirmation)),

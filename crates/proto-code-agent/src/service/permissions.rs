@@ -36,13 +36,20 @@ pub(crate) async fn set_permission_policy(
         deny: rules("policy.deny", &wire.deny)?,
         default: decision(wire.default_decision)?,
     };
-    let mut policy = ctx.live_session(&id).await?.thread.policy;
+    let mut policy = ctx.live_session(&id).await?.thread.policy.clone();
     policy.permissions = rules;
     ctx.engine
         .set_policy(&id, answerable(policy))
         .await
         .map_err(status)?;
-    let stored = ctx.engine.read(&id).await.map_err(status)?.thread.policy;
+    let stored = ctx
+        .engine
+        .read(&id)
+        .await
+        .map_err(status)?
+        .thread
+        .policy
+        .clone();
     Ok(pb::SetPermissionPolicyResponse {
         success: true,
         policy: Some(pb_policy(&stored.permissions)),
@@ -95,7 +102,7 @@ pub(crate) async fn add_permission_rule(
     let kind = rule_kind(&req.rule_type)?;
     let rule = required("rule", &req.rule)?;
     Rule::parse(rule).map_err(|e| Status::invalid_argument(format!("rule: {e}")))?;
-    let mut policy = ctx.live_session(&id).await?.thread.policy;
+    let mut policy = ctx.live_session(&id).await?.thread.policy.clone();
     let rules = &mut policy.permissions;
     let list = match kind {
         RuleDecision::Allow => &mut rules.allow,

@@ -48,8 +48,9 @@ pub(crate) async fn get_plan(
             let view = ctx.engine.read(&id).await.map_err(status)?;
             // The newest by creation (the last of equals: stored later).
             view.plans
-                .into_iter()
+                .iter()
                 .max_by_key(|p| p.created_at)
+                .cloned()
                 .ok_or_else(|| Status::not_found(format!("session {id} has no plan")))?
         }
         plan_id => ctx.engine.get_plan(&id, plan_id).await.map_err(status)?,

@@ -227,7 +227,7 @@ impl Handler {
         &self,
         agent: &str,
         thread: &ThreadId,
-    ) -> Result<gantry_types::ThreadView, Refusal> {
+    ) -> Result<std::sync::Arc<gantry_types::ThreadView>, Refusal> {
         let view = self.engine.read(thread).await?;
         if view.thread.agent_id.as_ref().map(AgentId::as_str) != Some(agent) {
             return Err(Refusal(format!(
