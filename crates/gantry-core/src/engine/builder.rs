@@ -1,0 +1,135 @@
+//! Building and starting an engine.
+
+use super::*;
+
+/// Builds an [`Engine`].
+pub struct EngineBuilder {
+    store: Arc<dyn Store>,
+    models: Arc<dyn ModelResolver>,
+    tools: ToolRegistry,
+    mcp: McpManager,
+    lsp: LspManager,
+    clock: Arc<dyn Clock>,
+    config: EngineConfig,
+    providers: Option<Arc<Providers>>,
+    command_env_source: Option<Arc<dyn crate::CommandEnvSource>>,
+}
+
+impl EngineBuilder {
+    /// An engine over `store`, resolving models with `models`, with the built-in tools.
+    pub fn new(store: Arc<dyn Store>, models: Arc<dyn ModelResolver>) -> Self {
+        Self {
+            store,
+            models,
+            tools: ToolRegistry::builtin(),
+            mcp: McpManager::new(),
+            lsp: LspManager::new(),
+            clock: Arc::new(SystemClock),
+            config: EngineConfig::default(),
+            providers: None,
+            command_env_source: None,
+        }
+    }
+
+    /// Asks `source` for variables for each command as it starts (see
+    /// [`crate::CommandEnvSource`]).
+    pub fn command_env_source(mut self, source: Arc<dyn crate::CommandEnvSource>) -> Self {
+        self.command_env_source = Some(source);
+        self
+    }
+
+    /// Replaces the tool registry.
+    pub fn tools(mut self, tools: ToolRegistry) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Uses `mcp` for MCP servers (its configured servers are kept; the ones
+    /// stored by earlier `add_mcp_server` calls are added at start).
+    pub fn mcp(mut self, mcp: McpManager) -> Self {
+        self.mcp = mcp;
+        self
+    }
+
+    /// Uses `lsp` for language servers (its languages and commands; the
+    /// default knows rust-analyzer, pylsp, typescript-language-server,
+    /// clangd and gopls).
+    pub fn lsp(mut self, lsp: LspManager) -> Self {
+        self.lsp = lsp;
+        self
+    }
+
+    /// Replaces the clock.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Manages providers with `providers`, which also becomes the model resolver.
+    pub fn providers(mut self, providers: Arc<Providers>) -> Self {
+        self.models = providers.clone();
+        self.providers = Some(providers);
+        self
+    }
+
+    /// Replaces the configuration.
+    pub fn config(mut self, config: EngineConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Starts the engine: its store writer, then crash recovery (turns left
+    /// running by a dead process are closed as interrupted).
+    pub async fn start(self) -> Result<Engine, EngineError> {
+        let cursor = self.store.last_cursor().await?;
+        let bus = Arc::new(Bus::new(
+            self.store.clone(),
+            self.config.subscriber_buffer,
+            cursor,
+        ));
+        let events = EngineEventBus::new(self.config.subscriber_buffer);
+        let writer = Writer::spawn(self.store.clone(), bus.clone(), {
+            let (events, clock) = (events.clone(), self.clock.clone());
+            move |error: Option<&str>| {
+                events.publish(EngineEvent {
+                    seq: 0,
+                    ts: clock.now_ms(),
+                    thread_id: None,
+                    kind: EngineEventKind::StoreHealth {
+                        error: error.map(str::to_owned),
+                    },
+                })
+            }
+        });
+        let engine = Engine {
+            shared: Arc::new(Shared {
+                store: self.store,
+                bus,
+                events,
+                writer,
+                tools: self.tools,
+                mcp: self.mcp,
+                lsp: self.lsp,
+                models: self.models,
+                clock: self.clock,
+                config: self.config,
+                providers: self.providers,
+                cron: Default::default(),
+                endpoints: Default::default(),
+                command_env: Default::default(),
+                command_env_source: self.command_env_source,
+                cells: Default::default(),
+            }),
+        };
+        engine.load_mcp_servers().await?;
+        engine.forward_lsp_events();
+        for id in engine.shared.store.running_threads().await? {
+            // One thread that cannot be loaded (a corrupt row) stays
+            // unloaded and is reported; every other thread still starts.
+            if let Err(e) = engine.actor(&id).await {
+                tracing::error!(thread = %id, error = %e, "cannot recover thread; it stays as stored");
+            }
+        }
+        Ok(engine)
+    }
+}

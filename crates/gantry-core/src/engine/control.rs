@@ -1,0 +1,109 @@
+//! Control of running work: approvals, external tasks, policy, lanes,
+//! pause and resume.
+
+use super::*;
+
+impl Engine {
+    /// Answers a pending approval. The first answer wins; a later one (or
+    /// one after a timeout resolved it) gets an "already resolved" error.
+    pub async fn resolve_approval(
+        &self,
+        thread: &ThreadId,
+        approval_id: &str,
+        decision: ApprovalDecision,
+    ) -> Result<(), EngineError> {
+        let resolution = Resolution::Approval {
+            decision,
+            by: gantry_types::ResolvedBy::Client,
+        };
+        self.ask(thread, |reply| Command::Answer {
+            id: approval_id.to_owned(),
+            resolution,
+            reply,
+        })
+        .await?
+    }
+
+    /// Completes an external task with the tool's result (`Ok`) or an error
+    /// (`Err`); the model gets it as the call's result.
+    pub async fn complete_external_task(
+        &self,
+        thread: &ThreadId,
+        task_id: &str,
+        result: Result<String, String>,
+    ) -> Result<(), EngineError> {
+        self.ask(thread, |reply| Command::Answer {
+            id: task_id.to_owned(),
+            resolution: Resolution::Task(result),
+            reply,
+        })
+        .await?
+    }
+
+    /// External tasks waiting for a client, with their time left.
+    pub async fn pending_external_tasks(
+        &self,
+        thread: &ThreadId,
+    ) -> Result<Vec<ExternalTaskInfo>, EngineError> {
+        self.ask(thread, |reply| Command::ListTasks { reply }).await
+    }
+
+    /// Replaces the thread's policy (persisted; applies from the next tool call,
+    /// also inside a running turn).
+    pub async fn set_policy(
+        &self,
+        thread: &ThreadId,
+        policy: ThreadPolicy,
+    ) -> Result<(), EngineError> {
+        self.ask(thread, |reply| Command::SetPolicy { policy, reply })
+            .await?
+    }
+
+    /// Sets how a lane's tool calls are handled (persisted).
+    pub async fn set_lane_handler(
+        &self,
+        thread: &ThreadId,
+        handler: LaneHandler,
+    ) -> Result<(), EngineError> {
+        self.ask(thread, |reply| Command::SetLaneHandler { handler, reply })
+            .await?
+    }
+
+    /// Pauses the thread: no new model call or tool call starts until resumed.
+    pub async fn pause(&self, thread: &ThreadId) -> Result<(), EngineError> {
+        self.ask(thread, |reply| Command::SetPaused {
+            paused: true,
+            reply,
+        })
+        .await?
+    }
+
+    /// Resumes a paused thread.
+    pub async fn resume(&self, thread: &ThreadId) -> Result<(), EngineError> {
+        self.ask(thread, |reply| Command::SetPaused {
+            paused: false,
+            reply,
+        })
+        .await?
+    }
+
+    /// What the thread's permission rules say about a tool call, and the
+    /// rules that matched (the `CheckPermission` rpc).
+    pub async fn check_permission(
+        &self,
+        thread: &ThreadId,
+        tool: &str,
+        args: &serde_json::Value,
+    ) -> Result<(RuleDecision, Vec<String>), EngineError> {
+        let view = self.read(thread).await?;
+        let request = policy::ToolRequest {
+            tool,
+            args,
+            workspace: std::path::Path::new(&view.thread.cwd),
+        };
+        Ok(policy::check_permission(
+            &view.thread.policy.permissions,
+            &request,
+        ))
+    }
+}

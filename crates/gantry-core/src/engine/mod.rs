@@ -1,0 +1,225 @@
+//! The engine's public API: a cheap, cloneable handle over shared state.
+//! Its commands live by subject: `threads.rs` (create, fork, read, list,
+//! archive), `turns.rs` (messages, steering, interrupts, context),
+//! `control.rs` (approvals, external tasks, policy, pause), `feeds.rs`
+//! (subscriptions and engine-wide events); `builder.rs` starts it.
+
+mod builder;
+mod control;
+mod feeds;
+mod inputs;
+mod threads;
+mod turns;
+
+pub use builder::EngineBuilder;
+pub(crate) use inputs::Input;
+pub use inputs::{ContextMessage, ContextRole, CreateThread, Delivered, IfBusy};
+pub use threads::valid_thread_id;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use gantry_store::{Store, ThreadPage, ThreadQuery};
+use gantry_tools::ToolRegistry;
+use gantry_tools::lsp::LspManager;
+use gantry_tools::mcp::McpManager;
+use gantry_types::{
+    AgentId, ApprovalDecision, Event, EventPayload, ForkOrigin, Item, ItemId, ItemKind, ItemStatus,
+    LaneHandler, ModelEndpoint, RuleDecision, Thread, ThreadId, ThreadPolicy, ThreadSettings,
+    ThreadStatus, ThreadView, Turn, TurnId, TurnStatus, Usage,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::actor::{ActorHandle, Command, ExternalTaskInfo, Resolution, ThreadActor};
+use crate::bus::{Bus, Notification, Subscription};
+use crate::context::{ContextUsage, Counter};
+use crate::engine_events::{EngineEvent, EngineEventBus, EngineEventKind, EngineEvents};
+use crate::policy;
+use crate::providers::Providers;
+use crate::turn;
+use crate::writer::Writer;
+use crate::{Clock, EngineConfig, EngineError, ModelResolver, SystemClock};
+
+/// State shared by the engine handle, the actors and the turn tasks.
+pub(crate) struct Shared {
+    pub store: Arc<dyn Store>,
+    pub bus: Arc<Bus>,
+    /// Engine-wide events (not tied to one thread's log).
+    pub events: EngineEventBus,
+    pub writer: Writer,
+    pub tools: ToolRegistry,
+    pub mcp: McpManager,
+    /// Language servers, one per (workspace root, language).
+    pub lsp: LspManager,
+    pub models: Arc<dyn ModelResolver>,
+    pub clock: Arc<dyn Clock>,
+    pub config: EngineConfig,
+    /// The provider registry, when the engine manages providers.
+    pub providers: Option<Arc<Providers>>,
+    /// Scheduled jobs: which are running, the row lock, the scheduler's wake-up.
+    pub cron: crate::cron::CronState,
+    /// Clients of threads' own model servers.
+    pub endpoints: crate::endpoints::Endpoints,
+    /// Variables added to the environment of every command tools and jobs
+    /// start (`set_command_env`).
+    pub command_env: std::sync::RwLock<Arc<BTreeMap<String, String>>>,
+    /// Variables minted for one command as it starts.
+    pub command_env_source: Option<Arc<dyn crate::CommandEnvSource>>,
+    /// Each thread's cell: its actor, while live. A thread loads under its
+    /// own cell's lock, so it never gets two actors and others never wait.
+    pub cells: crate::cells::Cells,
+}
+
+impl Shared {
+    /// The extra environment of commands (a cheap `Arc` clone).
+    pub(crate) fn command_env(&self) -> Arc<BTreeMap<String, String>> {
+        // A panicking writer cannot leave the map half-replaced.
+        self.command_env
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// The engine. Clone it freely: clones share one runtime.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Engine {
+    /// The engine's configuration.
+    pub fn config(&self) -> &EngineConfig {
+        &self.shared.config
+    }
+
+    /// The provider registry, if the engine has one.
+    pub fn providers(&self) -> Option<&Arc<Providers>> {
+        self.shared.providers.as_ref()
+    }
+
+    /// Sets the variables added to the environment of every command the
+    /// tools and scheduled jobs start from now on (over the server's own
+    /// environment). Names must be non-empty, without `=` or NUL.
+    pub fn set_command_env(&self, env: BTreeMap<String, String>) -> Result<(), EngineError> {
+        for (name, value) in &env {
+            if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
+                return Err(EngineError::InvalidInput(format!(
+                    "environment variable `{name}`: names must be non-empty, without `=` or NUL; values without NUL"
+                )));
+            }
+        }
+        *self
+            .shared
+            .command_env
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Arc::new(env);
+        Ok(())
+    }
+
+    /// The variables [`Engine::set_command_env`] set.
+    pub fn command_env(&self) -> Arc<BTreeMap<String, String>> {
+        self.shared.command_env()
+    }
+
+    /// The tools threads offer their model.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.shared.tools
+    }
+
+    /// Publishes an engine-wide event stamped now.
+    pub(crate) fn publish(&self, thread_id: Option<ThreadId>, kind: EngineEventKind) {
+        self.shared.events.publish(EngineEvent {
+            seq: 0,
+            ts: self.shared.clock.now_ms(),
+            thread_id,
+            kind,
+        });
+    }
+
+    /// Waits until every event so far is durably stored; an error while
+    /// the store cannot take them (they stay queued and saving is retried).
+    pub async fn flush(&self) -> Result<(), EngineError> {
+        Ok(self.shared.writer.flush().await?)
+    }
+
+    /// Interrupts every running turn, waits for them to end, and flushes;
+    /// an error if the last events could not be stored.
+    pub async fn shutdown(&self) -> Result<(), EngineError> {
+        for id in self.live_threads().await {
+            let _ = self.interrupt(&id).await;
+        }
+        self.flush().await
+    }
+
+    /// Ids of the threads that have a live actor (or are being loaded).
+    pub(crate) async fn live_threads(&self) -> Vec<ThreadId> {
+        self.shared.cells.ids()
+    }
+
+    /// How many threads are loaded in memory now (idle ones are evicted
+    /// after [`EngineConfig::evict_idle_after`]).
+    pub fn loaded_threads(&self) -> usize {
+        self.shared.cells.len()
+    }
+
+    /// The live actor of a thread, loading it from the store if needed.
+    /// Only this thread's cell is locked meanwhile.
+    pub(crate) async fn actor(&self, id: &ThreadId) -> Result<ActorHandle, EngineError> {
+        loop {
+            let cell = self.shared.cells.cell(id);
+            let mut slot = cell.slot.lock().await;
+            if !self.shared.cells.is_current(id, &cell) {
+                // Evicted while we waited for the slot: look again.
+                continue;
+            }
+            if let Some(handle) = slot.as_ref().filter(|h| !h.is_closed()) {
+                return Ok(handle.clone());
+            }
+            let loaded = match self.shared.store.events(id, 1).await {
+                Ok(events) => {
+                    ThreadView::from_events(&events).ok_or(EngineError::ThreadNotFound(id.clone()))
+                }
+                Err(e) => Err(e.into()),
+            };
+            return match loaded {
+                Ok(view) => {
+                    let handle =
+                        ThreadActor::spawn(self.shared.clone(), view, Vec::new(), cell.clone())
+                            .await;
+                    *slot = Some(handle.clone());
+                    Ok(handle)
+                }
+                Err(e) => {
+                    // No cell stays behind for a thread that is not there.
+                    *slot = None;
+                    self.shared.cells.forget(id, &cell);
+                    Err(e)
+                }
+            };
+        }
+    }
+
+    /// Sends a command to a thread's actor and waits for the reply. An
+    /// actor that was evicted as the command went out hands it back; it
+    /// goes to the thread's next actor.
+    pub(crate) async fn ask<T>(
+        &self,
+        thread: &ThreadId,
+        make: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, EngineError> {
+        let (tx, rx) = oneshot::channel();
+        let mut command = make(tx);
+        // An eviction needs the actor idle for its whole idle time, so a
+        // second miss in a row means the engine is going away.
+        for _ in 0..3 {
+            let handle = self.actor(thread).await?;
+            match handle.send(command).await {
+                Ok(()) => return rx.await.map_err(|_| EngineError::ShuttingDown),
+                Err(mpsc::error::SendError(returned)) => command = returned,
+            }
+        }
+        Err(EngineError::ShuttingDown)
+    }
+}

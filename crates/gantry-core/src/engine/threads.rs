@@ -1,0 +1,333 @@
+//! Threads: create, fork, read, list, archive, configure.
+
+use super::*;
+
+impl Engine {
+    /// Creates a thread.
+    pub async fn create_thread(&self, params: CreateThread) -> Result<Thread, EngineError> {
+        let cwd = std::fs::canonicalize(&params.cwd)
+            .ok()
+            .filter(|p| p.is_dir())
+            .ok_or_else(|| {
+                EngineError::InvalidInput(format!(
+                    "workspace {} is not an existing directory",
+                    params.cwd.display()
+                ))
+            })?;
+        let agent = match &params.agent {
+            Some(id) => Some(self.agent(id).await?),
+            None => None,
+        };
+        let model = params
+            .model
+            .filter(|m| !m.trim().is_empty())
+            .or_else(|| agent.as_ref().and_then(|a| a.model.clone()))
+            .unwrap_or_else(|| self.default_model());
+        let reasoning = params
+            .reasoning
+            .filter(|r| !r.trim().is_empty())
+            .or_else(|| agent.as_ref().and_then(|a| a.reasoning.clone()));
+        let instructions = params
+            .instructions
+            .or_else(|| agent.as_ref().and_then(|a| a.instructions.clone()));
+        let id = match params.id {
+            Some(id) => check_thread_id(id)?,
+            None => ThreadId::new(),
+        };
+        let now = self.shared.clock.now_ms();
+        let thread = Thread {
+            id,
+            name: params.name,
+            cwd: cwd.to_string_lossy().into_owned(),
+            model,
+            reasoning,
+            instructions,
+            endpoint: params.endpoint,
+            temperature: params.temperature,
+            max_output_tokens: params.max_output_tokens,
+            metadata: params.metadata,
+            status: ThreadStatus::Idle,
+            archived: false,
+            preview: String::new(),
+            created_at: now,
+            updated_at: now,
+            forked_from: None,
+            agent_id: params.agent,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            paused: false,
+            policy: params.policy,
+            lane_handlers: Vec::new(),
+            todos: Vec::new(),
+            goal: None,
+            last_seq: 0,
+        };
+        thread
+            .settings()
+            .validate()
+            .map_err(EngineError::InvalidInput)?;
+        let mut payloads = vec![EventPayload::ThreadCreated {
+            thread: thread.clone(),
+        }];
+        payloads.extend(context_turn(&thread, &params.context, now));
+        self.spawn_new(payloads).await?;
+        self.read(&thread.id).await.map(|v| v.thread.clone())
+    }
+
+    /// Changes a thread's settings (name, model, instructions, model server,
+    /// sampling): `change` edits a copy of the current ones, which are
+    /// validated, recorded, and used from the next model request. Returns
+    /// the thread as it is now. Refused for an archived thread.
+    pub async fn configure_thread(
+        &self,
+        thread: &ThreadId,
+        change: impl FnOnce(&mut ThreadSettings) + Send + 'static,
+    ) -> Result<Thread, EngineError> {
+        self.ask(thread, |reply| Command::Configure {
+            change: Box::new(change),
+            reply,
+        })
+        .await?
+    }
+
+    /// Archives a thread (it stays readable, accepts no input, leaves default listings).
+    pub async fn archive(&self, thread: &ThreadId) -> Result<(), EngineError> {
+        self.ask(thread, |reply| Command::SetArchived {
+            archived: true,
+            reply,
+        })
+        .await?
+    }
+
+    /// Unarchives a thread.
+    pub async fn unarchive(&self, thread: &ThreadId) -> Result<(), EngineError> {
+        self.ask(thread, |reply| Command::SetArchived {
+            archived: false,
+            reply,
+        })
+        .await?
+    }
+
+    /// The thread with its turns and items.
+    pub async fn read(&self, thread: &ThreadId) -> Result<Arc<ThreadView>, EngineError> {
+        self.ask(thread, |reply| Command::Read { reply }).await
+    }
+
+    /// Lists threads, newest first.
+    pub async fn list(&self, query: &ThreadQuery) -> Result<ThreadPage, EngineError> {
+        // The listing comes from the store: let it catch up first, so a
+        // caller sees its own changes.
+        self.flush().await?;
+        Ok(self.shared.store.list_threads(query).await?)
+    }
+
+    /// A new thread with the history of `thread` up to and including
+    /// `up_to` (every ended turn when `None`).
+    pub async fn fork(
+        &self,
+        thread: &ThreadId,
+        up_to: Option<&TurnId>,
+    ) -> Result<Thread, EngineError> {
+        let source = self.read(thread).await?;
+        let end = match up_to {
+            Some(turn) => source
+                .turns
+                .iter()
+                .position(|t| &t.turn.id == turn)
+                .ok_or_else(|| EngineError::TurnNotFound {
+                    thread: thread.clone(),
+                    turn: turn.clone(),
+                })?,
+            None => match source.turns.iter().rposition(|t| t.turn.status.is_final()) {
+                Some(i) => i,
+                None => usize::MAX,
+            },
+        };
+        let turns = if end == usize::MAX {
+            &[][..]
+        } else {
+            &source.turns[..=end]
+        };
+        if turns.iter().any(|t| t.turn.status == TurnStatus::Running) {
+            return Err(EngineError::InvalidInput(
+                "cannot fork inside a running turn; fork up to an ended turn".to_owned(),
+            ));
+        }
+        let now = self.shared.clock.now_ms();
+        let id = ThreadId::new();
+        let mut thread_meta = source.thread.clone();
+        thread_meta.id = id.clone();
+        thread_meta.status = ThreadStatus::Idle;
+        thread_meta.archived = false;
+        thread_meta.preview = String::new();
+        thread_meta.created_at = now;
+        thread_meta.updated_at = now;
+        thread_meta.usage = Usage::default();
+        thread_meta.cost_usd = 0.0;
+        thread_meta.last_seq = 0;
+        thread_meta.forked_from = turns.last().map(|t| ForkOrigin {
+            thread_id: thread.clone(),
+            turn_id: t.turn.id.clone(),
+        });
+        let mut payloads = vec![EventPayload::ThreadCreated {
+            thread: thread_meta,
+        }];
+        // Copies get fresh ids: turn and item ids are globally unique.
+        for tv in turns {
+            let mut turn = tv.turn.clone();
+            turn.id = TurnId::new();
+            turn.thread_id = id.clone();
+            turn.status = TurnStatus::Running;
+            let turn_id = turn.id.clone();
+            payloads.push(EventPayload::TurnStarted { turn });
+            for item in &tv.items {
+                let mut item = item.clone();
+                item.id = ItemId::new();
+                item.turn_id = turn_id.clone();
+                payloads.push(EventPayload::ItemCompleted { item });
+            }
+            payloads.push(EventPayload::TurnCompleted {
+                turn_id,
+                status: tv.turn.status,
+                rounds: tv.turn.rounds,
+                usage: tv.turn.usage,
+                cost_usd: tv.turn.cost_usd,
+                error: tv.turn.error.clone(),
+                failure: tv.turn.failure,
+            });
+        }
+        self.spawn_new(payloads).await?;
+        self.read(&id).await.map(|v| v.thread.clone())
+    }
+
+    /// Creates the actor of a new thread whose log is `payloads`.
+    async fn spawn_new(&self, payloads: Vec<EventPayload>) -> Result<(), EngineError> {
+        let Some(EventPayload::ThreadCreated { thread }) = payloads.first() else {
+            return Err(EngineError::InvalidInput(
+                "a thread log starts with thread_created".into(),
+            ));
+        };
+        let id = thread.id.clone();
+        let now = self.shared.clock.now_ms();
+        let events: Vec<Event> = payloads
+            .into_iter()
+            .zip(1..)
+            .map(|(payload, seq)| {
+                let (turn_id, item_id) = payload.subject();
+                Event {
+                    thread_id: id.clone(),
+                    seq,
+                    ts: now,
+                    turn_id: turn_id.cloned(),
+                    item_id: item_id.cloned(),
+                    payload,
+                    cursor: 0,
+                }
+            })
+            .collect();
+        let view = ThreadView::from_events(&events).ok_or_else(|| {
+            EngineError::InvalidInput("a thread log starts with thread_created".into())
+        })?;
+        // The cell's slot is held from the check to the insert: two
+        // creations of one id cannot both pass; other threads never wait.
+        let cell = self.shared.cells.cell(&id);
+        let mut slot = cell.slot.lock().await;
+        let taken = slot.as_ref().is_some_and(|h| !h.is_closed())
+            || !self.shared.cells.is_current(&id, &cell)
+            || self.stored(&id).await?;
+        if taken {
+            return Err(EngineError::AlreadyExists {
+                what: "thread",
+                name: id.0,
+            });
+        }
+        let handle = ThreadActor::spawn(self.shared.clone(), view, events, cell.clone()).await;
+        *slot = Some(handle);
+        Ok(())
+    }
+
+    /// Whether the store holds a thread (after the writer caught up).
+    async fn stored(&self, id: &ThreadId) -> Result<bool, EngineError> {
+        self.flush().await?;
+        Ok(self.shared.store.thread(id).await?.is_some())
+    }
+}
+
+/// The log of a turn holding the conversation a thread starts with: each
+/// agent message its own round, so none merge.
+fn context_turn(thread: &Thread, context: &[ContextMessage], now: i64) -> Vec<EventPayload> {
+    if context.is_empty() {
+        return Vec::new();
+    }
+    let turn_id = TurnId::new();
+    let mut payloads = vec![EventPayload::TurnStarted {
+        turn: Turn::started(turn_id.clone(), thread.id.clone(), String::new(), None, now),
+    }];
+    for (message, round) in context.iter().zip(1..) {
+        let (kind, round) = match message.role {
+            ContextRole::User => (
+                ItemKind::UserMessage {
+                    text: message.text.clone(),
+                    key: None,
+                },
+                0,
+            ),
+            ContextRole::Assistant => (
+                ItemKind::AgentMessage {
+                    text: message.text.clone(),
+                },
+                round,
+            ),
+        };
+        payloads.push(EventPayload::ItemCompleted {
+            item: Item {
+                id: ItemId::new(),
+                turn_id: turn_id.clone(),
+                round,
+                status: ItemStatus::Completed,
+                started_at: now,
+                completed_at: Some(now),
+                kind,
+                tool_call: None,
+            },
+        });
+    }
+    payloads.push(EventPayload::TurnCompleted {
+        turn_id,
+        status: TurnStatus::Completed,
+        rounds: 0,
+        usage: Usage::default(),
+        cost_usd: 0.0,
+        error: None,
+        failure: None,
+    });
+    payloads
+}
+
+/// Longest thread id a client may choose.
+const MAX_THREAD_ID_LEN: usize = 128;
+
+/// A client-chosen thread id, if it is one the store and every protocol
+/// can carry.
+/// Whether a client may choose `id` as a thread's id: 1 to 128 letters,
+/// digits, `-`, `_`, `.` or `:`, and not `.` or `..`. Hosts name directories
+/// after thread ids, so an id is always one plain path component.
+pub fn valid_thread_id(id: &str) -> bool {
+    !id.is_empty()
+        && id != "."
+        && id != ".."
+        && id.len() <= MAX_THREAD_ID_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+fn check_thread_id(id: ThreadId) -> Result<ThreadId, EngineError> {
+    if valid_thread_id(&id.0) {
+        Ok(id)
+    } else {
+        Err(EngineError::InvalidInput(format!(
+            "thread id `{id}`: use 1 to {MAX_THREAD_ID_LEN} letters, digits, `-`, `_`, `.` or `:` (not `.` or `..`)"
+        )))
+    }
+}

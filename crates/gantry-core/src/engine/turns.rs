@@ -1,0 +1,174 @@
+//! Turns: messages, steering, queueing, interrupts, waiting, the context.
+
+use super::*;
+
+impl Engine {
+    /// Sends a user message: starts a turn if the thread is idle, else does
+    /// what `if_busy` says. Returns the turn the message went to.
+    pub async fn send_message(
+        &self,
+        thread: &ThreadId,
+        text: impl Into<String>,
+        if_busy: IfBusy,
+    ) -> Result<TurnId, EngineError> {
+        let text = non_empty(text.into())?;
+        let delivered = self
+            .ask(thread, |reply| Command::Send {
+                input: Input { text, key: None },
+                if_busy,
+                reply,
+            })
+            .await??;
+        Ok(delivered.turn)
+    }
+
+    /// Sends a user message at most once per `key` (a client's request id):
+    /// the first time like [`Engine::send_message`]; again with a key the
+    /// thread has seen, nothing happens and the turn the first one went to
+    /// is returned with `first_time: false`. Keys live in the thread's log,
+    /// so this holds across restarts.
+    pub async fn send_message_once(
+        &self,
+        thread: &ThreadId,
+        key: impl Into<String>,
+        text: impl Into<String>,
+        if_busy: IfBusy,
+    ) -> Result<Delivered, EngineError> {
+        let text = non_empty(text.into())?;
+        let key = non_empty(key.into())?;
+        self.ask(thread, |reply| Command::Send {
+            input: Input {
+                text,
+                key: Some(key),
+            },
+            if_busy,
+            reply,
+        })
+        .await?
+    }
+
+    /// Injects a message into the running turn; the model sees it before its
+    /// next request. Refused when no turn runs or the turn is finishing.
+    pub async fn steer(
+        &self,
+        thread: &ThreadId,
+        text: impl Into<String>,
+    ) -> Result<TurnId, EngineError> {
+        let text = non_empty(text.into())?;
+        self.ask(thread, |reply| Command::Steer {
+            input: Input { text, key: None },
+            reply,
+        })
+        .await?
+    }
+
+    /// Runs the message after the current turn (at once if idle).
+    pub async fn queue(
+        &self,
+        thread: &ThreadId,
+        text: impl Into<String>,
+    ) -> Result<TurnId, EngineError> {
+        self.send_message(thread, text, IfBusy::Queue).await
+    }
+
+    /// Interrupts the running turn: cancels the model stream, kills the running
+    /// tools' process groups, and returns once the turn has ended as
+    /// interrupted. `None` if no turn was running.
+    pub async fn interrupt(&self, thread: &ThreadId) -> Result<Option<TurnId>, EngineError> {
+        self.ask(thread, |reply| Command::Interrupt { reply }).await
+    }
+
+    /// Waits until `turn` (running, queued or ended) has ended; the turn as
+    /// it ended. It follows the thread across lags.
+    pub async fn wait_turn(&self, thread: &ThreadId, turn: &TurnId) -> Result<Turn, EngineError> {
+        let view = self.read(thread).await?;
+        let known = view.queued.iter().any(|q| &q.turn_id == turn);
+        match ended_turn(&view, turn) {
+            Some(Ok(ended)) => return Ok(ended),
+            None if !known => {
+                return Err(EngineError::TurnNotFound {
+                    thread: thread.clone(),
+                    turn: turn.clone(),
+                });
+            }
+            _ => {}
+        }
+        // From the seq after the view just read: nothing in between is missed.
+        let mut feed = self.follow(thread, view.thread.last_seq + 1).await?;
+        loop {
+            match feed.next().await? {
+                Some(Notification::Event(event)) => {
+                    if matches!(&event.payload,
+                        EventPayload::TurnCompleted { turn_id, .. } if turn_id == turn)
+                    {
+                        let view = self.read(thread).await?;
+                        if let Some(Ok(ended)) = ended_turn(&view, turn) {
+                            return Ok(ended);
+                        }
+                    }
+                }
+                Some(_) => {}
+                None => return Err(EngineError::ShuttingDown),
+            }
+        }
+    }
+
+    /// Compacts the thread's context now: the model summarises the
+    /// conversation, as a turn of its own (`/compact`). Refused while a turn runs.
+    pub async fn compact(&self, thread: &ThreadId) -> Result<TurnId, EngineError> {
+        self.ask(thread, |reply| Command::Compact {
+            clear: false,
+            reply,
+        })
+        .await?
+    }
+
+    /// Clears the thread's context: the model sees nothing before this point
+    /// (the log keeps everything). A turn of its own (`/clear`).
+    pub async fn clear_context(&self, thread: &ThreadId) -> Result<TurnId, EngineError> {
+        self.ask(thread, |reply| Command::Compact { clear: true, reply })
+            .await?
+    }
+
+    /// How full the thread's context would be on its next request.
+    pub async fn context_usage(&self, thread: &ThreadId) -> Result<ContextUsage, EngineError> {
+        let view = self.read(thread).await?;
+        Ok(self.context_usage_of(&view))
+    }
+
+    /// How full the context of the thread `view` shows would be on its next
+    /// request (for a caller that has read the thread already).
+    pub fn context_usage_of(&self, view: &ThreadView) -> ContextUsage {
+        let model = &view.thread.model;
+        let counter = Counter::for_model(model);
+        let used = counter.request(
+            view.thread.instructions.as_deref(),
+            &turn::history(view),
+            &self.shared.tools.specs(),
+            true,
+        );
+        let limit = self
+            .shared
+            .models
+            .model_info(model)
+            .map_or(0, |i| i.limit.context);
+        ContextUsage::new(used, limit)
+    }
+}
+
+/// `turn` in `view`: `Ok` once it ended, `Err` while it runs.
+fn ended_turn(view: &ThreadView, turn: &TurnId) -> Option<Result<Turn, ()>> {
+    let tv = view.turns.iter().rev().find(|t| &t.turn.id == turn)?;
+    Some(if tv.turn.status.is_final() {
+        Ok(tv.turn.clone())
+    } else {
+        Err(())
+    })
+}
+
+fn non_empty(text: String) -> Result<String, EngineError> {
+    if text.trim().is_empty() {
+        return Err(EngineError::InvalidInput("the message is empty".to_owned()));
+    }
+    Ok(text)
+}
