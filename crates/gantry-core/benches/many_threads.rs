@@ -1,4 +1,4 @@
-//! Memory with many threads: touch 10 000 threads (create each and run one
+//! Memory with many threads: touch 10 000 threads (`GANTRY_BENCH_THREADS`) (create each and run one
 //! turn against an in-process model that answers at once), then let idle
 //! ones be evicted. Prints peak RSS, RSS with every thread loaded, and RSS
 //! once the idle actors left memory.
@@ -13,7 +13,13 @@ use gantry_core::{CreateThread, Engine, EngineBuilder, EngineConfig, IfBusy, Sin
 use gantry_llm::{ModelClient, ModelEvent, ModelRequest, ModelStream};
 use gantry_store::SqliteStore;
 
-const THREADS: usize = 10_000;
+/// Threads touched; `GANTRY_BENCH_THREADS` overrides (to see RSS level off).
+fn threads() -> usize {
+    std::env::var("GANTRY_BENCH_THREADS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000)
+}
 
 /// Answers every request with one short text at once.
 struct Instant1;
@@ -48,7 +54,7 @@ fn rss_mib() -> (f64, f64) {
 }
 
 async fn touch_all(engine: &Engine, dir: &std::path::Path) {
-    for _ in 0..THREADS {
+    for _ in 0..threads() {
         let thread = engine
             .create_thread(CreateThread {
                 cwd: dir.to_path_buf(),
@@ -95,8 +101,9 @@ fn main() {
         }
         let (evicted_rss, peak) = rss_mib();
         println!(
-            "{THREADS} threads touched (create + one turn each) in {:.1} s; RSS at start {start_rss:.1} MiB, \
+            "{} threads touched (create + one turn each) in {:.1} s; RSS at start {start_rss:.1} MiB, \
              after touching {touched_rss:.1} MiB ({loaded} loaded), after eviction {evicted_rss:.1} MiB; peak {peak:.1} MiB",
+            threads(),
             took.as_secs_f64()
         );
     });

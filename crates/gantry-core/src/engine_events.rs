@@ -78,6 +78,9 @@ pub struct EngineEvents {
 }
 
 /// What [`EngineEvents::recv`] yields.
+// Notices are moved out at once, never stored in bulk: boxing the event
+// would cost an allocation per notice for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum EngineEventNotice {
     /// The next event.

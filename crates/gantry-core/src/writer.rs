@@ -114,8 +114,11 @@ struct Task {
     pending: Pending,
     /// The cause of the last failed commit, while commits fail.
     failing: Option<String>,
-    on_health: Box<dyn Fn(Option<&str>) + Send>,
+    on_health: OnHealth,
 }
+
+/// Told when commits start failing (with the cause) and succeed again.
+type OnHealth = Box<dyn Fn(Option<&str>) + Send>;
 
 impl Task {
     async fn run(mut self) {
@@ -126,6 +129,18 @@ impl Task {
                 // Healthy: wait for work, then commit all that queued meanwhile.
                 if self.rx.recv_many(&mut ops, MAX_BATCH).await == 0 {
                     return;
+                }
+                if ops.len() < MAX_BATCH {
+                    // Let the producers that woke us add what they have:
+                    // one commit of many events costs about what one of a
+                    // single event does, and clients wait for commits.
+                    tokio::task::yield_now().await;
+                    while ops.len() < MAX_BATCH {
+                        match self.rx.try_recv() {
+                            Ok(op) => ops.push(op),
+                            Err(_) => break,
+                        }
+                    }
                 }
                 self.absorb(&mut ops);
             } else {

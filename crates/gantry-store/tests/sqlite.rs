@@ -249,7 +249,7 @@ async fn rows(db: &std::path::Path) -> Vec<Value> {
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.display()))
         .await
         .unwrap();
-    let rows: Vec<(
+    type Row = (
         String,
         i64,
         i64,
@@ -257,7 +257,8 @@ async fn rows(db: &std::path::Path) -> Vec<Value> {
         Option<String>,
         String,
         String,
-    )> = sqlx::query_as(
+    );
+    let rows: Vec<Row> = sqlx::query_as(
         "SELECT thread_id, seq, ts, turn_id, item_id, kind, payload FROM events ORDER BY pos",
     )
     .fetch_all(&pool)

@@ -224,7 +224,7 @@ impl ThreadActor {
     fn evictable(&self) -> bool {
         self.turn.is_none()
             && self.pending.is_empty()
-            && self.grants.lock().map_or(false, |g| g.len() == 0)
+            && self.grants.lock().is_ok_and(|g| g.is_empty())
             && crate::turn::read_skills(&self.skills).loaded().is_empty()
             && !crate::turn::read_skills(&self.skills)
                 .available()
