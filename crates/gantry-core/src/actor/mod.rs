@@ -280,12 +280,19 @@ impl ThreadActor {
                 let _ = reply.send(self.steer(input));
             }
             Command::Interrupt { reply } => match &mut self.turn {
-                Some(turn) => {
+                // A turn whose end is already recorded (clients may have
+                // seen it) only has its task's exit left: nothing runs.
+                Some(turn)
+                    if self
+                        .view
+                        .running_turn()
+                        .is_some_and(|t| t.turn.id == turn.id) =>
+                {
                     turn.cancel.cancel();
                     self.pending.abort_all();
                     turn.interrupt_waiters.push(reply);
                 }
-                None => {
+                _ => {
                     let _ = reply.send(None);
                 }
             },

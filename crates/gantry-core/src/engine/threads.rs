@@ -243,7 +243,10 @@ impl Engine {
         }
         let handle = ThreadActor::spawn(self.shared.clone(), view, events, cell.clone()).await;
         *slot = Some(handle);
-        Ok(())
+        drop(slot);
+        // A created thread is stored (and its creation published) by the
+        // time the caller hears of it, like any event a client sees.
+        self.flush().await
     }
 
     /// Whether the store holds a thread (after the writer caught up).
