@@ -250,9 +250,11 @@ impl ThreadActor {
             waiting.push(cmd);
         }
         *slot = None;
+        // Before the cell goes: the thread's next actor, which loads under a
+        // new cell, must find its bus channel already reset.
+        self.shared.bus.evict(&id);
         self.shared.cells.forget(&id, cell);
         drop(slot);
-        self.shared.bus.evict(&id);
         if !waiting.is_empty() {
             tokio::spawn(forward(self.shared.clone(), id, waiting));
         }
