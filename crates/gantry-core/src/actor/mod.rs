@@ -2,9 +2,15 @@
 //! events) and a mailbox. Every event of the thread is appended here, in seq
 //! order, so no lock guards thread state.
 
+mod evict;
 mod pending;
 mod recovery;
+mod skills;
 mod structured;
+mod turns;
+
+pub(crate) use skills::discover_installed;
+use skills::discover_skills;
 
 pub use pending::ExternalTaskInfo;
 pub(crate) use pending::{Resolution, Waiting};
@@ -219,48 +225,6 @@ impl ThreadActor {
         }
     }
 
-    /// Nothing lives only in this actor's memory: no turn, no pending
-    /// approval or task, no "approve for session" grant, no loaded skill.
-    fn evictable(&self) -> bool {
-        self.turn.is_none()
-            && self.pending.is_empty()
-            && self.grants.lock().is_ok_and(|g| g.is_empty())
-            && crate::turn::read_skills(&self.skills).loaded().is_empty()
-            && !crate::turn::read_skills(&self.skills)
-                .available()
-                .iter()
-                .any(|s| s.source == SkillSource::Inline)
-    }
-
-    /// Leaves memory once everything this actor wrote is stored; the next
-    /// use of the thread loads it again from the log. Commands that were
-    /// already on their way go to that next actor. False if the store
-    /// could not confirm (the actor stays).
-    async fn evict(&mut self, mailbox: &mut mpsc::Receiver<Command>, cell: &Arc<Cell>) -> bool {
-        if self.shared.writer.flush().await.is_err() {
-            return false;
-        }
-        let id = self.view.thread.id.clone();
-        let mut slot = cell.slot.lock().await;
-        // Nobody can hand out this actor any more; senders holding it get
-        // their command back and load the next one.
-        mailbox.close();
-        let mut waiting = Vec::new();
-        while let Ok(cmd) = mailbox.try_recv() {
-            waiting.push(cmd);
-        }
-        *slot = None;
-        // Before the cell goes: the thread's next actor, which loads under a
-        // new cell, must find its bus channel already reset.
-        self.shared.bus.evict(&id);
-        self.shared.cells.forget(&id, cell);
-        drop(slot);
-        if !waiting.is_empty() {
-            tokio::spawn(forward(self.shared.clone(), id, waiting));
-        }
-        true
-    }
-
     async fn handle(&mut self, cmd: Command) {
         match cmd {
             Command::Send {
@@ -358,89 +322,6 @@ impl ThreadActor {
         }
     }
 
-    async fn send(&mut self, input: Input, if_busy: IfBusy) -> Result<Delivered, EngineError> {
-        if self.view.thread.archived {
-            return Err(EngineError::Archived(self.thread_id().clone()));
-        }
-        let fresh = |turn, steered| Delivered {
-            turn,
-            steered,
-            first_time: true,
-        };
-        let Some(running) = &self.turn else {
-            let id = TurnId::new();
-            self.start_turn(id.clone(), input, TurnMode::Chat).await;
-            return Ok(fresh(id, false));
-        };
-        match if_busy {
-            IfBusy::Reject => Err(EngineError::Busy {
-                thread: self.thread_id().clone(),
-                turn: running.id.clone(),
-            }),
-            IfBusy::Steer => self.steer(input).map(|turn| fresh(turn, true)),
-            IfBusy::Queue => {
-                let input = QueuedInput {
-                    turn_id: TurnId::new(),
-                    text: input.text,
-                    key: input.key,
-                };
-                let id = input.turn_id.clone();
-                self.emit(EventPayload::InputQueued { input }).await;
-                Ok(fresh(id, false))
-            }
-        }
-    }
-
-    /// The turn a message with `key` already went to, if one did.
-    fn delivered(&self, key: &str) -> Option<TurnId> {
-        if let Some(turn) = &self.turn
-            && turn.steered_keys.iter().any(|k| k == key)
-        {
-            return Some(turn.id.clone());
-        }
-        if let Some(queued) = self
-            .view
-            .queued
-            .iter()
-            .find(|q| q.key.as_deref() == Some(key))
-        {
-            return Some(queued.turn_id.clone());
-        }
-        self.view.turns.iter().rev().find_map(|t| {
-            t.items
-                .iter()
-                .any(|i| matches!(&i.kind, ItemKind::UserMessage { key: Some(k), .. } if k == key))
-                .then(|| t.turn.id.clone())
-        })
-    }
-
-    fn steer(&mut self, input: Input) -> Result<TurnId, EngineError> {
-        let thread = self.thread_id().clone();
-        let Some(turn) = &mut self.turn else {
-            return Err(EngineError::NotSteerable {
-                thread,
-                reason: "no turn is running; send the message as a new turn",
-            });
-        };
-        if turn.cancel.is_cancelled() {
-            return Err(EngineError::NotSteerable {
-                thread,
-                reason: "the running turn is being interrupted",
-            });
-        }
-        let key = input.key.clone();
-        match turn.steer.send(input) {
-            Ok(()) => {
-                turn.steered_keys.extend(key);
-                Ok(turn.id.clone())
-            }
-            Err(_) => Err(EngineError::NotSteerable {
-                thread,
-                reason: "the running turn is finishing; queue the message instead",
-            }),
-        }
-    }
-
     async fn set_archived(&mut self, archived: bool) -> Result<(), EngineError> {
         if archived && self.turn.is_some() {
             return Err(EngineError::InvalidInput(format!(
@@ -457,115 +338,6 @@ impl ThreadActor {
             self.emit(payload).await;
         }
         Ok(())
-    }
-
-    /// Compacts the context with the model's help, or clears it, as a turn
-    /// of its own (`/compact`, `/clear`) so clients see it like any other.
-    async fn compact(&mut self, clear: bool) -> Result<TurnId, EngineError> {
-        if self.view.thread.archived {
-            return Err(EngineError::Archived(self.thread_id().clone()));
-        }
-        if let Some(running) = &self.turn {
-            return Err(EngineError::Busy {
-                thread: self.thread_id().clone(),
-                turn: running.id.clone(),
-            });
-        }
-        let id = TurnId::new();
-        if !clear {
-            self.start_turn(id.clone(), "/compact".to_owned().into(), TurnMode::Compact)
-                .await;
-            return Ok(id);
-        }
-        let before =
-            Counter::for_model(&self.view.thread.model).messages(&turn::history(&self.view), false);
-        self.emit(EventPayload::TurnStarted {
-            turn: self.new_turn(&id, &"/clear".to_owned().into()),
-        })
-        .await;
-        let cleared = ItemKind::ContextCompaction {
-            summary: String::new(),
-            kept_user_messages: Vec::new(),
-            tokens_before: before,
-            tokens_after: 0,
-            trigger: "clear".to_owned(),
-        };
-        self.emit_instant_item(&id, 0, cleared).await;
-        self.emit(EventPayload::TurnCompleted {
-            turn_id: id.clone(),
-            status: TurnStatus::Completed,
-            rounds: 0,
-            usage: Usage::default(),
-            cost_usd: 0.0,
-            error: None,
-            failure: None,
-        })
-        .await;
-        Ok(id)
-    }
-
-    fn new_turn(&self, id: &TurnId, input: &Input) -> Turn {
-        Turn::started(
-            id.clone(),
-            self.thread_id().clone(),
-            input.text.clone(),
-            input.key.clone(),
-            self.shared.clock.now_ms(),
-        )
-    }
-
-    async fn start_turn(&mut self, id: TurnId, input: Input, mode: TurnMode) {
-        let turn = self.new_turn(&id, &input);
-        self.emit(EventPayload::TurnStarted { turn }).await;
-        if mode.has_user_message() {
-            self.emit_user_message(&id, input).await;
-        }
-
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (steer_tx, steer_rx) = mpsc::unbounded_channel();
-        let cancel = CancellationToken::new();
-        let thread = &self.view.thread;
-        let spec = TurnSpec {
-            turn_id: id.clone(),
-            thread_id: thread.id.clone(),
-            agent_id: thread.agent_id.clone(),
-            model: thread.model.clone(),
-            instructions: thread.instructions.clone(),
-            endpoint: thread.endpoint.clone(),
-            temperature: thread.temperature,
-            reasoning: thread.reasoning.clone(),
-            max_output_tokens: thread.max_output_tokens,
-            cwd: PathBuf::from(&thread.cwd),
-            history: turn::history(&self.view),
-            mode,
-            live: self.live.subscribe(),
-            grants: self.grants.clone(),
-            skills: self.skills.clone(),
-        };
-        tokio::spawn(turn::run(
-            self.shared.clone(),
-            spec,
-            cancel.clone(),
-            steer_rx,
-            tx,
-        ));
-        self.turn = Some(RunningTurn {
-            id,
-            cancel,
-            steer: steer_tx,
-            steered_keys: Vec::new(),
-            rx,
-            interrupt_waiters: Vec::new(),
-            budget_limited: false,
-        });
-    }
-
-    async fn emit_user_message(&mut self, turn_id: &TurnId, input: Input) {
-        let kind = ItemKind::UserMessage {
-            text: input.text,
-            key: input.key,
-        };
-        self.emit_instant_item(turn_id, 0, kind).await;
     }
 
     /// An item that starts and completes at once (user input, the actor's
@@ -587,72 +359,6 @@ impl ThreadActor {
         item.status = ItemStatus::Completed;
         item.completed_at = Some(now);
         self.emit(EventPayload::ItemCompleted { item }).await;
-    }
-
-    async fn on_turn_msg(&mut self, msg: TurnMsg) {
-        match msg {
-            TurnMsg::Emit(payload) => {
-                // The goal's accounting comes just before the turn's end, so
-                // a client that stops at `turn_completed` has seen it.
-                if let EventPayload::TurnCompleted { turn_id, usage, .. } = &payload {
-                    self.account_goal(turn_id, usage).await;
-                }
-                self.emit(payload).await;
-            }
-            TurnMsg::Delta {
-                turn_id,
-                item_id,
-                kind,
-            } => self.shared.bus.publish_delta(Delta {
-                thread_id: self.view.thread.id.clone(),
-                turn_id,
-                item_id,
-                after_seq: self.view.thread.last_seq,
-                kind,
-            }),
-            TurnMsg::Await { id, waiting, reply } => self.pending.register(id, waiting, reply),
-            TurnMsg::Expire { id } => self.pending.expire(&id),
-            TurnMsg::Flush(done) => self.shared.writer.flush_then(done).await,
-            TurnMsg::BudgetLimited => {
-                if let Some(turn) = &mut self.turn {
-                    turn.budget_limited = true;
-                }
-            }
-        }
-    }
-
-    /// The turn task ended (its channel closed).
-    async fn on_turn_exit(&mut self) {
-        let Some(turn) = self.turn.take() else {
-            return;
-        };
-        // Nothing can wait on the turn any more.
-        self.pending = Pending::default();
-        if self.view.running_turn().is_some() {
-            // The task died without closing its turn (a bug or a panic):
-            // close it here so the thread does not stay "running" forever.
-            self.emit(EventPayload::TurnCompleted {
-                turn_id: turn.id.clone(),
-                status: TurnStatus::Failed,
-                rounds: 0,
-                usage: Usage::default(),
-                cost_usd: 0.0,
-                error: Some("the turn's task stopped unexpectedly".to_owned()),
-                failure: Some(TurnFailure::Other),
-            })
-            .await;
-        }
-        for waiter in turn.interrupt_waiters {
-            let _ = waiter.send(Some(turn.id.clone()));
-        }
-        if !self.view.thread.archived && !self.view.queued.is_empty() {
-            let next = self.view.queued[0].clone();
-            let input = Input {
-                text: next.text,
-                key: next.key,
-            };
-            self.start_turn(next.turn_id, input, TurnMode::Chat).await;
-        }
     }
 
     async fn configure(
@@ -711,52 +417,6 @@ impl ThreadActor {
             .write(event, self.view.thread.clone())
             .await;
     }
-}
-
-/// The skills of a workspace, the user's config dir and the thread's agent
-/// (installed packages, lowest precedence); broken ones are logged, not fatal.
-fn discover_skills(cwd: &str, agent_skills: Option<&std::path::Path>) -> SharedSkillSet {
-    let config_home = gantry_tools::skills::default_config_home();
-    let (skills, errors) =
-        gantry_tools::skills::discover(std::path::Path::new(cwd), config_home.as_deref());
-    for e in errors {
-        tracing::warn!(error = %e, "skipping a skill");
-    }
-    let set = SkillSet::shared(skills);
-    if let Some(dir) = agent_skills {
-        let installed = discover_installed(dir);
-        set.write()
-            .unwrap_or_else(|p| p.into_inner())
-            .sync_source(SkillSource::Installed, installed);
-    }
-    set
-}
-
-/// The skills installed in an agent's skills dir; broken ones are logged.
-pub(crate) fn discover_installed(dir: &std::path::Path) -> Vec<gantry_tools::skills::Skill> {
-    let (skills, errors) = gantry_tools::skills::discover_dir(dir, SkillSource::Installed);
-    for e in errors {
-        tracing::warn!(error = %e, "skipping an installed skill");
-    }
-    skills
-}
-
-/// Hands commands an evicted actor never handled to the thread's next
-/// actor. A named boxed future: the actor's task would otherwise contain
-/// itself (load, spawn, run, evict, load).
-fn forward(
-    shared: Arc<Shared>,
-    id: ThreadId,
-    waiting: Vec<Command>,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-    Box::pin(async move {
-        let engine = crate::Engine { shared };
-        for cmd in waiting {
-            if let Ok(next) = engine.actor(&id).await {
-                let _ = next.send(cmd).await;
-            }
-        }
-    })
 }
 
 async fn next_turn_msg(turn: &mut Option<RunningTurn>) -> Option<TurnMsg> {
