@@ -119,8 +119,9 @@ pub struct Thread {
 }
 
 /// A model server a thread talks to directly (a protocol's per-session LLM
-/// settings), bypassing the provider registry.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// settings), bypassing the provider registry. `Debug` masks the key, so a
+/// log line of a thread's settings never holds it.
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ModelEndpoint {
     /// The API it speaks.
     pub kind: ProviderKind,
@@ -131,6 +132,16 @@ pub struct ModelEndpoint {
     /// never send it back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<String>,
+}
+
+impl std::fmt::Debug for ModelEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelEndpoint")
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_deref().map(crate::mask_key))
+            .finish()
+    }
 }
 
 /// The settings of a thread a client may change after creating it.
@@ -211,5 +222,21 @@ impl ThreadSettings {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod endpoint_tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_holds_the_key() {
+        let endpoint = ModelEndpoint {
+            kind: crate::ProviderKind::OpenaiChat,
+            base_url: None,
+            api_key: Some("sk-test-SECRET123456".into()),
+        };
+        let shown = format!("{endpoint:?}");
+        assert!(!shown.contains("SECRET123456"), "{shown}");
     }
 }

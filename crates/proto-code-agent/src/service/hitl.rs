@@ -69,20 +69,7 @@ pub(crate) async fn set_confirmation_policy(
         .policy
         .ok_or_else(|| Status::invalid_argument("policy: required"))?;
     let confirmation = confirmation(&wire)?;
-    let mut policy = ctx.live_session(&id).await?.thread.policy.clone();
-    policy.confirmation = confirmation;
-    ctx.engine
-        .set_policy(&id, answerable(policy))
-        .await
-        .map_err(status)?;
-    let stored = ctx
-        .engine
-        .read(&id)
-        .await
-        .map_err(status)?
-        .thread
-        .policy
-        .clone();
+    let stored = change_policy(ctx, &id, |p| p.confirmation = confirmation).await?;
     Ok(pb::SetConfirmationPolicyResponse {
         success: true,
         policy: Some(pb_confirmation(&stored.confirmation)),
@@ -106,6 +93,29 @@ pub(crate) async fn get_confirmation_policy(
 /// to ask); an A3S client that turns confirmation on, or writes ask rules,
 /// is that someone (`ConfirmToolExecution`), so `never` becomes
 /// `on-request`. Any other approval policy is kept.
+/// Changes a live session's policy (kept answerable over this service) and
+/// returns it as stored.
+pub(super) async fn change_policy(
+    ctx: &Ctx,
+    id: &gantry_types::ThreadId,
+    change: impl FnOnce(&mut ThreadPolicy),
+) -> Result<ThreadPolicy, Status> {
+    let mut policy = ctx.live_session(id).await?.thread.policy.clone();
+    change(&mut policy);
+    ctx.engine
+        .set_policy(id, answerable(policy))
+        .await
+        .map_err(status)?;
+    Ok(ctx
+        .engine
+        .read(id)
+        .await
+        .map_err(status)?
+        .thread
+        .policy
+        .clone())
+}
+
 pub(super) fn answerable(mut policy: ThreadPolicy) -> ThreadPolicy {
     let rules = &policy.permissions;
     let rules_ask = rules.enabled && (!rules.ask.is_empty() || rules.default == RuleDecision::Ask);

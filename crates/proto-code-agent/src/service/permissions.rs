@@ -13,7 +13,7 @@ use serde_json::Value;
 use tonic::Status;
 
 use super::Ctx;
-use super::hitl::answerable;
+use super::hitl::{answerable, change_policy};
 use crate::pb;
 use crate::status::{required, session_id, status};
 
@@ -36,20 +36,7 @@ pub(crate) async fn set_permission_policy(
         deny: rules("policy.deny", &wire.deny)?,
         default: decision(wire.default_decision)?,
     };
-    let mut policy = ctx.live_session(&id).await?.thread.policy.clone();
-    policy.permissions = rules;
-    ctx.engine
-        .set_policy(&id, answerable(policy))
-        .await
-        .map_err(status)?;
-    let stored = ctx
-        .engine
-        .read(&id)
-        .await
-        .map_err(status)?
-        .thread
-        .policy
-        .clone();
+    let stored = change_policy(ctx, &id, |p| p.permissions = rules).await?;
     Ok(pb::SetPermissionPolicyResponse {
         success: true,
         policy: Some(pb_policy(&stored.permissions)),
