@@ -71,10 +71,10 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     })?;
     let thread = match resume {
         Some(id) => {
-            let thread = engine.read(&id).await?.thread.clone();
+            let thread = engine.threads().read(&id).await?.thread.clone();
             let mut policy = thread.policy.clone();
             policy.sandbox = sandbox;
-            engine.set_policy(&id, policy).await?;
+            engine.safety().set_policy(&id, policy).await?;
             thread
         }
         None => {
@@ -89,7 +89,8 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
                 None => std::env::current_dir().context("cannot read the current directory")?,
             };
             engine
-                .create_thread(CreateThread {
+                .threads()
+                .create(CreateThread {
                     cwd,
                     model: Some(model),
                     instructions: args.instructions.clone(),
@@ -102,10 +103,14 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
                 .await?
         }
     };
-    let mut feed = engine.follow(&thread.id, thread.last_seq + 1).await?;
-    let mut engine_events = engine.engine_events();
+    let mut feed = engine
+        .feeds()
+        .follow(&thread.id, thread.last_seq + 1)
+        .await?;
+    let mut engine_events = engine.feeds().engine_events();
     let turn_id = engine
-        .send_message(&thread.id, args.prompt.clone(), IfBusy::Reject)
+        .turns()
+        .send(&thread.id, args.prompt.clone(), IfBusy::Reject)
         .await?;
 
     let mut view = LiveView::new(args.json);
@@ -142,7 +147,7 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
                 let engine = engine.clone();
                 let id = thread.id.clone();
                 // Keep rendering while the turn winds down.
-                tokio::spawn(async move { engine.interrupt(&id).await });
+                tokio::spawn(async move { engine.turns().interrupt(&id).await });
                 continue;
             }
         };
@@ -167,7 +172,7 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
         }
     };
     engine.flush().await?;
-    let ended = engine.read(&thread.id).await?;
+    let ended = engine.threads().read(&thread.id).await?;
     if let Some(turn) = ended.turns.iter().find(|t| t.turn.id == turn_id) {
         view.summary(&turn.turn, &ended.thread);
     }

@@ -55,7 +55,7 @@ pub async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     let protected = crate::config::file_path(global.config.as_deref());
     let engine = daemon_engine(store, providers_config, data_dir, protected, |b| b).await?;
     start_background_work(&engine);
-    let scheduler = engine.start_scheduler().await?;
+    let scheduler = engine.jobs().start_scheduler().await?;
 
     let listener = TcpListener::bind(&args.listen_addr)
         .await
@@ -114,8 +114,8 @@ pub async fn daemon_engine(
 pub fn start_background_work(engine: &Engine) {
     let engine = engine.clone();
     tokio::spawn(async move {
-        if !engine.mcp_servers().is_empty() {
-            let summary = engine.start_mcp_servers().await;
+        if !engine.mcp().servers().is_empty() {
+            let summary = engine.mcp().start_servers().await;
             for failure in summary.failed {
                 tracing::warn!(server = %failure.server_name, error = %failure.error, "MCP server failed to start");
             }

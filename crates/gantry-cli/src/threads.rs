@@ -24,7 +24,7 @@ pub async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
                 limit: args.limit,
                 cursor: args.cursor,
             };
-            let page = engine.list(&query).await?;
+            let page = engine.threads().list(&query).await?;
             if args.json {
                 let threads = serde_json::to_value(&page.threads)?;
                 let out = serde_json::json!({"threads": threads, "next_cursor": page.next_cursor});
@@ -50,7 +50,7 @@ pub async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
         }
         ThreadsCommand::Show(args) => {
             let id = ThreadId::from(args.id.as_str());
-            let view = engine.read(&id).await?;
+            let view = engine.threads().read(&id).await?;
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&view)?);
             } else {

@@ -75,19 +75,22 @@ async fn measure(name: &str, client: Arc<dyn ModelClient>) {
         .await
         .expect("engine");
     let thread = engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: dir.path().to_path_buf(),
             ..Default::default()
         })
         .await
         .expect("thread");
     let mut sub = engine
+        .feeds()
         .subscribe(&thread.id, thread.last_seq + 1)
         .await
         .expect("subscribe");
     let start = Instant::now();
     engine
-        .send_message(&thread.id, "go", IfBusy::Reject)
+        .turns()
+        .send(&thread.id, "go", IfBusy::Reject)
         .await
         .expect("send");
     let (mut events, mut deltas) = (0u64, 0u64);

@@ -78,7 +78,7 @@ fn main() {
             .await
             .expect("engine");
         let started = Instant::now();
-        let mut feed = engine.follow_all(1).await.expect("feed");
+        let mut feed = engine.feeds().follow_all(1).await.expect("feed");
         let mut seen = 0u64;
         while seen < EVENTS {
             match feed.next().await.expect("feed") {

@@ -56,17 +56,19 @@ fn rss_mib() -> (f64, f64) {
 async fn touch_all(engine: &Engine, dir: &std::path::Path) {
     for _ in 0..threads() {
         let thread = engine
-            .create_thread(CreateThread {
+            .threads()
+            .create(CreateThread {
                 cwd: dir.to_path_buf(),
                 ..Default::default()
             })
             .await
             .expect("thread");
         let turn = engine
-            .send_message(&thread.id, "hi", IfBusy::Reject)
+            .turns()
+            .send(&thread.id, "hi", IfBusy::Reject)
             .await
             .expect("send");
-        engine.wait_turn(&thread.id, &turn).await.expect("turn");
+        engine.turns().wait(&thread.id, &turn).await.expect("turn");
     }
 }
 
@@ -94,9 +96,9 @@ fn main() {
         let started = Instant::now();
         touch_all(&engine, dir.path()).await;
         let took = started.elapsed();
-        let loaded = engine.loaded_threads();
+        let loaded = engine.threads().loaded();
         let (touched_rss, _) = rss_mib();
-        while engine.loaded_threads() > 0 {
+        while engine.threads().loaded() > 0 {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let (evicted_rss, peak) = rss_mib();

@@ -30,10 +30,17 @@ pub struct AgentSpec {
     pub instructions: Option<String>,
 }
 
-impl Engine {
+/// Agents: save, list, delete, and their skill packages.
+/// Get one from [`Engine::agents`].
+#[derive(Clone, Copy)]
+pub struct Agents<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Agents<'_> {
     /// Creates an agent, or replaces the one with the same id (its
     /// installed skills stay). Publishes [`EngineEventKind::AgentSaved`].
-    pub async fn save_agent(&self, spec: AgentSpec) -> Result<Agent, EngineError> {
+    pub async fn save(self, spec: AgentSpec) -> Result<Agent, EngineError> {
         let id = match spec.id {
             Some(id) => {
                 check_agent_id(&id)?;
@@ -47,8 +54,8 @@ impl Engine {
                 "unknown agent sdk `{sdk}`: this runner offers `{GANTRY_SDK}`"
             )));
         }
-        let now = self.shared.clock.now_ms();
-        let created_at = match self.shared.store.agent(&id).await? {
+        let now = self.engine.shared.clock.now_ms();
+        let created_at = match self.engine.shared.store.agent(&id).await? {
             Some(old) => old.created_at,
             None => now,
         };
@@ -65,8 +72,8 @@ impl Engine {
             created_at,
             updated_at: now,
         };
-        self.shared.store.put_agent(&agent).await?;
-        self.publish(
+        self.engine.shared.store.put_agent(&agent).await?;
+        self.engine.publish(
             None,
             EngineEventKind::AgentSaved {
                 agent: agent.clone(),
@@ -76,8 +83,9 @@ impl Engine {
     }
 
     /// The agent with `id`.
-    pub async fn agent(&self, id: &AgentId) -> Result<Agent, EngineError> {
-        self.shared
+    pub async fn get(self, id: &AgentId) -> Result<Agent, EngineError> {
+        self.engine
+            .shared
             .store
             .agent(id)
             .await?
@@ -88,17 +96,17 @@ impl Engine {
     }
 
     /// Every agent, by id.
-    pub async fn list_agents(&self) -> Result<Vec<Agent>, EngineError> {
-        Ok(self.shared.store.agents().await?)
+    pub async fn list(self) -> Result<Vec<Agent>, EngineError> {
+        Ok(self.engine.shared.store.agents().await?)
     }
 
     /// Deletes an agent and its installed skills; false if it was unknown.
     /// Its threads stay (they lose its skills when next loaded).
-    pub async fn delete_agent(&self, id: &AgentId) -> Result<bool, EngineError> {
-        if !self.shared.store.delete_agent(id).await? {
+    pub async fn delete(self, id: &AgentId) -> Result<bool, EngineError> {
+        if !self.engine.shared.store.delete_agent(id).await? {
             return Ok(false);
         }
-        if let Some(dir) = self.agent_dir(id) {
+        if let Some(dir) = self.engine.agent_dir(id) {
             match tokio::fs::remove_dir_all(&dir).await {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -107,7 +115,7 @@ impl Engine {
                 }
             }
         }
-        self.publish(
+        self.engine.publish(
             None,
             EngineEventKind::AgentDeleted {
                 agent_id: id.clone(),
@@ -118,8 +126,8 @@ impl Engine {
 
     /// Where the agent's installed skills live (`<data_dir>/agents/<id>/skills`),
     /// if the engine has a data dir.
-    pub fn agent_skills_dir(&self, id: &AgentId) -> Option<PathBuf> {
-        agent_skills_dir(&self.shared.config, id)
+    pub fn skills_dir(self, id: &AgentId) -> Option<PathBuf> {
+        agent_skills_dir(&self.engine.shared.config, id)
     }
 
     /// Installs a skill package (a local path, a `.tar.gz`/`.zip` URL or a
@@ -131,31 +139,32 @@ impl Engine {
         agent: &AgentId,
         package: &str,
     ) -> Result<SkillPackageUpdate, EngineError> {
-        self.agent(agent).await?;
-        let dir = self.require_skills_dir(agent)?;
+        self.engine.agents().get(agent).await?;
+        let dir = self.engine.require_skills_dir(agent)?;
         let names = skills::install(package, &dir)
             .await
             .map_err(|e| EngineError::InvalidInput(e.to_string()))?;
-        self.refresh_agent_skills(agent).await;
+        self.engine.refresh_agent_skills(agent).await;
         let update = SkillPackageUpdate {
             agent_id: agent.to_string(),
             package_name: package.to_owned(),
             status: SkillPackageStatus::Installed,
             skills: names,
         };
-        self.publish(None, EngineEventKind::SkillPackage(update.clone()));
+        self.engine
+            .publish(None, EngineEventKind::SkillPackage(update.clone()));
         Ok(update)
     }
 
     /// Deletes an installed skill from the agent's skills dir. Publishes
     /// [`EngineEventKind::SkillPackage`] with status deleted.
-    pub async fn delete_agent_skill(
+    pub async fn delete_skill(
         &self,
         agent: &AgentId,
         skill: &str,
     ) -> Result<SkillPackageUpdate, EngineError> {
-        self.agent(agent).await?;
-        let dir = self.require_skills_dir(agent)?;
+        self.engine.agents().get(agent).await?;
+        let dir = self.engine.require_skills_dir(agent)?;
         skills::delete(skill, &dir).await.map_err(|e| match e {
             skills::SkillError::NotInstalled { .. } => EngineError::NotFound {
                 what: "skill",
@@ -163,23 +172,26 @@ impl Engine {
             },
             e => EngineError::InvalidInput(e.to_string()),
         })?;
-        self.refresh_agent_skills(agent).await;
+        self.engine.refresh_agent_skills(agent).await;
         let update = SkillPackageUpdate {
             agent_id: agent.to_string(),
             package_name: skill.to_owned(),
             status: SkillPackageStatus::Deleted,
             skills: vec![skill.to_owned()],
         };
-        self.publish(None, EngineEventKind::SkillPackage(update.clone()));
+        self.engine
+            .publish(None, EngineEventKind::SkillPackage(update.clone()));
         Ok(update)
     }
+}
 
+impl Engine {
     fn agent_dir(&self, id: &AgentId) -> Option<PathBuf> {
         agent_dir(&self.shared.config, id)
     }
 
     fn require_skills_dir(&self, id: &AgentId) -> Result<PathBuf, EngineError> {
-        self.agent_skills_dir(id).ok_or_else(|| {
+        self.agents().skills_dir(id).ok_or_else(|| {
             EngineError::InvalidInput(
                 "this engine has no data dir, so it cannot install skills; start it with one"
                     .to_owned(),

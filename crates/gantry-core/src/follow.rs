@@ -36,8 +36,8 @@ impl Feed {
         loop {
             if let Some(from) = self.lagged {
                 self.sub = match &self.target {
-                    Target::Thread(id) => self.engine.subscribe(id, from).await?,
-                    Target::All => self.engine.subscribe_all(from).await?,
+                    Target::Thread(id) => self.engine.feeds().subscribe(id, from).await?,
+                    Target::All => self.engine.feeds().subscribe_all(from).await?,
                 };
                 self.lagged = None;
             }
@@ -63,13 +63,13 @@ impl Feed {
     }
 }
 
-impl Engine {
+impl crate::engine::Feeds<'_> {
     /// Follows `thread` from `from_seq` (stored events first, then live),
     /// resuming by itself whenever it falls behind.
-    pub async fn follow(&self, thread: &ThreadId, from_seq: u64) -> Result<Feed, EngineError> {
-        let sub = self.subscribe(thread, from_seq).await?;
+    pub async fn follow(self, thread: &ThreadId, from_seq: u64) -> Result<Feed, EngineError> {
+        let sub = self.engine.feeds().subscribe(thread, from_seq).await?;
         Ok(Feed {
-            engine: self.clone(),
+            engine: self.engine.clone(),
             target: Target::Thread(thread.clone()),
             sub,
             lagged: None,
@@ -78,16 +78,19 @@ impl Engine {
 
     /// Follows every thread from commit cursor `from` (stored events page
     /// by page, then live), resuming by itself whenever it falls behind.
-    pub async fn follow_all(&self, from: u64) -> Result<Feed, EngineError> {
-        let sub = self.subscribe_all(from).await?;
-        Ok(self.feed_all(sub))
+    pub async fn follow_all(self, from: u64) -> Result<Feed, EngineError> {
+        let sub = self.engine.feeds().subscribe_all(from).await?;
+        Ok(self.engine.feed_all(sub))
     }
 
     /// Follows every thread from now on.
-    pub fn follow_all_now(&self) -> Feed {
-        self.feed_all(self.subscribe_all_now())
+    pub fn follow_all_now(self) -> Feed {
+        self.engine
+            .feed_all(self.engine.feeds().subscribe_all_now())
     }
+}
 
+impl Engine {
     fn feed_all(&self, sub: Subscription) -> Feed {
         Feed {
             engine: self.clone(),

@@ -35,16 +35,16 @@ mod turn;
 mod writer;
 
 pub use actor::ExternalTaskInfo;
-pub use agents_api::AgentSpec;
+pub use agents_api::{AgentSpec, Agents};
 pub use bus::{Notification, Subscription};
 pub use clock::{Clock, SystemClock};
 pub use command_env::CommandEnvSource;
 pub use config::{EngineConfig, ModelResolver, SingleModel};
 pub use context::ContextUsage;
-pub use cron::{DEFAULT_HISTORY_LIMIT, JobUpdate, NewJob, ParsedSchedule, SchedulerHandle};
+pub use cron::{DEFAULT_HISTORY_LIMIT, JobUpdate, Jobs, NewJob, ParsedSchedule, SchedulerHandle};
 pub use engine::{
-    ContextMessage, ContextRole, CreateThread, Delivered, Engine, EngineBuilder, IfBusy,
-    valid_thread_id,
+    ContextMessage, ContextRole, CreateThread, Delivered, Engine, EngineBuilder, Feeds, IfBusy,
+    Safety, Threads, Turns, valid_thread_id,
 };
 pub use engine_events::{EngineEvent, EngineEventKind, EngineEventNotice, EngineEvents};
 pub use error::EngineError;
@@ -53,11 +53,13 @@ pub use gantry_store::{ThreadPage, ThreadQuery};
 // Tool-side types the engine API takes and returns.
 pub use gantry_tools::mcp::{McpServerConfig, McpTransport};
 pub use gantry_tools::skills::{Skill, SkillListing, SkillSource};
-pub use mcp_api::MCP_SERVERS_SETTING;
-pub use memory::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, RECENT_WINDOW_MS};
-pub use providers::{DEFAULT_MODEL_SETTING, Providers, ProvidersConfig};
+pub use lsp_api::Lsp;
+pub use mcp_api::{MCP_SERVERS_SETTING, Mcp};
+pub use memory::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, Memory, RECENT_WINDOW_MS};
+pub use providers::{DEFAULT_MODEL_SETTING, ModelProviders, Providers, ProvidersConfig};
+pub use skills_api::Skills;
 pub use structured_api::{
-    DEFAULT_STRUCTURED_RETRIES, StructuredChunk, StructuredOutput, StructuredRequest,
-    StructuredStream,
+    DEFAULT_STRUCTURED_RETRIES, Goals, Plans, Structured, StructuredChunk, StructuredOutput,
+    StructuredRequest, StructuredStream,
 };
 pub use writer::StoreUnavailable;

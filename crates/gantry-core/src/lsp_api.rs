@@ -3,8 +3,8 @@
 //!
 //! Servers are keyed by (workspace root, language): the engine hosts
 //! threads in many workspaces, and each gets its own server. A server is
-//! started for an explicit root ([`Engine::start_lsp_server`], the seed's
-//! `root_uri`) or for a thread's workspace ([`Engine::start_thread_lsp_server`]).
+//! started for an explicit root ([`Lsp::start_server`](crate::Lsp::start_server), the seed's
+//! `root_uri`) or for a thread's workspace ([`Lsp::start_thread_server`](crate::Lsp::start_thread_server)).
 //! Queries name a file, as the seed's requests do: the file's extension
 //! picks the language and the server whose root holds the file answers
 //! (an absolute path; a relative one is looked up under each root of that
@@ -28,17 +28,25 @@ use tokio_util::sync::CancellationToken;
 use crate::engine_events::EngineEventKind;
 use crate::{Engine, EngineError};
 
-impl Engine {
+/// Language servers: start and stop them, ask them about code.
+/// Get one from [`Engine::lsp`].
+#[derive(Clone, Copy)]
+pub struct Lsp<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Lsp<'_> {
     /// Starts the `language` server (`python`, `rust`, `typescript`, `cpp`,
     /// `go`, or a configured one) for the workspace `root` and waits until
     /// it is initialized. Already running: returned as is. Crashed: started
     /// again. Not installed: an error naming the command tried.
-    pub async fn start_lsp_server(
+    pub async fn start_server(
         &self,
         language: &str,
         root: &Path,
     ) -> Result<LspServerInfo, EngineError> {
-        self.shared
+        self.engine
+            .shared
             .lsp
             .start(language, root)
             .await
@@ -46,23 +54,27 @@ impl Engine {
     }
 
     /// Starts the `language` server for the thread's workspace.
-    pub async fn start_thread_lsp_server(
+    pub async fn start_thread_server(
         &self,
         thread: &ThreadId,
         language: &str,
     ) -> Result<LspServerInfo, EngineError> {
-        let cwd = self.read(thread).await?.thread.cwd.clone();
-        self.start_lsp_server(language, Path::new(&cwd)).await
+        let cwd = self.engine.threads().read(thread).await?.thread.cwd.clone();
+        self.engine
+            .lsp()
+            .start_server(language, Path::new(&cwd))
+            .await
     }
 
     /// Stops and starts again the `language` server of `root` (also one
     /// that crashed).
-    pub async fn restart_lsp_server(
+    pub async fn restart_server(
         &self,
         language: &str,
         root: &Path,
     ) -> Result<LspServerInfo, EngineError> {
-        self.shared
+        self.engine
+            .shared
             .lsp
             .restart(language, root)
             .await
@@ -72,12 +84,13 @@ impl Engine {
     /// Stops the `language` server of `root`, or of every root when `None`
     /// (the seed's `StopLspServer` names only the language). False if none
     /// was known.
-    pub async fn stop_lsp_server(
+    pub async fn stop_server(
         &self,
         language: &str,
         root: Option<&Path>,
     ) -> Result<bool, EngineError> {
         let stopped = self
+            .engine
             .shared
             .lsp
             .stop(language, root)
@@ -88,18 +101,19 @@ impl Engine {
 
     /// Every server started and not stopped: running, or crashed
     /// (`running: false`, `error` says why).
-    pub fn lsp_servers(&self) -> Vec<LspServerInfo> {
-        self.shared.lsp.list()
+    pub fn servers(self) -> Vec<LspServerInfo> {
+        self.engine.shared.lsp.list()
     }
 
     /// What the server shows at `line`/`column` (0-indexed) of `file`.
-    pub async fn lsp_hover(
+    pub async fn hover(
         &self,
         file: &Path,
         line: u32,
         column: u32,
     ) -> Result<LspHover, EngineError> {
-        self.shared
+        self.engine
+            .shared
             .lsp
             .hover(file, at(line, column), &CancellationToken::new())
             .await
@@ -107,13 +121,14 @@ impl Engine {
     }
 
     /// Where the symbol at `line`/`column` (0-indexed) of `file` is defined.
-    pub async fn lsp_definition(
+    pub async fn definition(
         &self,
         file: &Path,
         line: u32,
         column: u32,
     ) -> Result<Vec<LspLocation>, EngineError> {
-        self.shared
+        self.engine
+            .shared
             .lsp
             .definition(file, at(line, column), &CancellationToken::new())
             .await
@@ -122,14 +137,15 @@ impl Engine {
 
     /// References to the symbol at `line`/`column` (0-indexed) of `file`,
     /// with or without its declaration.
-    pub async fn lsp_references(
+    pub async fn references(
         &self,
         file: &Path,
         line: u32,
         column: u32,
         include_declaration: bool,
     ) -> Result<Vec<LspLocation>, EngineError> {
-        self.shared
+        self.engine
+            .shared
             .lsp
             .references(
                 file,
@@ -144,16 +160,13 @@ impl Engine {
     /// Workspace symbols matching `query` from every running server, at
     /// most `limit` (0 means the seed's default, 20). A server that does
     /// not support symbol search says so when no other server answers.
-    pub async fn lsp_symbols(
-        &self,
-        query: &str,
-        limit: u32,
-    ) -> Result<Vec<LspSymbol>, EngineError> {
+    pub async fn symbols(&self, query: &str, limit: u32) -> Result<Vec<LspSymbol>, EngineError> {
         let limit = match limit {
             0 => DEFAULT_SYMBOL_LIMIT,
             n => n as usize,
         };
-        self.shared
+        self.engine
+            .shared
             .lsp
             .symbols(query, limit, None, &CancellationToken::new())
             .await
@@ -163,17 +176,20 @@ impl Engine {
     /// Diagnostics of `file` (read from disk now, the server's answer
     /// awaited), or when `None` every diagnostic the running servers have
     /// published (for the files they were asked about or opened).
-    pub async fn lsp_diagnostics(
+    pub async fn diagnostics(
         &self,
         file: Option<&Path>,
     ) -> Result<Vec<LspDiagnostic>, EngineError> {
-        self.shared
+        self.engine
+            .shared
             .lsp
             .diagnostics(file, None, &CancellationToken::new())
             .await
             .map_err(lsp_error)
     }
+}
 
+impl Engine {
     /// Publishes the language servers' events on the engine-wide stream.
     /// The sink holds the engine weakly, so the servers (owned by the
     /// engine) do not keep it alive.

@@ -10,51 +10,65 @@ use crate::{Engine, EngineError};
 /// The store setting that holds the MCP server configurations (JSON).
 pub const MCP_SERVERS_SETTING: &str = "mcp_servers";
 
-impl Engine {
+/// MCP servers: register, connect, list their tools.
+/// Get one from [`Engine::mcp`].
+#[derive(Clone, Copy)]
+pub struct Mcp<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Mcp<'_> {
     /// Registers an MCP server (persisted; replaces one of the same name).
     /// It connects on `start_mcp_servers` or `connect_mcp_server`.
-    pub async fn add_mcp_server(&self, config: McpServerConfig) -> Result<(), EngineError> {
-        self.shared
+    pub async fn add_server(self, config: McpServerConfig) -> Result<(), EngineError> {
+        self.engine
+            .shared
             .mcp
             .add(config)
             .map_err(|e| EngineError::InvalidInput(e.to_string()))?;
-        self.save_mcp_servers().await
+        self.engine.save_mcp_servers().await
     }
 
     /// Removes an MCP server (disconnecting it); false if it was unknown.
-    pub async fn remove_mcp_server(&self, name: &str) -> Result<bool, EngineError> {
-        let removed = self.shared.mcp.remove(name);
-        self.save_mcp_servers().await?;
+    pub async fn remove_server(self, name: &str) -> Result<bool, EngineError> {
+        let removed = self.engine.shared.mcp.remove(name);
+        self.engine.save_mcp_servers().await?;
         Ok(removed)
     }
 
     /// Every registered server with its status.
-    pub fn mcp_servers(&self) -> Vec<McpServerStatus> {
-        self.shared.mcp.status()
+    pub fn servers(self) -> Vec<McpServerStatus> {
+        self.engine.shared.mcp.status()
     }
 
     /// The tools of the connected servers.
-    pub async fn mcp_tools(&self) -> Vec<McpToolInfo> {
-        self.shared.mcp.tools().await
+    pub async fn tools(self) -> Vec<McpToolInfo> {
+        self.engine.shared.mcp.tools().await
     }
 
     /// Connects every enabled server in parallel, each within its startup
     /// timeout; returns the summary. Each server's progress and then the
     /// summary are published as engine events
     /// ([`EngineEventKind::McpStartupUpdate`], [`EngineEventKind::McpStartupComplete`]).
-    pub async fn start_mcp_servers(&self) -> McpStartupComplete {
+    pub async fn start_servers(self) -> McpStartupComplete {
         let summary = self
+            .engine
             .shared
             .mcp
-            .start_all(|update| self.publish(None, EngineEventKind::McpStartupUpdate(update)))
+            .start_all(|update| {
+                self.engine
+                    .publish(None, EngineEventKind::McpStartupUpdate(update))
+            })
             .await;
-        self.publish(None, EngineEventKind::McpStartupComplete(summary.clone()));
+        self.engine
+            .publish(None, EngineEventKind::McpStartupComplete(summary.clone()));
         summary
     }
 
     /// Connects one server now.
-    pub async fn connect_mcp_server(&self, name: &str) -> Result<(), EngineError> {
-        self.shared
+    pub async fn connect(self, name: &str) -> Result<(), EngineError> {
+        self.engine
+            .shared
             .mcp
             .connect(name)
             .await
@@ -62,13 +76,16 @@ impl Engine {
     }
 
     /// Disconnects one server.
-    pub fn disconnect_mcp_server(&self, name: &str) -> Result<(), EngineError> {
-        self.shared
+    pub fn disconnect(self, name: &str) -> Result<(), EngineError> {
+        self.engine
+            .shared
             .mcp
             .disconnect(name)
             .map_err(|e| EngineError::InvalidInput(e.to_string()))
     }
+}
 
+impl Engine {
     async fn save_mcp_servers(&self) -> Result<(), EngineError> {
         let json = serde_json::to_string(&self.shared.mcp.list())
             .map_err(|e| EngineError::InvalidInput(format!("cannot store MCP servers: {e}")))?;

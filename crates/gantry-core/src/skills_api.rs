@@ -14,11 +14,18 @@ use crate::actor::{Command, discover_installed};
 use crate::turn::read_skills;
 use crate::{Engine, EngineError};
 
-impl Engine {
+/// Skills: discover, list, load into a thread, unload.
+/// Get one from [`Engine::skills`].
+#[derive(Clone, Copy)]
+pub struct Skills<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Skills<'_> {
     /// The skills a thread in `workspace` would find (workspace, then the
     /// user's config dir), without a thread. Broken skills are skipped and
     /// logged, as threads skip them.
-    pub async fn discover_skills(&self, workspace: PathBuf) -> Result<Vec<Skill>, EngineError> {
+    pub async fn discover(self, workspace: PathBuf) -> Result<Vec<Skill>, EngineError> {
         // Discovery reads the filesystem: off the async threads.
         let (skills, errors) = tokio::task::spawn_blocking(move || {
             discover(&workspace, default_config_home().as_deref())
@@ -32,16 +39,16 @@ impl Engine {
     }
 
     /// The thread's skills, with whether each is loaded and model-invocable.
-    pub async fn list_skills(&self, thread: &ThreadId) -> Result<Vec<SkillListing>, EngineError> {
-        let skills = self.skills(thread).await?;
+    pub async fn list(self, thread: &ThreadId) -> Result<Vec<SkillListing>, EngineError> {
+        let skills = self.engine.skill_set(thread).await?;
         Ok(read_skills(&skills).list())
     }
 
     /// Loads a skill (also one the model may not invoke itself): its
     /// instructions enter the context of the next requests, its
     /// `allowed-tools` apply.
-    pub async fn load_skill(&self, thread: &ThreadId, name: &str) -> Result<(), EngineError> {
-        let skills = self.skills(thread).await?;
+    pub async fn load(self, thread: &ThreadId, name: &str) -> Result<(), EngineError> {
+        let skills = self.engine.skill_set(thread).await?;
         let mut set = skills.write().unwrap_or_else(|p| p.into_inner());
         set.load(name)
             .map(|_| ())
@@ -49,12 +56,8 @@ impl Engine {
     }
 
     /// Adds and loads a skill from `SKILL.md` text; returns its name.
-    pub async fn load_inline_skill(
-        &self,
-        thread: &ThreadId,
-        text: &str,
-    ) -> Result<String, EngineError> {
-        let skills = self.skills(thread).await?;
+    pub async fn load_inline(&self, thread: &ThreadId, text: &str) -> Result<String, EngineError> {
+        let skills = self.engine.skill_set(thread).await?;
         let mut set = skills.write().unwrap_or_else(|p| p.into_inner());
         set.load_inline(text)
             .map(|s| s.name.clone())
@@ -62,14 +65,16 @@ impl Engine {
     }
 
     /// Unloads a skill; false if it was not loaded.
-    pub async fn unload_skill(&self, thread: &ThreadId, name: &str) -> Result<bool, EngineError> {
-        let skills = self.skills(thread).await?;
+    pub async fn unload(self, thread: &ThreadId, name: &str) -> Result<bool, EngineError> {
+        let skills = self.engine.skill_set(thread).await?;
         let mut set = skills.write().unwrap_or_else(|p| p.into_inner());
         set.unload(name)
             .map_err(|e| EngineError::InvalidInput(e.to_string()))
     }
+}
 
-    async fn skills(&self, thread: &ThreadId) -> Result<SharedSkillSet, EngineError> {
+impl Engine {
+    async fn skill_set(&self, thread: &ThreadId) -> Result<SharedSkillSet, EngineError> {
         self.ask(thread, |reply| Command::Skills { reply }).await
     }
 }
@@ -77,18 +82,18 @@ impl Engine {
 impl Engine {
     /// Brings the live threads of `agent` up to date with its skills dir.
     pub(crate) async fn refresh_agent_skills(&self, agent: &AgentId) {
-        let Some(dir) = self.agent_skills_dir(agent) else {
+        let Some(dir) = self.agents().skills_dir(agent) else {
             return;
         };
         let installed = discover_installed(&dir);
         for thread in self.live_threads().await {
-            let Ok(view) = self.read(&thread).await else {
+            let Ok(view) = self.threads().read(&thread).await else {
                 continue;
             };
             if view.thread.agent_id.as_ref() != Some(agent) {
                 continue;
             }
-            if let Ok(skills) = self.skills(&thread).await {
+            if let Ok(skills) = self.skill_set(&thread).await {
                 skills
                     .write()
                     .unwrap_or_else(|p| p.into_inner())

@@ -128,7 +128,8 @@ impl StructuredStream {
                     self.done = true;
                     let result = self
                         .engine
-                        .structured_result(&self.thread, &self.turn)
+                        .structured()
+                        .result(&self.thread, &self.turn)
                         .await;
                     return Some(StructuredChunk::Done(result));
                 }
@@ -157,11 +158,18 @@ fn ends(payload: &EventPayload, turn: &TurnId) -> bool {
     matches!(payload, EventPayload::TurnCompleted { turn_id, .. } if turn_id == turn)
 }
 
-impl Engine {
+/// Structured output: turns whose answer follows a JSON schema.
+/// Get one from [`Engine::structured`].
+#[derive(Clone, Copy)]
+pub struct Structured<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Structured<'_> {
     /// Starts a structured-output turn and returns its id at once; its
     /// `structured_output` item (or error item) tells how it went. Refused
     /// while a turn runs, and for a schema that does not compile.
-    pub async fn start_structured(
+    pub async fn start(
         &self,
         thread: &ThreadId,
         request: StructuredRequest,
@@ -178,20 +186,21 @@ impl Engine {
         .map_err(EngineError::InvalidInput)?;
         let text = request.prompt;
         let spec = Arc::new(spec);
-        self.ask(thread, |reply| {
-            Command::Structured(StructuredCommand::Start { text, spec, reply })
-        })
-        .await?
+        self.engine
+            .ask(thread, |reply| {
+                Command::Structured(StructuredCommand::Start { text, spec, reply })
+            })
+            .await?
     }
 
     /// Generates output valid against the request's schema and waits for it
     /// (`GenerateStructured`).
-    pub async fn generate_structured(
+    pub async fn generate(
         &self,
         thread: &ThreadId,
         request: StructuredRequest,
     ) -> Result<StructuredOutput, EngineError> {
-        let mut stream = self.stream_structured(thread, request).await?;
+        let mut stream = self.engine.structured().stream(thread, request).await?;
         while let Some(chunk) = stream.next().await {
             if let StructuredChunk::Done(result) = chunk {
                 return result;
@@ -202,17 +211,17 @@ impl Engine {
 
     /// Generates output valid against the request's schema, streaming its
     /// JSON as it arrives (`StreamGenerateStructured`).
-    pub async fn stream_structured(
+    pub async fn stream(
         &self,
         thread: &ThreadId,
         request: StructuredRequest,
     ) -> Result<StructuredStream, EngineError> {
         // Subscribe before starting, so the turn's end cannot be missed.
-        let from = self.read(thread).await?.thread.last_seq + 1;
-        let feed = self.follow(thread, from).await?;
-        let turn = self.start_structured(thread, request).await?;
+        let from = self.engine.threads().read(thread).await?.thread.last_seq + 1;
+        let feed = self.engine.feeds().follow(thread, from).await?;
+        let turn = self.engine.structured().start(thread, request).await?;
         Ok(StructuredStream {
-            engine: self.clone(),
+            engine: self.engine.clone(),
             thread: thread.clone(),
             turn,
             feed,
@@ -221,12 +230,12 @@ impl Engine {
     }
 
     /// The output of an ended structured-output turn, or why it has none.
-    pub async fn structured_result(
+    pub async fn result(
         &self,
         thread: &ThreadId,
         turn: &TurnId,
     ) -> Result<StructuredOutput, EngineError> {
-        let view = self.read(thread).await?;
+        let view = self.engine.threads().read(thread).await?;
         let tv = view
             .turns
             .iter()
@@ -267,10 +276,19 @@ impl Engine {
             failure: tv.turn.failure,
         })
     }
+}
 
+/// Plans: a thread's execution plans and their steps.
+/// Get one from [`Engine::plans`].
+#[derive(Clone, Copy)]
+pub struct Plans<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Plans<'_> {
     /// Has the model make an execution plan for `prompt`, stores it on the
     /// thread with a new id, and returns it (`CreatePlan`).
-    pub async fn create_plan(
+    pub async fn create(
         &self,
         thread: &ThreadId,
         prompt: &str,
@@ -280,9 +298,9 @@ impl Engine {
             StructuredRequest::new(plans::plan_input(prompt, context), plans::plan_schema());
         request.schema_name = Some("execution_plan".to_owned());
         request.instructions = Some(plans::PLAN_INSTRUCTIONS.to_owned());
-        let out = self.generate_structured(thread, request).await?;
+        let out = self.engine.structured().generate(thread, request).await?;
         let mut plan: ExecutionPlan = decode(&out)?;
-        let now = self.shared.clock.now_ms();
+        let now = self.engine.shared.clock.now_ms();
         plan.id = new_id();
         plan.created_at = now;
         plan.updated_at = now;
@@ -290,23 +308,26 @@ impl Engine {
             plan.estimated_steps = u32::try_from(plan.steps.len()).unwrap_or(u32::MAX);
         }
         let stored = plan.clone();
-        self.ask(thread, |reply| {
-            Command::Structured(StructuredCommand::StorePlan {
-                plan: stored,
-                reply,
+        self.engine
+            .ask(thread, |reply| {
+                Command::Structured(StructuredCommand::StorePlan {
+                    plan: stored,
+                    reply,
+                })
             })
-        })
-        .await??;
+            .await??;
         Ok(plan)
     }
 
     /// A plan stored on the thread (`GetPlan`).
-    pub async fn get_plan(
+    pub async fn get(
         &self,
         thread: &ThreadId,
         plan_id: &str,
     ) -> Result<ExecutionPlan, EngineError> {
-        self.read(thread)
+        self.engine
+            .threads()
+            .read(thread)
             .await?
             .plans
             .iter()
@@ -319,7 +340,7 @@ impl Engine {
     }
 
     /// Moves a plan step to `status` as work proceeds; returns the plan.
-    pub async fn update_plan_step(
+    pub async fn update_step(
         &self,
         thread: &ThreadId,
         plan_id: &str,
@@ -327,30 +348,36 @@ impl Engine {
         status: PlanStepStatus,
     ) -> Result<ExecutionPlan, EngineError> {
         let (plan_id, step_id) = (plan_id.to_owned(), step_id.to_owned());
-        self.ask(thread, |reply| {
-            Command::Structured(StructuredCommand::UpdatePlanStep {
-                plan_id,
-                step_id,
-                status,
-                reply,
+        self.engine
+            .ask(thread, |reply| {
+                Command::Structured(StructuredCommand::UpdatePlanStep {
+                    plan_id,
+                    step_id,
+                    status,
+                    reply,
+                })
             })
-        })
-        .await?
+            .await?
     }
+}
 
+/// Goals: a thread's objective, its status and whether it is met.
+/// Get one from [`Engine::goals`].
+#[derive(Clone, Copy)]
+pub struct Goals<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Goals<'_> {
     /// Has the model extract the goal of `prompt`, with success criteria
     /// (`ExtractGoal`).
-    pub async fn extract_goal(
-        &self,
-        thread: &ThreadId,
-        prompt: &str,
-    ) -> Result<AgentGoal, EngineError> {
+    pub async fn extract(&self, thread: &ThreadId, prompt: &str) -> Result<AgentGoal, EngineError> {
         let mut request = StructuredRequest::new(prompt, plans::goal_schema());
         request.schema_name = Some("goal".to_owned());
         request.instructions = Some(plans::EXTRACT_GOAL_INSTRUCTIONS.to_owned());
-        let out = self.generate_structured(thread, request).await?;
+        let out = self.engine.structured().generate(thread, request).await?;
         let mut goal: AgentGoal = decode(&out)?;
-        goal.created_at = self.shared.clock.now_ms();
+        goal.created_at = self.engine.shared.clock.now_ms();
         goal.progress = 0.0;
         goal.achieved = false;
         goal.achieved_at = None;
@@ -359,7 +386,7 @@ impl Engine {
 
     /// Has the model judge how far `goal` is achieved in `current_state`
     /// (`CheckGoalAchievement`).
-    pub async fn check_goal_achievement(
+    pub async fn check_achievement(
         &self,
         thread: &ThreadId,
         goal: &AgentGoal,
@@ -371,14 +398,14 @@ impl Engine {
         );
         request.schema_name = Some("goal_check".to_owned());
         request.instructions = Some(plans::CHECK_GOAL_INSTRUCTIONS.to_owned());
-        let out = self.generate_structured(thread, request).await?;
+        let out = self.engine.structured().generate(thread, request).await?;
         decode(&out)
     }
 
     /// Sets the thread goal. The same objective as the current goal keeps
     /// its id and usage, takes the new budget and becomes active again (how
     /// to continue after `budget_limited`); another objective starts afresh.
-    pub async fn set_goal(
+    pub async fn set(
         &self,
         thread: &ThreadId,
         objective: impl Into<String>,
@@ -395,39 +422,49 @@ impl Engine {
                 "a token budget must be positive; leave it out for none".to_owned(),
             ));
         }
-        self.ask(thread, |reply| {
-            Command::Structured(StructuredCommand::SetGoal {
-                objective,
-                token_budget,
-                reply,
+        self.engine
+            .ask(thread, |reply| {
+                Command::Structured(StructuredCommand::SetGoal {
+                    objective,
+                    token_budget,
+                    reply,
+                })
             })
-        })
-        .await?
+            .await?
     }
 
     /// Changes the thread goal's status (pause it, mark it blocked or complete...).
-    pub async fn set_goal_status(
+    pub async fn set_status(
         &self,
         thread: &ThreadId,
         status: ThreadGoalStatus,
     ) -> Result<ThreadGoal, EngineError> {
-        self.ask(thread, |reply| {
-            Command::Structured(StructuredCommand::SetGoalStatus { status, reply })
-        })
-        .await?
+        self.engine
+            .ask(thread, |reply| {
+                Command::Structured(StructuredCommand::SetGoalStatus { status, reply })
+            })
+            .await?
     }
 
     /// The thread goal, if one is set.
-    pub async fn get_goal(&self, thread: &ThreadId) -> Result<Option<ThreadGoal>, EngineError> {
-        Ok(self.read(thread).await?.thread.goal.clone())
+    pub async fn get(self, thread: &ThreadId) -> Result<Option<ThreadGoal>, EngineError> {
+        Ok(self
+            .engine
+            .threads()
+            .read(thread)
+            .await?
+            .thread
+            .goal
+            .clone())
     }
 
     /// Removes the thread goal; returns it, if there was one.
-    pub async fn clear_goal(&self, thread: &ThreadId) -> Result<Option<ThreadGoal>, EngineError> {
-        self.ask(thread, |reply| {
-            Command::Structured(StructuredCommand::ClearGoal { reply })
-        })
-        .await
+    pub async fn clear(self, thread: &ThreadId) -> Result<Option<ThreadGoal>, EngineError> {
+        self.engine
+            .ask(thread, |reply| {
+                Command::Structured(StructuredCommand::ClearGoal { reply })
+            })
+            .await
     }
 }
 

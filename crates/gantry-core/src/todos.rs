@@ -4,12 +4,19 @@
 use gantry_types::{ThreadId, TodoItem};
 
 use crate::actor::Command;
-use crate::{Engine, EngineError};
+use crate::{EngineError, Threads};
 
-impl Engine {
+impl Threads<'_> {
     /// The thread's task list.
-    pub async fn get_todos(&self, thread: &ThreadId) -> Result<Vec<TodoItem>, EngineError> {
-        Ok(self.read(thread).await?.thread.todos.clone())
+    pub async fn todos(self, thread: &ThreadId) -> Result<Vec<TodoItem>, EngineError> {
+        Ok(self
+            .engine
+            .threads()
+            .read(thread)
+            .await?
+            .thread
+            .todos
+            .clone())
     }
 
     /// Replaces the thread's task list (persisted; a `todos_set` event).
@@ -18,7 +25,8 @@ impl Engine {
         thread: &ThreadId,
         todos: Vec<TodoItem>,
     ) -> Result<(), EngineError> {
-        self.ask(thread, |reply| Command::SetTodos { todos, reply })
+        self.engine
+            .ask(thread, |reply| Command::SetTodos { todos, reply })
             .await?
     }
 }

@@ -64,8 +64,8 @@ async fn agents_persist_and_their_threads_inherit_model_and_instructions() {
     let llm = MockLlm::start(Script::new(vec![])).unwrap();
     let engine = engine_at(dir.path(), &llm, EngineConfig::default()).await;
 
-    let mut events = engine.engine_events();
-    let agent = engine.save_agent(spec("release-bot")).await.unwrap();
+    let mut events = engine.feeds().engine_events();
+    let agent = engine.agents().save(spec("release-bot")).await.unwrap();
     assert_eq!(agent.sdk, "gantry");
     match events.recv().await {
         Some(EngineEventNotice::Event(e)) => {
@@ -80,7 +80,8 @@ async fn agents_persist_and_their_threads_inherit_model_and_instructions() {
     }
 
     let thread = engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: ws.clone(),
             agent: Some(agent.id.clone()),
             ..Default::default()
@@ -95,7 +96,8 @@ async fn agents_persist_and_their_threads_inherit_model_and_instructions() {
     assert_eq!(thread.agent_id.as_ref(), Some(&agent.id));
     // A thread's own choices win over the agent's.
     let own = engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: ws.clone(),
             model: Some("own-model".into()),
             agent: Some(agent.id.clone()),
@@ -107,7 +109,8 @@ async fn agents_persist_and_their_threads_inherit_model_and_instructions() {
 
     // Saving again replaces the agent but keeps its creation time.
     let changed = engine
-        .save_agent(AgentSpec {
+        .agents()
+        .save(AgentSpec {
             model: Some("newer-model".into()),
             ..spec("release-bot")
         })
@@ -119,19 +122,20 @@ async fn agents_persist_and_their_threads_inherit_model_and_instructions() {
 
     // Agents survive a restart.
     let engine = engine_at(dir.path(), &llm, EngineConfig::default()).await;
-    let agents = engine.list_agents().await.unwrap();
+    let agents = engine.agents().list().await.unwrap();
     assert_eq!(agents, vec![changed.clone()]);
-    assert_eq!(engine.agent(&changed.id).await.unwrap(), changed);
+    assert_eq!(engine.agents().get(&changed.id).await.unwrap(), changed);
 
-    assert!(engine.delete_agent(&changed.id).await.unwrap());
-    assert!(!engine.delete_agent(&changed.id).await.unwrap());
+    assert!(engine.agents().delete(&changed.id).await.unwrap());
+    assert!(!engine.agents().delete(&changed.id).await.unwrap());
     assert!(matches!(
-        engine.agent(&changed.id).await,
+        engine.agents().get(&changed.id).await,
         Err(EngineError::NotFound { what: "agent", .. })
     ));
     assert!(matches!(
         engine
-            .create_thread(CreateThread {
+            .threads()
+            .create(CreateThread {
                 cwd: ws,
                 agent: Some(changed.id.clone()),
                 ..Default::default()
@@ -147,14 +151,15 @@ async fn bad_agent_ids_and_unknown_sdks_are_refused() {
     let llm = MockLlm::start(Script::new(vec![])).unwrap();
     let engine = engine_at(dir.path(), &llm, EngineConfig::default()).await;
     for id in ["../escape", "", "a/b", ".."] {
-        let err = engine.save_agent(spec(id)).await.unwrap_err();
+        let err = engine.agents().save(spec(id)).await.unwrap_err();
         assert!(
             matches!(&err, EngineError::InvalidInput(m) if m.contains("agent id")),
             "{id:?}: {err}"
         );
     }
     let err = engine
-        .save_agent(AgentSpec {
+        .agents()
+        .save(AgentSpec {
             sdk: Some("claude-code".into()),
             ..spec("a1")
         })
@@ -164,7 +169,7 @@ async fn bad_agent_ids_and_unknown_sdks_are_refused() {
         err.to_string().contains("unknown agent sdk `claude-code`"),
         "{err}"
     );
-    assert!(engine.list_agents().await.unwrap().is_empty());
+    assert!(engine.agents().list().await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -178,10 +183,11 @@ async fn an_installed_skill_package_reaches_the_agents_live_thread_and_the_model
         config_with_data(data.path()),
     )
     .await;
-    let agent = h.engine.save_agent(spec("release-bot")).await.unwrap();
+    let agent = h.engine.agents().save(spec("release-bot")).await.unwrap();
     let thread = h
         .engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: h.workspace(),
             model: Some("test-model".into()),
             agent: Some(agent.id.clone()),
@@ -190,13 +196,14 @@ async fn an_installed_skill_package_reaches_the_agents_live_thread_and_the_model
         .await
         .unwrap()
         .id;
-    assert!(h.engine.list_skills(&thread).await.unwrap().is_empty());
+    assert!(h.engine.skills().list(&thread).await.unwrap().is_empty());
 
-    let mut events = h.engine.engine_events();
+    let mut events = h.engine.feeds().engine_events();
     let pkg = package(h.dir.path());
     let pkg = pkg.to_str().unwrap();
     let update = h
         .engine
+        .agents()
         .install_skill_package(&agent.id, pkg)
         .await
         .unwrap();
@@ -204,19 +211,20 @@ async fn an_installed_skill_package_reaches_the_agents_live_thread_and_the_model
     assert_eq!(update.skills, ["release-notes"]);
     assert_eq!(update.agent_id, "release-bot");
     assert_eq!(next_skill_event(&mut events).await, update);
-    let installed = h.engine.agent_skills_dir(&agent.id).unwrap();
+    let installed = h.engine.agents().skills_dir(&agent.id).unwrap();
     assert!(installed.join("release-notes/SKILL.md").is_file());
 
     // The live thread has it at once, as an installed skill.
-    let listed = h.engine.list_skills(&thread).await.unwrap();
+    let listed = h.engine.skills().list(&thread).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].source, SkillSource::Installed);
 
     // The model invokes it and gets its instructions.
-    let mut sub = h.engine.subscribe(&thread, 1).await.unwrap();
+    let mut sub = h.engine.feeds().subscribe(&thread, 1).await.unwrap();
     let turn = h
         .engine
-        .send_message(&thread, "write the notes", IfBusy::Reject)
+        .turns()
+        .send(&thread, "write the notes", IfBusy::Reject)
         .await
         .unwrap();
     assert_eq!(
@@ -229,26 +237,29 @@ async fn an_installed_skill_package_reaches_the_agents_live_thread_and_the_model
     // Deleting it reports and removes it everywhere.
     let deleted = h
         .engine
-        .delete_agent_skill(&agent.id, "release-notes")
+        .agents()
+        .delete_skill(&agent.id, "release-notes")
         .await
         .unwrap();
     assert_eq!(deleted.status, SkillPackageStatus::Deleted);
     assert_eq!(next_skill_event(&mut events).await, deleted);
     assert!(!installed.join("release-notes").exists());
-    assert!(h.engine.list_skills(&thread).await.unwrap().is_empty());
+    assert!(h.engine.skills().list(&thread).await.unwrap().is_empty());
     assert!(matches!(
         h.engine
-            .delete_agent_skill(&agent.id, "release-notes")
+            .agents()
+            .delete_skill(&agent.id, "release-notes")
             .await,
         Err(EngineError::NotFound { what: "skill", .. })
     ));
 
     // Deleting the agent removes its files.
     h.engine
+        .agents()
         .install_skill_package(&agent.id, pkg)
         .await
         .unwrap();
-    assert!(h.engine.delete_agent(&agent.id).await.unwrap());
+    assert!(h.engine.agents().delete(&agent.id).await.unwrap());
     assert!(!installed.exists());
 }
 
@@ -256,26 +267,29 @@ async fn an_installed_skill_package_reaches_the_agents_live_thread_and_the_model
 async fn unresolvable_packages_and_engines_without_a_data_dir_get_clear_errors() {
     let data = tempfile::tempdir().unwrap();
     let h = Harness::with_config(vec![], config_with_data(data.path())).await;
-    let agent = h.engine.save_agent(spec("a1")).await.unwrap();
+    let agent = h.engine.agents().save(spec("a1")).await.unwrap();
     let missing = h.dir.path().join("no-such-package");
     let err = h
         .engine
+        .agents()
         .install_skill_package(&agent.id, missing.to_str().unwrap())
         .await
         .unwrap_err();
     assert!(err.to_string().contains("no-such-package"), "{err}");
     assert!(matches!(
         h.engine
+            .agents()
             .install_skill_package(&AgentId::from("nobody"), "x")
             .await,
         Err(EngineError::NotFound { what: "agent", .. })
     ));
 
     let bare = Harness::new(vec![]).await;
-    let agent = bare.engine.save_agent(spec("a1")).await.unwrap();
+    let agent = bare.engine.agents().save(spec("a1")).await.unwrap();
     let pkg = package(bare.dir.path());
     let err = bare
         .engine
+        .agents()
         .install_skill_package(&agent.id, pkg.to_str().unwrap())
         .await
         .unwrap_err();

@@ -24,7 +24,8 @@ fn evicting_fast() -> EngineConfig {
 async fn thread_in(engine: &Engine, workspace: &Path) -> ThreadId {
     std::fs::create_dir_all(workspace).unwrap();
     engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: workspace.to_path_buf(),
             model: Some("test-model".into()),
             ..Default::default()
@@ -36,7 +37,7 @@ async fn thread_in(engine: &Engine, workspace: &Path) -> ThreadId {
 
 /// Waits until no thread is loaded (the actors evicted themselves).
 async fn until_all_evicted(engine: &Engine) {
-    while engine.loaded_threads() > 0 {
+    while engine.threads().loaded() > 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -74,15 +75,20 @@ async fn a_thread_whose_load_blocks_does_not_delay_another_thread() {
 
     let blocked = tokio::spawn({
         let (engine, slow) = (engine.clone(), slow.clone());
-        async move { engine.read(&slow).await }
+        async move { engine.threads().read(&slow).await }
     });
     tokio::task::yield_now().await;
 
-    let view = engine.read(&fast).await.expect("read another thread");
+    let view = engine
+        .threads()
+        .read(&fast)
+        .await
+        .expect("read another thread");
     assert_eq!(view.thread.id, fast);
-    let mut sub = engine.subscribe(&fast, 1).await.unwrap();
+    let mut sub = engine.feeds().subscribe(&fast, 1).await.unwrap();
     let turn = engine
-        .send_message(&fast, "hello", IfBusy::Reject)
+        .turns()
+        .send(&fast, "hello", IfBusy::Reject)
         .await
         .expect("send to another thread");
     until_turn_ends(&mut sub, &turn).await;
@@ -99,26 +105,28 @@ async fn an_idle_thread_leaves_memory_and_comes_back_from_the_log() {
     let llm = MockLlm::start(Script::new(vec![Step::text("one"), Step::text("two")])).unwrap();
     let engine = engine_at(dir.path(), &llm, evicting_fast()).await;
     let id = thread_in(&engine, &dir.path().join("ws")).await;
-    let mut sub = engine.subscribe(&id, 1).await.unwrap();
+    let mut sub = engine.feeds().subscribe(&id, 1).await.unwrap();
     let first = engine
-        .send_message(&id, "first", IfBusy::Reject)
+        .turns()
+        .send(&id, "first", IfBusy::Reject)
         .await
         .unwrap();
     until_turn_ends(&mut sub, &first).await;
-    let before = engine.read(&id).await.unwrap();
+    let before = engine.threads().read(&id).await.unwrap();
 
     until_all_evicted(&engine).await;
-    let after = engine.read(&id).await.expect("loads again");
+    let after = engine.threads().read(&id).await.expect("loads again");
     assert_eq!(after.thread.last_seq, before.thread.last_seq);
     assert_eq!(after.turns.len(), 1);
 
     // The subscription taken before the eviction goes on seamlessly.
     let second = engine
-        .send_message(&id, "second", IfBusy::Reject)
+        .turns()
+        .send(&id, "second", IfBusy::Reject)
         .await
         .unwrap();
     let seen = until_turn_ends(&mut sub, &second).await;
     let seqs: Vec<u64> = events(&seen).iter().map(|e| e.seq).collect();
     assert_eq!(seqs.first().copied(), Some(before.thread.last_seq + 1));
-    assert_eq!(engine.read(&id).await.unwrap().turns.len(), 2);
+    assert_eq!(engine.threads().read(&id).await.unwrap().turns.len(), 2);
 }

@@ -66,21 +66,23 @@ async fn a_minted_variable_reaches_its_command_and_is_not_stored() {
         .await
         .unwrap();
     let thread = engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: dir.path().join("ws"),
             ..CreateThread::default()
         })
         .await
         .unwrap()
         .id;
-    let mut sub = engine.subscribe(&thread, 1).await.unwrap();
+    let mut sub = engine.feeds().subscribe(&thread, 1).await.unwrap();
     let turn = engine
-        .send_message(&thread, "push it", IfBusy::Reject)
+        .turns()
+        .send(&thread, "push it", IfBusy::Reject)
         .await
         .unwrap();
     until_turn_ends(&mut sub, &turn).await;
 
-    let view = engine.read(&thread).await.unwrap();
+    let view = engine.threads().read(&thread).await.unwrap();
     let outputs: Vec<String> = view.turns[0]
         .items
         .iter()

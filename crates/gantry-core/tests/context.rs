@@ -52,7 +52,8 @@ async fn setup(steps: Vec<Step>, context: u64) -> Setup {
     };
     let engine = engine_with(dir.path(), Arc::new(models), EngineConfig::default()).await;
     let thread = engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: dir.path().to_path_buf(),
             ..Default::default()
         })
@@ -98,10 +99,11 @@ async fn a_turn_that_fills_the_context_compacts_once_and_completes() {
         4000,
     )
     .await;
-    let mut sub = s.engine.subscribe(&s.thread, 1).await.unwrap();
+    let mut sub = s.engine.feeds().subscribe(&s.thread, 1).await.unwrap();
     let turn = s
         .engine
-        .send_message(&s.thread, "print three big outputs", IfBusy::Reject)
+        .turns()
+        .send(&s.thread, "print three big outputs", IfBusy::Reject)
         .await
         .unwrap();
     let seen = until_turn_ends(&mut sub, &turn).await;
@@ -169,20 +171,21 @@ async fn manual_compaction_and_clear_are_turns_of_their_own() {
         let engine = s.engine.clone();
         let thread = s.thread.clone();
         async move {
-            let mut sub = engine.subscribe(&thread, 1).await.unwrap();
+            let mut sub = engine.feeds().subscribe(&thread, 1).await.unwrap();
             let turn = engine
-                .send_message(&thread, text, IfBusy::Reject)
+                .turns()
+                .send(&thread, text, IfBusy::Reject)
                 .await
                 .unwrap();
             until_turn_ends(&mut sub, &turn).await
         }
     };
     run("hello").await;
-    let before = s.engine.context_usage(&s.thread).await.unwrap();
+    let before = s.engine.turns().context_usage(&s.thread).await.unwrap();
     assert!(before.used > 0 && before.limit == 100_000 && before.percent > 0.0);
 
-    let mut sub = s.engine.subscribe(&s.thread, 1).await.unwrap();
-    let compact = s.engine.compact(&s.thread).await.unwrap();
+    let mut sub = s.engine.feeds().subscribe(&s.thread, 1).await.unwrap();
+    let compact = s.engine.turns().compact(&s.thread).await.unwrap();
     let seen = until_turn_ends(&mut sub, &compact).await;
     assert_eq!(turn_status(&seen), TurnStatus::Completed);
     assert!(completed_kinds(&seen).iter().any(|k| matches!(k,
@@ -202,8 +205,8 @@ async fn manual_compaction_and_clear_are_turns_of_their_own() {
     assert!(texts[1].contains("Summary: the user said hello."));
     assert_eq!(texts[2], "next");
 
-    let clear = s.engine.clear_context(&s.thread).await.unwrap();
-    let view = s.engine.read(&s.thread).await.unwrap();
+    let clear = s.engine.turns().clear_context(&s.thread).await.unwrap();
+    let view = s.engine.threads().read(&s.thread).await.unwrap();
     let last = view.turns.last().unwrap();
     assert_eq!(last.turn.id, clear);
     assert_eq!(last.items[0].status, ItemStatus::Completed);
@@ -229,16 +232,17 @@ async fn a_summary_request_that_overflows_drops_the_oldest_messages_and_retries(
     )
     .await;
     for text in ["first", "second"] {
-        let mut sub = s.engine.subscribe(&s.thread, 1).await.unwrap();
+        let mut sub = s.engine.feeds().subscribe(&s.thread, 1).await.unwrap();
         let turn = s
             .engine
-            .send_message(&s.thread, text, IfBusy::Reject)
+            .turns()
+            .send(&s.thread, text, IfBusy::Reject)
             .await
             .unwrap();
         until_turn_ends(&mut sub, &turn).await;
     }
-    let mut sub = s.engine.subscribe(&s.thread, 1).await.unwrap();
-    let turn = s.engine.compact(&s.thread).await.unwrap();
+    let mut sub = s.engine.feeds().subscribe(&s.thread, 1).await.unwrap();
+    let turn = s.engine.turns().compact(&s.thread).await.unwrap();
     let seen = until_turn_ends(&mut sub, &turn).await;
     assert_eq!(turn_status(&seen), TurnStatus::Completed);
     let requests = s.llm.requests();

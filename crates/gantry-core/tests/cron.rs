@@ -116,11 +116,12 @@ async fn finished_runs(events: &mut EngineEvents, job_id: &str, n: usize) -> Vec
 #[tokio::test]
 async fn a_job_every_second_runs_on_schedule_and_keeps_its_history() {
     let s = setup(vec![]).await;
-    let mut events = s.engine.engine_events();
-    let scheduler = s.engine.start_scheduler().await.unwrap();
+    let mut events = s.engine.feeds().engine_events();
+    let scheduler = s.engine.jobs().start_scheduler().await.unwrap();
     let job = s
         .engine
-        .create_job(command_job(
+        .jobs()
+        .create(command_job(
             "tick",
             "* * * * * *",
             "echo tick; echo warn >&2; pwd",
@@ -139,7 +140,7 @@ async fn a_job_every_second_runs_on_schedule_and_keeps_its_history() {
     let runs = finished_runs(&mut events, &job.id, 2).await;
     scheduler.stop().await;
 
-    let history = s.engine.job_history(&job.id, None).await.unwrap();
+    let history = s.engine.jobs().history(&job.id, None).await.unwrap();
     assert!(history.len() >= 2, "{history:?}");
     assert!(
         history
@@ -160,14 +161,19 @@ async fn a_job_every_second_runs_on_schedule_and_keeps_its_history() {
     }
     assert!(runs[1].started_at > runs[0].started_at);
 
-    let job = s.engine.job_by_name("tick").await.unwrap();
+    let job = s.engine.jobs().by_name("tick").await.unwrap();
     assert_eq!(job.status, JobStatus::Active);
     assert!(job.run_count >= 2);
     assert_eq!(job.fail_count, 0);
     assert!(job.last_run.is_some_and(|l| l >= runs[1].started_at));
     assert!(job.next_run > job.last_run);
     assert_eq!(
-        s.engine.job_history(&job.id, Some(1)).await.unwrap().len(),
+        s.engine
+            .jobs()
+            .history(&job.id, Some(1))
+            .await
+            .unwrap()
+            .len(),
         1
     );
 }
@@ -175,24 +181,26 @@ async fn a_job_every_second_runs_on_schedule_and_keeps_its_history() {
 #[tokio::test]
 async fn a_paused_job_does_not_run_until_resumed() {
     let s = setup(vec![]).await;
-    let mut events = s.engine.engine_events();
+    let mut events = s.engine.feeds().engine_events();
     let ws = s.dir.path();
-    let scheduler = s.engine.start_scheduler().await.unwrap();
+    let scheduler = s.engine.jobs().start_scheduler().await.unwrap();
     let job = s
         .engine
-        .create_job(command_job("pausable", "* * * * * *", "true", ws))
+        .jobs()
+        .create(command_job("pausable", "* * * * * *", "true", ws))
         .await
         .unwrap();
     finished_runs(&mut events, &job.id, 1).await;
 
-    let paused = s.engine.pause_job(&job.id).await.unwrap();
+    let paused = s.engine.jobs().pause(&job.id).await.unwrap();
     assert_eq!(paused.status, JobStatus::Paused);
     assert_eq!(paused.next_run, None);
     // A witness job that runs every second: once it has run twice, at
     // least one whole second passed in which the paused job was due.
     let witness = s
         .engine
-        .create_job(command_job("witness", "* * * * * *", "true", ws))
+        .jobs()
+        .create(command_job("witness", "* * * * * *", "true", ws))
         .await
         .unwrap();
     let mut paused_seen = false;
@@ -213,18 +221,18 @@ async fn a_paused_job_does_not_run_until_resumed() {
     }
     assert!(paused_seen);
     assert_eq!(
-        s.engine.job(&job.id).await.unwrap().status,
+        s.engine.jobs().get(&job.id).await.unwrap().status,
         JobStatus::Paused
     );
-    let before = s.engine.job_history(&job.id, None).await.unwrap().len();
+    let before = s.engine.jobs().history(&job.id, None).await.unwrap().len();
 
     // A manual run still works while paused, and keeps it paused.
-    let manual = s.engine.run_job_now(&job.id).await.unwrap();
+    let manual = s.engine.jobs().run_now(&job.id).await.unwrap();
     assert_eq!(manual.trigger, ExecutionTrigger::Manual);
     assert_eq!(manual.status, ExecutionStatus::Success);
-    assert_eq!(s.engine.job(&job.id).await.unwrap().next_run, None);
+    assert_eq!(s.engine.jobs().get(&job.id).await.unwrap().next_run, None);
 
-    let resumed = s.engine.resume_job(&job.id).await.unwrap();
+    let resumed = s.engine.jobs().resume(&job.id).await.unwrap();
     assert_eq!(resumed.status, JobStatus::Active);
     assert!(resumed.next_run.is_some());
     // Runs again on its schedule.
@@ -236,7 +244,7 @@ async fn a_paused_job_does_not_run_until_resumed() {
         }
     }
     scheduler.stop().await;
-    assert!(s.engine.job_history(&job.id, None).await.unwrap().len() >= before + 2);
+    assert!(s.engine.jobs().history(&job.id, None).await.unwrap().len() >= before + 2);
 }
 
 #[tokio::test]
@@ -252,9 +260,9 @@ async fn a_job_past_its_timeout_is_killed_with_its_process_group() {
     );
     // Long enough for `sh` to start even on a loaded machine.
     job.timeout_ms = Some(1_500);
-    let job = s.engine.create_job(job).await.unwrap();
+    let job = s.engine.jobs().create(job).await.unwrap();
 
-    let run = s.engine.run_job_now(&job.id).await.unwrap();
+    let run = s.engine.jobs().run_now(&job.id).await.unwrap();
     assert_eq!(run.status, ExecutionStatus::Timeout, "{run:?}");
     assert_eq!(run.exit_code, None);
     assert_eq!(run.stdout, "started\n");
@@ -272,11 +280,11 @@ async fn a_job_past_its_timeout_is_killed_with_its_process_group() {
         Vec::<u32>::new(),
         "every process of the job's group is gone"
     );
-    let job = s.engine.job(&job.id).await.unwrap();
+    let job = s.engine.jobs().get(&job.id).await.unwrap();
     assert_eq!((job.run_count, job.fail_count), (0, 1));
     assert_eq!(job.status, JobStatus::Active);
     assert_eq!(
-        s.engine.job_history(&job.id, None).await.unwrap(),
+        s.engine.jobs().history(&job.id, None).await.unwrap(),
         vec![run]
     );
 }
@@ -284,13 +292,14 @@ async fn a_job_past_its_timeout_is_killed_with_its_process_group() {
 #[tokio::test]
 async fn deleting_a_running_job_cancels_its_run() {
     let s = setup(vec![]).await;
-    let mut events = s.engine.engine_events();
+    let mut events = s.engine.feeds().engine_events();
     // The command says it is under way through a FIFO the test reads.
     let ready = s.dir.path().join("ready");
     nix::unistd::mkfifo(&ready, nix::sys::stat::Mode::S_IRWXU).unwrap();
     let job = s
         .engine
-        .create_job(command_job(
+        .jobs()
+        .create(command_job(
             "doomed",
             "@yearly",
             "echo $$ > pgid; echo up > ready; sleep 300 & sleep 300",
@@ -301,7 +310,7 @@ async fn deleting_a_running_job_cancels_its_run() {
     let run = tokio::spawn({
         let engine = s.engine.clone();
         let id = job.id.clone();
-        async move { engine.run_job_now(&id).await }
+        async move { engine.jobs().run_now(&id).await }
     });
     loop {
         if let CronEvent::Started { execution } = next_cron(&mut events).await {
@@ -313,16 +322,16 @@ async fn deleting_a_running_job_cancels_its_run() {
     let up = tokio::time::timeout(HANG_GUARD, up).await.unwrap().unwrap();
     assert_eq!(up.unwrap(), "up\n");
     assert_eq!(
-        s.engine.job(&job.id).await.unwrap().status,
+        s.engine.jobs().get(&job.id).await.unwrap().status,
         JobStatus::Running
     );
-    let again = s.engine.run_job_now(&job.id).await.unwrap_err();
+    let again = s.engine.jobs().run_now(&job.id).await.unwrap_err();
     assert!(
         matches!(&again, EngineError::InvalidInput(m) if m.contains("already running")),
         "{again}"
     );
 
-    s.engine.delete_job(&job.id).await.unwrap();
+    s.engine.jobs().delete(&job.id).await.unwrap();
     let run = tokio::time::timeout(HANG_GUARD, run)
         .await
         .expect("the run ends")
@@ -339,7 +348,7 @@ async fn deleting_a_running_job_cancels_its_run() {
         Vec::<u32>::new()
     );
     assert!(matches!(
-        s.engine.job_history(&job.id, None).await,
+        s.engine.jobs().history(&job.id, None).await,
         Err(EngineError::NotFound { .. })
     ));
 }
@@ -349,7 +358,8 @@ async fn failures_and_long_output_are_recorded() {
     let s = setup(vec![]).await;
     let job = s
         .engine
-        .create_job(command_job(
+        .jobs()
+        .create(command_job(
             "noisy",
             "@daily",
             "head -c 100000 /dev/zero | tr '\\0' a; echo; echo bad >&2; exit 3",
@@ -357,7 +367,7 @@ async fn failures_and_long_output_are_recorded() {
         ))
         .await
         .unwrap();
-    let run = s.engine.run_job_now(&job.id).await.unwrap();
+    let run = s.engine.jobs().run_now(&job.id).await.unwrap();
     assert_eq!(run.status, ExecutionStatus::Failed);
     assert_eq!(run.exit_code, Some(3));
     assert_eq!(run.stderr, "bad\n");
@@ -370,11 +380,12 @@ async fn failures_and_long_output_are_recorded() {
     let gone = tempfile::tempdir().unwrap();
     let job = s
         .engine
-        .create_job(command_job("gone", "@daily", "true", gone.path()))
+        .jobs()
+        .create(command_job("gone", "@daily", "true", gone.path()))
         .await
         .unwrap();
     drop(gone);
-    let run = s.engine.run_job_now(&job.id).await.unwrap();
+    let run = s.engine.jobs().run_now(&job.id).await.unwrap();
     assert_eq!(run.status, ExecutionStatus::Failed);
     let error = run.error.unwrap_or_default();
     assert!(error.contains("could not start `sh -c` in "), "{error}");
@@ -389,7 +400,8 @@ async fn a_missed_run_runs_once_after_a_restart() {
     let (job, stale) = {
         let engine = engine(dir.path(), &llm, Arc::new(SystemClock)).await;
         let job = engine
-            .create_job(command_job("every-5-min", "*/5 * * * *", "echo ran", &ws))
+            .jobs()
+            .create(command_job("every-5-min", "*/5 * * * *", "echo ran", &ws))
             .await
             .unwrap();
         // A run that was in progress when the server stopped.
@@ -419,10 +431,11 @@ async fn a_missed_run_runs_once_after_a_restart() {
     // The server comes back two hours later: 24 runs were missed.
     let clock = Arc::new(Shifted(2 * 3600 * 1000));
     let engine = engine(dir.path(), &llm, clock.clone()).await;
-    let mut events = engine.engine_events();
-    let scheduler = engine.start_scheduler().await.unwrap();
+    let mut events = engine.feeds().engine_events();
+    let scheduler = engine.jobs().start_scheduler().await.unwrap();
     let witness = engine
-        .create_job(command_job("witness", "* * * * * *", "true", &ws))
+        .jobs()
+        .create(command_job("witness", "* * * * * *", "true", &ws))
         .await
         .unwrap();
     let mut missed = Vec::new();
@@ -444,7 +457,7 @@ async fn a_missed_run_runs_once_after_a_restart() {
     assert_eq!(missed[0].trigger, ExecutionTrigger::Missed);
     assert_eq!(missed[0].status, ExecutionStatus::Success);
     assert_eq!(missed[0].stdout, "ran\n");
-    let history = engine.job_history(&job.id, None).await.unwrap();
+    let history = engine.jobs().history(&job.id, None).await.unwrap();
     assert_eq!(history.len(), 2, "{history:?}");
     assert_eq!(history[0], missed[0]);
     assert_eq!(history[1].id, stale.id);
@@ -457,7 +470,7 @@ async fn a_missed_run_runs_once_after_a_restart() {
         "{:?}",
         history[1]
     );
-    let job = engine.job(&job.id).await.unwrap();
+    let job = engine.jobs().get(&job.id).await.unwrap();
     assert_eq!((job.run_count, job.fail_count), (1, 1));
     assert!(
         job.next_run.is_some_and(|t| t > clock.now_ms()),
@@ -475,17 +488,19 @@ async fn a_prompt_job_runs_a_turn_on_its_thread() {
     std::fs::create_dir(s.dir.path().join("ws")).unwrap();
     let thread = s
         .engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: s.dir.path().join("ws"),
             model: Some("test-model".into()),
             ..Default::default()
         })
         .await
         .unwrap();
-    let mut events = s.engine.engine_events();
+    let mut events = s.engine.feeds().engine_events();
     let job = s
         .engine
-        .create_job(NewJob {
+        .jobs()
+        .create(NewJob {
             name: "summary".into(),
             schedule: "every day at 9am".into(),
             action: JobAction::Prompt {
@@ -499,10 +514,10 @@ async fn a_prompt_job_runs_a_turn_on_its_thread() {
     assert_eq!(job.schedule, "0 9 * * *");
     assert_eq!(job.description, "At 09:00.");
 
-    let run = s.engine.run_job_now(&job.id).await.unwrap();
+    let run = s.engine.jobs().run_now(&job.id).await.unwrap();
     assert_eq!(run.status, ExecutionStatus::Success, "{run:?}");
     assert_eq!(run.stdout, "the daily summary");
-    let view = s.engine.read(&thread.id).await.unwrap();
+    let view = s.engine.threads().read(&thread.id).await.unwrap();
     assert_eq!(view.turns.len(), 1);
     assert_eq!(run.turn_id.as_ref(), Some(&view.turns[0].turn.id));
     assert_eq!(view.turns[0].turn.input, "summarise the day");
@@ -522,7 +537,8 @@ async fn a_prompt_job_runs_a_turn_on_its_thread() {
     // The model takes too long the second time: the run times out and
     // its turn is interrupted.
     s.engine
-        .update_job(
+        .jobs()
+        .update(
             &job.id,
             JobUpdate {
                 timeout_ms: Some(1_000),
@@ -531,11 +547,11 @@ async fn a_prompt_job_runs_a_turn_on_its_thread() {
         )
         .await
         .unwrap();
-    let run = s.engine.run_job_now(&job.id).await.unwrap();
+    let run = s.engine.jobs().run_now(&job.id).await.unwrap();
     assert_eq!(run.status, ExecutionStatus::Timeout, "{run:?}");
     let error = run.error.unwrap_or_default();
     assert!(error.contains("the turn was interrupted"), "{error}");
-    let view = s.engine.read(&thread.id).await.unwrap();
+    let view = s.engine.threads().read(&thread.id).await.unwrap();
     assert_eq!(
         view.turns[1].turn.status,
         gantry_types::TurnStatus::Interrupted
@@ -546,20 +562,22 @@ async fn a_prompt_job_runs_a_turn_on_its_thread() {
 async fn jobs_are_managed_by_id_and_name_with_clear_errors() {
     let s = setup(vec![]).await;
     let ws = s.dir.path();
-    let mut events = s.engine.engine_events();
+    let mut events = s.engine.feeds().engine_events();
     let job = s
         .engine
-        .create_job(command_job("backup", "every 15 minutes", "true", ws))
+        .jobs()
+        .create(command_job("backup", "every 15 minutes", "true", ws))
         .await
         .unwrap();
     assert_eq!(job.schedule, "*/15 * * * *");
     assert_eq!(job.description, "Every 15 minutes.");
-    assert_eq!(s.engine.job_by_name("backup").await.unwrap(), job);
-    assert_eq!(s.engine.list_jobs().await.unwrap(), vec![job.clone()]);
+    assert_eq!(s.engine.jobs().by_name("backup").await.unwrap(), job);
+    assert_eq!(s.engine.jobs().list().await.unwrap(), vec![job.clone()]);
 
     let dup = s
         .engine
-        .create_job(command_job("backup", "@hourly", "true", ws))
+        .jobs()
+        .create(command_job("backup", "@hourly", "true", ws))
         .await
         .unwrap_err();
     assert!(
@@ -568,7 +586,8 @@ async fn jobs_are_managed_by_id_and_name_with_clear_errors() {
     );
     let bad = s
         .engine
-        .create_job(command_job("other", "61 * * * *", "true", ws))
+        .jobs()
+        .create(command_job("other", "61 * * * *", "true", ws))
         .await
         .unwrap_err();
     assert!(
@@ -577,7 +596,8 @@ async fn jobs_are_managed_by_id_and_name_with_clear_errors() {
     );
     let bad = s
         .engine
-        .create_job(command_job("other", "@hourly", "true", &ws.join("nope")))
+        .jobs()
+        .create(command_job("other", "@hourly", "true", &ws.join("nope")))
         .await
         .unwrap_err();
     assert!(
@@ -587,13 +607,14 @@ async fn jobs_are_managed_by_id_and_name_with_clear_errors() {
     let mut zero = command_job("other", "@hourly", "true", ws);
     zero.timeout_ms = Some(0);
     assert!(matches!(
-        s.engine.create_job(zero).await,
+        s.engine.jobs().create(zero).await,
         Err(EngineError::InvalidInput(_))
     ));
 
     let updated = s
         .engine
-        .update_job(
+        .jobs()
+        .update(
             &job.id,
             JobUpdate {
                 name: Some("nightly-backup".into()),
@@ -609,31 +630,31 @@ async fn jobs_are_managed_by_id_and_name_with_clear_errors() {
     assert_eq!(updated.timeout_ms, 5_000);
     assert_eq!(updated.created_at, job.created_at);
     assert!(matches!(
-        s.engine.job_by_name("backup").await,
+        s.engine.jobs().by_name("backup").await,
         Err(EngineError::NotFound { what: "job", .. })
     ));
 
-    let parsed = s.engine.parse_schedule("every 5 minutes").unwrap();
+    let parsed = s.engine.jobs().parse_schedule("every 5 minutes").unwrap();
     assert_eq!(parsed.expression, "*/5 * * * *");
     assert!(matches!(
-        s.engine.parse_schedule("whenever you like"),
+        s.engine.jobs().parse_schedule("whenever you like"),
         Err(EngineError::InvalidInput(_))
     ));
 
-    s.engine.run_job_now(&job.id).await.unwrap();
-    s.engine.delete_job(&job.id).await.unwrap();
+    s.engine.jobs().run_now(&job.id).await.unwrap();
+    s.engine.jobs().delete(&job.id).await.unwrap();
     for missing in [
-        s.engine.job(&job.id).await.map(|_| ()),
-        s.engine.delete_job(&job.id).await,
-        s.engine.run_job_now(&job.id).await.map(|_| ()),
-        s.engine.job_history(&job.id, None).await.map(|_| ()),
+        s.engine.jobs().get(&job.id).await.map(|_| ()),
+        s.engine.jobs().delete(&job.id).await,
+        s.engine.jobs().run_now(&job.id).await.map(|_| ()),
+        s.engine.jobs().history(&job.id, None).await.map(|_| ()),
     ] {
         assert!(
             matches!(&missing, Err(EngineError::NotFound { what: "job", name }) if *name == job.id),
             "{missing:?}"
         );
     }
-    assert!(s.engine.list_jobs().await.unwrap().is_empty());
+    assert!(s.engine.jobs().list().await.unwrap().is_empty());
 
     let ops: Vec<&str> = {
         let mut ops = Vec::new();

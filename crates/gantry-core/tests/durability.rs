@@ -92,7 +92,8 @@ async fn with_the_disk_full_clients_see_only_stored_events_and_nothing_is_lost_w
     .expect("mock llm");
     let engine = engine_at(disk.path(), &llm, EngineConfig::default()).await;
     let thread = engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: workspace.path().to_path_buf(),
             model: Some("test-model".into()),
             ..Default::default()
@@ -100,12 +101,17 @@ async fn with_the_disk_full_clients_see_only_stored_events_and_nothing_is_lost_w
         .await
         .expect("thread");
     engine.flush().await.expect("stored");
-    let mut sub = engine.subscribe(&thread.id, 1).await.expect("subscribe");
-    let mut health = engine.engine_events();
+    let mut sub = engine
+        .feeds()
+        .subscribe(&thread.id, 1)
+        .await
+        .expect("subscribe");
+    let mut health = engine.feeds().engine_events();
 
     let filler = disk.fill();
     let turn = engine
-        .send_message(&thread.id, "go", IfBusy::Reject)
+        .turns()
+        .send(&thread.id, "go", IfBusy::Reject)
         .await
         .expect("send");
     let cause = store_health(&mut health).await.expect("a failure");
@@ -116,7 +122,7 @@ async fn with_the_disk_full_clients_see_only_stored_events_and_nothing_is_lost_w
 
     // The turn ends, failed, without running the command.
     let view = loop {
-        let view = engine.read(&thread.id).await.expect("read");
+        let view = engine.threads().read(&thread.id).await.expect("read");
         if view.turns.last().is_some_and(|t| t.turn.status.is_final()) {
             break view;
         }
@@ -126,7 +132,14 @@ async fn with_the_disk_full_clients_see_only_stored_events_and_nothing_is_lost_w
     assert_eq!(ended.status, TurnStatus::Failed);
     assert_eq!(ended.failure, Some(TurnFailure::StoreUnavailable));
     assert!(!workspace.path().join("ran").exists(), "no tool ran");
-    assert_eq!(engine.interrupt(&thread.id).await.expect("interrupt"), None);
+    assert_eq!(
+        engine
+            .turns()
+            .interrupt(&thread.id)
+            .await
+            .expect("interrupt"),
+        None
+    );
 
     // Everything a client was shown is in the store.
     let shown = drain_now(&mut sub);
@@ -205,16 +218,22 @@ async fn thread_with_turn(dir: &Path, llm: &gantry_testkit::MockLlm) -> ThreadId
     let engine = engine_at(dir, llm, EngineConfig::default()).await;
     std::fs::create_dir_all(dir.join("ws")).expect("workspace");
     let thread = engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: dir.join("ws"),
             model: Some("test-model".into()),
             ..Default::default()
         })
         .await
         .expect("thread");
-    let mut sub = engine.subscribe(&thread.id, 1).await.expect("subscribe");
+    let mut sub = engine
+        .feeds()
+        .subscribe(&thread.id, 1)
+        .await
+        .expect("subscribe");
     let turn = engine
-        .send_message(&thread.id, "go", IfBusy::Reject)
+        .turns()
+        .send(&thread.id, "go", IfBusy::Reject)
         .await
         .expect("send");
     until_turn_ends(&mut sub, &turn).await;
@@ -234,13 +253,17 @@ async fn a_model_reply_nested_125_deep_is_read_back_after_a_restart() {
     let id = thread_with_turn(dir.path(), &llm).await;
 
     let engine = engine_at(dir.path(), &llm, EngineConfig::default()).await;
-    let view = engine.read(&id).await.expect("the thread loads");
+    let view = engine.threads().read(&id).await.expect("the thread loads");
     let arguments = view.turns[0].items.iter().find_map(|i| match &i.kind {
         gantry_types::ItemKind::ToolCall { arguments, .. } => Some(arguments.clone()),
         _ => None,
     });
     assert_eq!(arguments, Some(deep));
-    let listed = engine.list(&Default::default()).await.expect("list");
+    let listed = engine
+        .threads()
+        .list(&Default::default())
+        .await
+        .expect("list");
     assert_eq!(listed.threads.len(), 1);
 }
 
@@ -280,10 +303,18 @@ async fn one_unreadable_thread_neither_stops_start_up_nor_hides_the_others() {
     db.close().await;
 
     let engine = engine_at(dir.path(), &llm, EngineConfig::default()).await;
-    let listed = engine.list(&Default::default()).await.expect("list");
+    let listed = engine
+        .threads()
+        .list(&Default::default())
+        .await
+        .expect("list");
     let ids: Vec<&ThreadId> = listed.threads.iter().map(|t| &t.id).collect();
     assert_eq!(ids, vec![&good]);
-    assert!(engine.read(&good).await.is_ok());
-    let err = engine.read(&broken).await.expect_err("unreadable");
+    assert!(engine.threads().read(&good).await.is_ok());
+    let err = engine
+        .threads()
+        .read(&broken)
+        .await
+        .expect_err("unreadable");
     assert!(err.to_string().contains("corrupt"), "{err}");
 }

@@ -31,14 +31,15 @@ async fn subscribers_joining_at_any_point_see_every_seq_exactly_once() {
     let id = h.thread.id.clone();
     let turn = h
         .engine
-        .send_message(&id, "write twenty files", IfBusy::Reject)
+        .turns()
+        .send(&id, "write twenty files", IfBusy::Reject)
         .await
         .unwrap();
 
     // Join while events are being produced, from several starting points.
     let mut subs = Vec::new();
     for from in [1u64, 3, 8] {
-        subs.push((from, h.engine.subscribe(&id, from).await.unwrap()));
+        subs.push((from, h.engine.feeds().subscribe(&id, from).await.unwrap()));
         tokio::task::yield_now().await;
     }
     for (from, mut sub) in subs {
@@ -49,7 +50,7 @@ async fn subscribers_joining_at_any_point_see_every_seq_exactly_once() {
     }
 
     // After the fact, a replay from the store gives the same log.
-    let mut late = h.engine.subscribe(&id, 1).await.unwrap();
+    let mut late = h.engine.feeds().subscribe(&id, 1).await.unwrap();
     let seen = until_turn_ends(&mut late, &turn).await;
     let got = seqs(&seen);
     assert_eq!(got, (1..=*got.last().unwrap()).collect::<Vec<_>>());
@@ -61,16 +62,18 @@ async fn all_threads_subscription_replays_and_follows_every_thread() {
     let (first, _) = h.run_turn("first").await;
     let other = h
         .engine
-        .create_thread(gantry_core::CreateThread {
+        .threads()
+        .create(gantry_core::CreateThread {
             cwd: h.workspace(),
             ..Default::default()
         })
         .await
         .unwrap();
-    let mut all = h.engine.subscribe_all(1).await.unwrap();
+    let mut all = h.engine.feeds().subscribe_all(1).await.unwrap();
     let second = h
         .engine
-        .send_message(&h.thread.id, "second", IfBusy::Reject)
+        .turns()
+        .send(&h.thread.id, "second", IfBusy::Reject)
         .await
         .unwrap();
     let seen = until_turn_ends(&mut all, &second).await;
@@ -113,11 +116,12 @@ async fn a_subscriber_that_falls_behind_is_told_where_to_resume() {
         .collect();
     let h = Harness::with_config(steps, config).await;
     let id = h.thread.id.clone();
-    let mut slow = h.engine.subscribe(&id, 1).await.unwrap();
-    let mut fast = h.engine.subscribe(&id, 1).await.unwrap();
+    let mut slow = h.engine.feeds().subscribe(&id, 1).await.unwrap();
+    let mut fast = h.engine.feeds().subscribe(&id, 1).await.unwrap();
     let turn = h
         .engine
-        .send_message(&id, "go", IfBusy::Reject)
+        .turns()
+        .send(&id, "go", IfBusy::Reject)
         .await
         .unwrap();
     // Drain the fast subscriber to the end while the slow one reads nothing.
@@ -133,7 +137,7 @@ async fn a_subscriber_that_falls_behind_is_told_where_to_resume() {
     };
     let from = resume;
     assert_eq!(from, delivered.last().map_or(1, |s| s + 1));
-    let mut again = h.engine.subscribe(&id, from).await.unwrap();
+    let mut again = h.engine.feeds().subscribe(&id, from).await.unwrap();
     let rest = until_turn_ends(&mut again, &turn).await;
     delivered.extend(seqs(&rest));
     assert_eq!(
@@ -151,10 +155,11 @@ async fn joining_mid_item_gets_the_text_so_far_first() {
     ])
     .await;
     let id = h.thread.id.clone();
-    let mut early = h.engine.subscribe(&id, 1).await.unwrap();
+    let mut early = h.engine.feeds().subscribe(&id, 1).await.unwrap();
     let turn = h
         .engine
-        .send_message(&id, "count", IfBusy::Reject)
+        .turns()
+        .send(&id, "count", IfBusy::Reject)
         .await
         .unwrap();
     // Wait until a few deltas went out, then join.
@@ -164,7 +169,7 @@ async fn joining_mid_item_gets_the_text_so_far_first() {
             streamed.push_str(d.kind.text());
         }
     }
-    let mut late = h.engine.subscribe(&id, 1).await.unwrap();
+    let mut late = h.engine.feeds().subscribe(&id, 1).await.unwrap();
     let seen = until_turn_ends(&mut late, &turn).await;
     let text: String = seen
         .iter()
@@ -227,7 +232,7 @@ async fn an_all_threads_subscriber_far_behind_catches_up_page_by_page_seeing_eac
         gantry_core::EngineConfig::default(),
     )
     .await;
-    let mut all = engine.follow_all(1).await.unwrap();
+    let mut all = engine.feeds().follow_all(1).await.unwrap();
     let mut next = 1u64;
     let mut per_thread: std::collections::HashMap<ThreadId, u64> = Default::default();
     while next <= 20_000 {
@@ -259,11 +264,12 @@ async fn an_all_threads_feed_that_falls_behind_picks_up_by_cursor_without_gap_or
         .chain([Step::text("done")])
         .collect();
     let h = Harness::with_config(steps, config).await;
-    let mut all = h.engine.follow_all_now();
-    let mut fast = h.engine.subscribe(&h.thread.id, 1).await.unwrap();
+    let mut all = h.engine.feeds().follow_all_now();
+    let mut fast = h.engine.feeds().subscribe(&h.thread.id, 1).await.unwrap();
     let turn = h
         .engine
-        .send_message(&h.thread.id, "go", IfBusy::Reject)
+        .turns()
+        .send(&h.thread.id, "go", IfBusy::Reject)
         .await
         .unwrap();
     // The all-threads feed reads nothing until the turn is over: it lags.

@@ -57,9 +57,10 @@ fn assert_no_key_on_disk(dir: &Path, when: &str) {
 }
 
 async fn turn(engine: &gantry_core::Engine, thread: &gantry_types::ThreadId, text: &str) {
-    let mut sub = engine.subscribe(thread, 1).await.unwrap();
+    let mut sub = engine.feeds().subscribe(thread, 1).await.unwrap();
     let turn = engine
-        .send_message(thread, text, IfBusy::Reject)
+        .turns()
+        .send(thread, text, IfBusy::Reject)
         .await
         .unwrap();
     until_turn_ends(&mut sub, &turn).await;
@@ -75,9 +76,10 @@ async fn keys_are_sealed_at_rest_and_still_used_after_a_restart() {
     let mut provider = ProviderConfig::new("p", ProviderKind::OpenaiChat);
     provider.base_url = Some(llm.base_url());
     provider.api_key = Some(PROVIDER_KEY.into());
-    engine.add_provider(provider).await.unwrap();
+    engine.providers().add(provider).await.unwrap();
     let thread = engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: dir.path().join("ws"),
             model: Some("m".into()),
             endpoint: Some(ModelEndpoint {
@@ -114,7 +116,7 @@ async fn keys_are_sealed_at_rest_and_still_used_after_a_restart() {
     turn(&engine, &thread, "again").await;
     assert_eq!(llm.requests()[1].header("authorization"), Some(&*bearer));
     assert_eq!(
-        engine.get_provider("p").unwrap().api_key.as_deref(),
+        engine.providers().get("p").unwrap().api_key.as_deref(),
         Some("sk-...T456"),
         "shown masked, so the full key is still there"
     );
@@ -144,7 +146,8 @@ async fn sandboxed_commands_cannot_read_the_data_dir() {
         ..ThreadPolicy::default()
     };
     let thread = engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: dir.path().join("ws"),
             model: Some("m".into()),
             policy,
@@ -159,7 +162,7 @@ async fn sandboxed_commands_cannot_read_the_data_dir() {
         .unwrap()
         .id;
     turn(&engine, &thread, "read the db").await;
-    let view = engine.read(&thread).await.unwrap();
+    let view = engine.threads().read(&thread).await.unwrap();
     let output = view.turns[0]
         .items
         .iter()

@@ -92,7 +92,8 @@ async fn setup(program: &str, steps: Vec<Step>) -> Setup {
         .await
         .expect("engine");
     let thread = engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: ws.clone(),
             model: Some("test-model".into()),
             ..Default::default()
@@ -143,10 +144,11 @@ fn lines_of(locations: &[gantry_types::lsp::LspLocation], file: &Path) -> Vec<u3
 async fn hover_definition_references_and_diagnostics_come_from_a_real_server() {
     let Some(pylsp) = pylsp() else { return };
     let s = setup(&pylsp, vec![]).await;
-    let mut events = s.engine.engine_events();
+    let mut events = s.engine.feeds().engine_events();
     let info = s
         .engine
-        .start_thread_lsp_server(&s.thread.id, "Python")
+        .lsp()
+        .start_thread_server(&s.thread.id, "Python")
         .await
         .expect("pylsp starts");
     assert!(info.running, "{info:?}");
@@ -160,11 +162,12 @@ async fn hover_definition_references_and_diagnostics_come_from_a_real_server() {
             server: info.clone()
         }
     );
-    assert_eq!(s.engine.lsp_servers(), vec![info.clone()]);
+    assert_eq!(s.engine.lsp().servers(), vec![info.clone()]);
     // Starting it again is a no-op: the same server.
     let again = s
         .engine
-        .start_lsp_server("py", &s.ws)
+        .lsp()
+        .start_server("py", &s.ws)
         .await
         .expect("start again");
     assert_eq!(again.pid, info.pid);
@@ -172,7 +175,8 @@ async fn hover_definition_references_and_diagnostics_come_from_a_real_server() {
     let app = s.ws.join("app.py");
     let hover = s
         .engine
-        .lsp_hover(&app, CALL.0, CALL.1)
+        .lsp()
+        .hover(&app, CALL.0, CALL.1)
         .await
         .expect("hover");
     assert!(hover.found, "{hover:?}");
@@ -182,13 +186,14 @@ async fn hover_definition_references_and_diagnostics_come_from_a_real_server() {
         hover.content
     );
     // Nothing to show on a blank line.
-    let blank = s.engine.lsp_hover(&app, 1, 0).await.expect("hover");
+    let blank = s.engine.lsp().hover(&app, 1, 0).await.expect("hover");
     assert!(!blank.found && blank.content.is_empty(), "{blank:?}");
 
     // A relative path is resolved under the server's root.
     let defs = s
         .engine
-        .lsp_definition(Path::new("app.py"), CALL.0, CALL.1)
+        .lsp()
+        .definition(Path::new("app.py"), CALL.0, CALL.1)
         .await
         .expect("definition");
     assert_eq!(defs.len(), 1, "{defs:?}");
@@ -201,19 +206,21 @@ async fn hover_definition_references_and_diagnostics_come_from_a_real_server() {
 
     let with = s
         .engine
-        .lsp_references(&app, CALL.0, CALL.1, true)
+        .lsp()
+        .references(&app, CALL.0, CALL.1, true)
         .await
         .expect("references");
     assert_eq!(lines_of(&with, &app), [3, 9, 10]);
     let without = s
         .engine
-        .lsp_references(&app, CALL.0, CALL.1, false)
+        .lsp()
+        .references(&app, CALL.0, CALL.1, false)
         .await
         .expect("references");
     assert_eq!(lines_of(&without, &app), [9, 10]);
 
     // pylsp has no workspace symbol search: said plainly.
-    let err = s.engine.lsp_symbols("greet", 0).await.unwrap_err();
+    let err = s.engine.lsp().symbols("greet", 0).await.unwrap_err();
     assert!(
         matches!(&err, EngineError::InvalidInput(m) if m.contains("pylsp") && m.contains("does not support workspace symbols")),
         "{err}"
@@ -223,7 +230,8 @@ async fn hover_definition_references_and_diagnostics_come_from_a_real_server() {
     let broken = s.ws.join("broken.py");
     let diags = s
         .engine
-        .lsp_diagnostics(Some(&broken))
+        .lsp()
+        .diagnostics(Some(&broken))
         .await
         .expect("diagnostics");
     let undefined = diags
@@ -235,7 +243,8 @@ async fn hover_definition_references_and_diagnostics_come_from_a_real_server() {
     assert_eq!(undefined.range.start.line, 1);
     let app_diags = s
         .engine
-        .lsp_diagnostics(Some(&app))
+        .lsp()
+        .diagnostics(Some(&app))
         .await
         .expect("diagnostics");
     assert!(
@@ -250,7 +259,8 @@ async fn hover_definition_references_and_diagnostics_come_from_a_real_server() {
     std::fs::write(&broken, "def f():\n    return 1\n").expect("fix broken.py");
     let fixed = s
         .engine
-        .lsp_diagnostics(Some(&broken))
+        .lsp()
+        .diagnostics(Some(&broken))
         .await
         .expect("diagnostics");
     assert!(
@@ -258,7 +268,7 @@ async fn hover_definition_references_and_diagnostics_come_from_a_real_server() {
         "{fixed:?}"
     );
     // All diagnostics: every file the server checked.
-    let all = s.engine.lsp_diagnostics(None).await.expect("diagnostics");
+    let all = s.engine.lsp().diagnostics(None).await.expect("diagnostics");
     assert!(
         all.iter().any(|d| d.message.contains("'os' imported")),
         "{all:?}"
@@ -272,7 +282,7 @@ async fn hover_definition_references_and_diagnostics_come_from_a_real_server() {
     let outside = tempfile::tempdir().expect("tempdir");
     let stray = outside.path().join("stray.py");
     std::fs::write(&stray, "x = 1\n").expect("stray.py");
-    let err = s.engine.lsp_hover(&stray, 0, 0).await.unwrap_err();
+    let err = s.engine.lsp().hover(&stray, 0, 0).await.unwrap_err();
     assert!(
         matches!(err, EngineError::NotFound { .. }),
         "{err}: a file outside the root"
@@ -280,7 +290,8 @@ async fn hover_definition_references_and_diagnostics_come_from_a_real_server() {
 
     assert!(
         s.engine
-            .stop_lsp_server("python", None)
+            .lsp()
+            .stop_server("python", None)
             .await
             .expect("stop")
     );
@@ -291,10 +302,11 @@ async fn hover_definition_references_and_diagnostics_come_from_a_real_server() {
             root: info.root.clone()
         }
     );
-    assert!(s.engine.lsp_servers().is_empty());
+    assert!(s.engine.lsp().servers().is_empty());
     assert!(
         !s.engine
-            .stop_lsp_server("python", None)
+            .lsp()
+            .stop_server("python", None)
             .await
             .expect("stop")
     );
@@ -306,7 +318,8 @@ async fn a_missing_server_is_named_and_a_crashed_one_is_reported_and_restarts() 
     let s = setup("gantry-no-such-pylsp", vec![]).await;
     let err = s
         .engine
-        .start_lsp_server("python", &s.ws)
+        .lsp()
+        .start_server("python", &s.ws)
         .await
         .unwrap_err();
     let msg = err.to_string();
@@ -314,15 +327,21 @@ async fn a_missing_server_is_named_and_a_crashed_one_is_reported_and_restarts() 
         msg.contains("`gantry-no-such-pylsp`") && msg.contains("not installed"),
         "{msg}"
     );
-    let err = s.engine.start_lsp_server("cobol", &s.ws).await.unwrap_err();
+    let err = s
+        .engine
+        .lsp()
+        .start_server("cobol", &s.ws)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("known languages: "), "{err}");
-    assert!(s.engine.lsp_servers().is_empty());
+    assert!(s.engine.lsp().servers().is_empty());
 
     let s = setup(&pylsp, vec![]).await;
-    let mut events = s.engine.engine_events();
+    let mut events = s.engine.feeds().engine_events();
     let info = s
         .engine
-        .start_lsp_server("python", &s.ws)
+        .lsp()
+        .start_server("python", &s.ws)
         .await
         .expect("pylsp starts");
     assert!(matches!(
@@ -346,10 +365,11 @@ async fn a_missing_server_is_named_and_a_crashed_one_is_reported_and_restarts() 
             .is_some_and(|e| e.contains("exited")),
         "{server:?}"
     );
-    assert_eq!(s.engine.lsp_servers(), vec![server.clone()]);
+    assert_eq!(s.engine.lsp().servers(), vec![server.clone()]);
     let err = s
         .engine
-        .lsp_hover(&s.ws.join("app.py"), CALL.0, CALL.1)
+        .lsp()
+        .hover(&s.ws.join("app.py"), CALL.0, CALL.1)
         .await
         .unwrap_err();
     assert!(
@@ -360,7 +380,8 @@ async fn a_missing_server_is_named_and_a_crashed_one_is_reported_and_restarts() 
     // Starting it again restarts it.
     let restarted = s
         .engine
-        .start_lsp_server("python", &s.ws)
+        .lsp()
+        .start_server("python", &s.ws)
         .await
         .expect("restart");
     assert!(
@@ -373,13 +394,15 @@ async fn a_missing_server_is_named_and_a_crashed_one_is_reported_and_restarts() 
     ));
     let hover = s
         .engine
-        .lsp_hover(&s.ws.join("app.py"), CALL.0, CALL.1)
+        .lsp()
+        .hover(&s.ws.join("app.py"), CALL.0, CALL.1)
         .await
         .expect("hover after restart");
     assert!(hover.content.contains("friendly greeting"), "{hover:?}");
     let again = s
         .engine
-        .restart_lsp_server("python", &s.ws)
+        .lsp()
+        .restart_server("python", &s.ws)
         .await
         .expect("restart");
     assert!(again.running && again.pid != restarted.pid);
@@ -413,13 +436,15 @@ async fn the_model_is_offered_lsp_tools_while_a_server_runs_and_gets_answers() {
         let engine = s.engine.clone();
         let thread = s.thread.id.clone();
         async move {
-            let view = engine.read(&thread).await.expect("read");
+            let view = engine.threads().read(&thread).await.expect("read");
             let mut sub = engine
+                .feeds()
                 .subscribe(&thread, view.thread.last_seq + 1)
                 .await
                 .expect("subscribe");
             let turn = engine
-                .send_message(&thread, text, gantry_core::IfBusy::Reject)
+                .turns()
+                .send(&thread, text, gantry_core::IfBusy::Reject)
                 .await
                 .expect("send");
             tokio::time::timeout(HANG_GUARD, until_turn_ends(&mut sub, &turn))
@@ -437,7 +462,8 @@ async fn the_model_is_offered_lsp_tools_while_a_server_runs_and_gets_answers() {
     );
 
     s.engine
-        .start_thread_lsp_server(&s.thread.id, "python")
+        .lsp()
+        .start_thread_server(&s.thread.id, "python")
         .await
         .expect("pylsp starts");
     let seen = h("what does greet do?").await;

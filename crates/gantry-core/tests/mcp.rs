@@ -55,9 +55,9 @@ async fn the_model_calls_an_mcp_tool_like_a_built_in_and_rules_apply() {
         Step::text("done"),
     ])
     .await;
-    h.engine.add_mcp_server(server(&py)).await.unwrap();
-    let mut events = h.engine.engine_events();
-    let summary = h.engine.start_mcp_servers().await;
+    h.engine.mcp().add_server(server(&py)).await.unwrap();
+    let mut events = h.engine.feeds().engine_events();
+    let summary = h.engine.mcp().start_servers().await;
     assert_eq!(summary.ready, ["py"], "{summary:?}");
     // Startup progress reaches engine-event subscribers: starting, ready, summary.
     let mut kinds = Vec::new();
@@ -82,14 +82,18 @@ async fn the_model_calls_an_mcp_tool_like_a_built_in_and_rules_apply() {
             EngineEventKind::McpStartupComplete(summary.clone()),
         ]
     );
-    let tools = h.engine.mcp_tools().await;
+    let tools = h.engine.mcp().tools().await;
     assert!(tools.iter().any(|t| t.full_name == "mcp__py__add"));
 
     // Rules name MCP tools like built-ins: deny echo, allow the rest.
     let mut policy = ThreadPolicy::default();
     policy.permissions.enabled = true;
     policy.permissions.deny = vec!["mcp__py__echo".into()];
-    h.engine.set_policy(&h.thread.id, policy).await.unwrap();
+    h.engine
+        .safety()
+        .set_policy(&h.thread.id, policy)
+        .await
+        .unwrap();
 
     let (_, seen) = h.run_turn("add and echo").await;
     assert_eq!(turn_status(&seen), TurnStatus::Completed);
@@ -116,7 +120,8 @@ async fn the_model_calls_an_mcp_tool_like_a_built_in_and_rules_apply() {
     let restarted = engine_at(h.dir.path(), &h.llm, gantry_core::EngineConfig::default()).await;
     assert_eq!(
         restarted
-            .mcp_servers()
+            .mcp()
+            .servers()
             .iter()
             .map(|s| s.name.as_str())
             .collect::<Vec<_>>(),

@@ -152,7 +152,7 @@ fn fixture_set() -> Vec<NewMemory> {
 
 async fn seed(engine: &Engine, thread: &ThreadId) {
     for m in fixture_set() {
-        engine.store_memory(thread, m).await.expect("store");
+        engine.memory().store(thread, m).await.expect("store");
     }
 }
 
@@ -161,7 +161,7 @@ fn ids(found: &[MemoryItem]) -> Vec<&str> {
 }
 
 async fn search(engine: &Engine, thread: &ThreadId, query: MemoryQuery) -> (Vec<String>, u64) {
-    let found = engine.search_memories(thread, query).await.expect("search");
+    let found = engine.memory().search(thread, query).await.expect("search");
     (
         ids(&found.memories)
             .into_iter()
@@ -234,7 +234,8 @@ async fn search_ranks_by_relevance_and_filters_on_a_fixture_set() {
         (vec!["db-tests".into()], 1)
     );
     let rust = engine
-        .retrieve_memory(t, &MemoryId::from("build"))
+        .memory()
+        .retrieve(t, &MemoryId::from("build"))
         .await
         .unwrap();
     assert_eq!(rust.tags, ["rust", "build"]);
@@ -285,7 +286,7 @@ async fn search_ranks_by_relevance_and_filters_on_a_fixture_set() {
         min_importance: Some(1.5),
         ..MemoryQuery::default()
     };
-    let err = engine.search_memories(t, bad).await.unwrap_err();
+    let err = engine.memory().search(t, bad).await.unwrap_err();
     assert!(err.to_string().contains("between 0 and 1"), "{err}");
 }
 
@@ -294,7 +295,8 @@ async fn retrieving_counts_an_access_and_unknown_ids_are_not_found() {
     let h = Harness::new(vec![]).await;
     let (engine, t) = (&h.engine, &h.thread.id);
     let stored = engine
-        .store_memory(
+        .memory()
+        .store(
             t,
             NewMemory {
                 content: "the answer is 42".into(),
@@ -307,8 +309,8 @@ async fn retrieving_counts_an_access_and_unknown_ids_are_not_found() {
     assert_eq!(stored.memory_type, MemoryType::Semantic);
     assert_eq!(stored.scope, MemoryScope::Thread(t.clone()));
 
-    let first = engine.retrieve_memory(t, &stored.id).await.unwrap();
-    let second = engine.retrieve_memory(t, &stored.id).await.unwrap();
+    let first = engine.memory().retrieve(t, &stored.id).await.unwrap();
+    let second = engine.memory().retrieve(t, &stored.id).await.unwrap();
     assert_eq!(first.access_count, 1);
     assert_eq!(second.access_count, 2);
     assert!(
@@ -319,10 +321,10 @@ async fn retrieving_counts_an_access_and_unknown_ids_are_not_found() {
     assert_eq!(second.content, stored.content);
 
     // Searching does not count as an access.
-    let found = engine.search_memories(t, text("answer")).await.unwrap();
+    let found = engine.memory().search(t, text("answer")).await.unwrap();
     assert_eq!(found.memories[0].access_count, 2);
 
-    match engine.retrieve_memory(t, &MemoryId::from("nope")).await {
+    match engine.memory().retrieve(t, &MemoryId::from("nope")).await {
         Err(EngineError::NotFound {
             what: "memory",
             name,
@@ -331,7 +333,7 @@ async fn retrieving_counts_an_access_and_unknown_ids_are_not_found() {
     }
     let unknown = ThreadId::new();
     assert!(matches!(
-        engine.retrieve_memory(&unknown, &stored.id).await,
+        engine.memory().retrieve(&unknown, &stored.id).await,
         Err(EngineError::ThreadNotFound(_))
     ));
 
@@ -340,18 +342,19 @@ async fn retrieving_counts_an_access_and_unknown_ids_are_not_found() {
         content: "  ".into(),
         ..NewMemory::default()
     };
-    let err = engine.store_memory(t, blank).await.unwrap_err();
+    let err = engine.memory().store(t, blank).await.unwrap_err();
     assert!(matches!(err, EngineError::InvalidInput(_)), "{err}");
     let heavy = NewMemory {
         content: "x".into(),
         importance: 2.0,
         ..NewMemory::default()
     };
-    assert!(engine.store_memory(t, heavy).await.is_err());
+    assert!(engine.memory().store(t, heavy).await.is_err());
 
     // Storing with the same id replaces the memory and keeps its count.
     let replaced = engine
-        .store_memory(
+        .memory()
+        .store(
             t,
             NewMemory {
                 id: Some(stored.id.clone()),
@@ -364,7 +367,8 @@ async fn retrieving_counts_an_access_and_unknown_ids_are_not_found() {
     assert_eq!(replaced.access_count, 2);
     assert_eq!(
         engine
-            .search_memories(t, text("43"))
+            .memory()
+            .search(t, text("43"))
             .await
             .unwrap()
             .total_count,
@@ -372,7 +376,8 @@ async fn retrieving_counts_an_access_and_unknown_ids_are_not_found() {
     );
     assert_eq!(
         engine
-            .search_memories(t, text("42"))
+            .memory()
+            .search(t, text("42"))
             .await
             .unwrap()
             .total_count,
@@ -391,18 +396,19 @@ async fn stats_count_by_class_and_clear_removes_only_the_chosen_classes() {
         working_count,
     };
     // Long-term: semantic and procedural; short-term: episodic.
-    assert_eq!(engine.memory_stats(t).await.unwrap(), stats(7, 3, 2));
+    assert_eq!(engine.memory().stats(t).await.unwrap(), stats(7, 3, 2));
 
     let working = MemoryClear {
         working: true,
         ..MemoryClear::default()
     };
-    assert_eq!(engine.clear_memories(t, working).await.unwrap(), 2);
-    assert_eq!(engine.memory_stats(t).await.unwrap(), stats(7, 3, 0));
+    assert_eq!(engine.memory().clear(t, working).await.unwrap(), 2);
+    assert_eq!(engine.memory().stats(t).await.unwrap(), stats(7, 3, 0));
     assert_eq!(search(engine, t, text("parser")).await, (vec![], 0));
     assert_eq!(
         engine
-            .clear_memories(t, MemoryClear::default())
+            .memory()
+            .clear(t, MemoryClear::default())
             .await
             .unwrap(),
         0,
@@ -413,17 +419,18 @@ async fn stats_count_by_class_and_clear_removes_only_the_chosen_classes() {
         short_term: true,
         ..MemoryClear::default()
     };
-    assert_eq!(engine.clear_memories(t, short_term).await.unwrap(), 3);
-    assert_eq!(engine.memory_stats(t).await.unwrap(), stats(7, 0, 0));
+    assert_eq!(engine.memory().clear(t, short_term).await.unwrap(), 3);
+    assert_eq!(engine.memory().stats(t).await.unwrap(), stats(7, 0, 0));
     assert_eq!(
-        engine.clear_memories(t, MemoryClear::all()).await.unwrap(),
+        engine.memory().clear(t, MemoryClear::all()).await.unwrap(),
         7
     );
-    assert_eq!(engine.memory_stats(t).await.unwrap(), stats(0, 0, 0));
+    assert_eq!(engine.memory().stats(t).await.unwrap(), stats(0, 0, 0));
 
     // Memories survive a restart of the engine (they live in the SQLite file).
     engine
-        .store_memory(
+        .memory()
+        .store(
             t,
             new(
                 "kept",
@@ -438,7 +445,8 @@ async fn stats_count_by_class_and_clear_removes_only_the_chosen_classes() {
         .unwrap();
     let restarted = engine_at(h.dir.path(), &h.llm, EngineConfig::default()).await;
     let found = restarted
-        .search_memories(t, text("restarts"))
+        .memory()
+        .search(t, text("restarts"))
         .await
         .unwrap();
     assert_eq!(ids(&found.memories), ["kept"]);
@@ -452,7 +460,8 @@ async fn threads_see_their_own_memories_and_their_agents_shared_ones() {
     let llm = MockLlm::start(Script::new(vec![])).unwrap();
     let engine = engine_at(dir.path(), &llm, EngineConfig::default()).await;
     let agent = engine
-        .save_agent(AgentSpec {
+        .agents()
+        .save(AgentSpec {
             id: Some(AgentId::from("bot")),
             ..AgentSpec::default()
         })
@@ -463,7 +472,8 @@ async fn threads_see_their_own_memories_and_their_agents_shared_ones() {
         let ws = ws.clone();
         async move {
             engine
-                .create_thread(CreateThread {
+                .threads()
+                .create(CreateThread {
                     cwd: ws,
                     model: Some("test-model".into()),
                     agent,
@@ -479,7 +489,8 @@ async fn threads_see_their_own_memories_and_their_agents_shared_ones() {
     let loner = thread(None).await;
 
     let shared = engine
-        .store_memory(
+        .memory()
+        .store(
             &a,
             NewMemory {
                 content: "the release train leaves on Thursdays".into(),
@@ -491,7 +502,8 @@ async fn threads_see_their_own_memories_and_their_agents_shared_ones() {
         .unwrap();
     assert_eq!(shared.scope, MemoryScope::Agent(agent.id.clone()));
     let own = engine
-        .store_memory(
+        .memory()
+        .store(
             &a,
             NewMemory {
                 content: "thread a is fixing the release script".into(),
@@ -506,24 +518,26 @@ async fn threads_see_their_own_memories_and_their_agents_shared_ones() {
     assert_eq!(found, [shared.id.as_str()]);
     assert_eq!(
         engine
-            .retrieve_memory(&b, &shared.id)
+            .memory()
+            .retrieve(&b, &shared.id)
             .await
             .unwrap()
             .access_count,
         1
     );
     assert!(matches!(
-        engine.retrieve_memory(&b, &own.id).await,
+        engine.memory().retrieve(&b, &own.id).await,
         Err(EngineError::NotFound { .. })
     ));
     let (found, total) = search(&engine, &a, text("release")).await;
     assert_eq!(total, 2, "{found:?}");
-    assert_eq!(engine.memory_stats(&b).await.unwrap().total(), 1);
+    assert_eq!(engine.memory().stats(&b).await.unwrap().total(), 1);
 
     // A thread without an agent sees neither and cannot share.
     assert_eq!(search(&engine, &loner, text("release")).await, (vec![], 0));
     let err = engine
-        .store_memory(
+        .memory()
+        .store(
             &loner,
             NewMemory {
                 content: "x".into(),
@@ -536,7 +550,8 @@ async fn threads_see_their_own_memories_and_their_agents_shared_ones() {
     assert!(err.to_string().contains("no agent"), "{err}");
     // Nor can it take over another scope's id.
     let err = engine
-        .store_memory(
+        .memory()
+        .store(
             &loner,
             NewMemory {
                 id: Some(own.id.clone()),
@@ -550,15 +565,15 @@ async fn threads_see_their_own_memories_and_their_agents_shared_ones() {
 
     // Clearing from b leaves the shared memory unless asked to clear it too.
     assert_eq!(
-        engine.clear_memories(&b, MemoryClear::all()).await.unwrap(),
+        engine.memory().clear(&b, MemoryClear::all()).await.unwrap(),
         0
     );
-    assert_eq!(engine.memory_stats(&a).await.unwrap().total(), 2);
+    assert_eq!(engine.memory().stats(&a).await.unwrap().total(), 2);
     let everything = MemoryClear {
         include_shared: true,
         ..MemoryClear::all()
     };
-    assert_eq!(engine.clear_memories(&b, everything).await.unwrap(), 1);
+    assert_eq!(engine.memory().clear(&b, everything).await.unwrap(), 1);
     let (found, _) = search(&engine, &a, text("release")).await;
     assert_eq!(found, [own.id.as_str()]);
 }
@@ -587,9 +602,14 @@ async fn the_model_remembers_then_recalls_and_the_recall_reaches_it() {
     let mut policy = ThreadPolicy::default();
     policy.permissions.enabled = true;
     policy.permissions.default = RuleDecision::Deny;
-    h.engine.set_policy(&h.thread.id, policy).await.unwrap();
     h.engine
-        .store_memory(
+        .safety()
+        .set_policy(&h.thread.id, policy)
+        .await
+        .unwrap();
+    h.engine
+        .memory()
+        .store(
             &h.thread.id,
             new(
                 "noise",
@@ -603,7 +623,7 @@ async fn the_model_remembers_then_recalls_and_the_recall_reaches_it() {
         .await
         .unwrap();
 
-    let mut events = h.engine.engine_events();
+    let mut events = h.engine.feeds().engine_events();
     let (_, seen) = h
         .run_turn("remember the rotation schedule, then tell me it")
         .await;
@@ -682,7 +702,8 @@ async fn the_model_remembers_then_recalls_and_the_recall_reaches_it() {
     // What the model stored is the thread's memory.
     let kept = h
         .engine
-        .retrieve_memory(&h.thread.id, &memory.id)
+        .memory()
+        .retrieve(&h.thread.id, &memory.id)
         .await
         .unwrap();
     assert!(kept.content.contains("Monday"));
@@ -692,23 +713,24 @@ async fn the_model_remembers_then_recalls_and_the_recall_reaches_it() {
 async fn every_memory_operation_is_an_engine_event() {
     let h = Harness::new(vec![]).await;
     let (engine, t) = (&h.engine, &h.thread.id);
-    let mut events = engine.engine_events();
+    let mut events = engine.feeds().engine_events();
 
     let stored = engine
-        .store_memory(
+        .memory()
+        .store(
             t,
             new("n1", MemoryType::Episodic, 0.4, 0, &["x"], "we shipped v1"),
         )
         .await
         .unwrap();
-    let recalled = engine.retrieve_memory(t, &stored.id).await.unwrap();
-    engine.search_memories(t, text("shipped")).await.unwrap();
-    engine.memory_stats(t).await.unwrap();
+    let recalled = engine.memory().retrieve(t, &stored.id).await.unwrap();
+    engine.memory().search(t, text("shipped")).await.unwrap();
+    engine.memory().stats(t).await.unwrap();
     let short_term = MemoryClear {
         short_term: true,
         ..MemoryClear::default()
     };
-    engine.clear_memories(t, short_term).await.unwrap();
+    engine.memory().clear(t, short_term).await.unwrap();
 
     let mut got = Vec::new();
     for _ in 0..4 {

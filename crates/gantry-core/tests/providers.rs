@@ -58,17 +58,20 @@ async fn crud_masks_keys_and_survives_a_restart() {
     };
     {
         let (engine, _) = engine(dir.path(), config.clone()).await;
-        assert_eq!(engine.default_model(), "anthropic/claude-sonnet-4-5");
+        assert_eq!(
+            engine.providers().default_model(),
+            "anthropic/claude-sonnet-4-5"
+        );
 
         let mut local = ProviderConfig::new("local", ProviderKind::OpenaiChat);
         local.base_url = Some("http://127.0.0.1:9/v1".into());
         local.api_key = Some(KEY.into());
         local.models = vec!["qwen3-coder".into()];
-        let added = engine.add_provider(local.clone()).await.unwrap();
+        let added = engine.providers().add(local.clone()).await.unwrap();
         assert_eq!(added.api_key.as_deref(), Some("sk-...cdef"));
 
         // Every listing masks; env var names are shown as they are.
-        let listed = engine.list_providers();
+        let listed = engine.providers().list();
         assert_eq!(
             listed.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
             ["anthropic", "local"]
@@ -76,7 +79,8 @@ async fn crud_masks_keys_and_survives_a_restart() {
         assert!(!format!("{listed:?}").contains("0123456789"));
         assert_eq!(
             engine
-                .get_provider("anthropic")
+                .providers()
+                .get("anthropic")
                 .unwrap()
                 .api_key_env
                 .as_deref(),
@@ -84,49 +88,58 @@ async fn crud_masks_keys_and_survives_a_restart() {
         );
 
         // Errors: duplicate, unknown, config-defined, invalid.
-        let dup = engine.add_provider(local.clone()).await.unwrap_err();
+        let dup = engine.providers().add(local.clone()).await.unwrap_err();
         assert!(matches!(dup, EngineError::InvalidInput(_)), "{dup}");
-        let missing = engine.get_provider("nope").unwrap_err();
+        let missing = engine.providers().get("nope").unwrap_err();
         assert_eq!(missing.to_string(), "provider `nope` not found");
         assert!(matches!(
-            engine.remove_provider("nope").await,
+            engine.providers().remove("nope").await,
             Err(EngineError::NotFound { .. })
         ));
-        let err = engine.remove_provider("anthropic").await.unwrap_err();
+        let err = engine.providers().remove("anthropic").await.unwrap_err();
         assert!(err.to_string().contains("configuration file"), "{err}");
         let mut bad = ProviderConfig::new("bad/name", ProviderKind::OpenaiChat);
         bad.base_url = Some("ftp://x".into());
         assert!(matches!(
-            engine.add_provider(bad).await,
+            engine.providers().add(bad).await,
             Err(EngineError::InvalidInput(_))
         ));
 
         // Updating with the masked key from a listing keeps the real key.
-        let mut changed = engine.get_provider("local").unwrap();
+        let mut changed = engine.providers().get("local").unwrap();
         changed.headers.insert("x-team".into(), "gantry".into());
-        engine.update_provider(changed).await.unwrap();
+        engine.providers().update(changed).await.unwrap();
 
         let mut extra = ProviderConfig::new("extra", ProviderKind::OpenaiResponses);
         extra.api_key_env = Some("EXTRA_KEY".into());
-        engine.add_provider(extra).await.unwrap();
-        engine.remove_provider("extra").await.unwrap();
+        engine.providers().add(extra).await.unwrap();
+        engine.providers().remove("extra").await.unwrap();
 
-        engine.set_default_model("local/qwen3-coder").await.unwrap();
-        let err = engine.set_default_model("nope/x").await.unwrap_err();
+        engine
+            .providers()
+            .set_default_model("local/qwen3-coder")
+            .await
+            .unwrap();
+        let err = engine
+            .providers()
+            .set_default_model("nope/x")
+            .await
+            .unwrap_err();
         assert!(err.to_string().contains("unknown provider `nope`"), "{err}");
         engine.shutdown().await.expect("events stored");
     }
 
     // A new engine on the same file sees what the old one changed.
     let (engine, providers) = engine(dir.path(), config).await;
-    assert_eq!(engine.default_model(), "local/qwen3-coder");
+    assert_eq!(engine.providers().default_model(), "local/qwen3-coder");
     let names: Vec<String> = engine
-        .list_providers()
+        .providers()
+        .list()
         .into_iter()
         .map(|p| p.name)
         .collect();
     assert_eq!(names, ["anthropic", "local"]);
-    let local = engine.get_provider("local").unwrap();
+    let local = engine.providers().get("local").unwrap();
     assert_eq!(
         local.headers.get("x-team").map(String::as_str),
         Some("gantry")
@@ -275,20 +288,22 @@ async fn a_turn_records_its_cost_from_the_catalog() {
     };
     let (engine, _) = engine(dir.path(), config).await;
     let thread = engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: dir.path().join("ws"),
             model: Some("mock/gpt-4.1".into()),
             ..CreateThread::default()
         })
         .await
         .unwrap();
-    let mut sub = engine.subscribe(&thread.id, 1).await.unwrap();
+    let mut sub = engine.feeds().subscribe(&thread.id, 1).await.unwrap();
     let turn = engine
-        .send_message(&thread.id, "hi", IfBusy::Reject)
+        .turns()
+        .send(&thread.id, "hi", IfBusy::Reject)
         .await
         .unwrap();
     until_turn_ends(&mut sub, &turn).await;
-    let view = engine.read(&thread.id).await.unwrap();
+    let view = engine.threads().read(&thread.id).await.unwrap();
     // gpt-4.1: $2 in, $0.50 cached in, $8 out per million.
     let expected = (60_000.0 * 2.0 + 40_000.0 * 0.5 + 10_000.0 * 8.0) / 1e6;
     let cost = view.turns[0].turn.cost_usd;
@@ -314,7 +329,8 @@ async fn a_threads_reasoning_effort_comes_from_its_agent_then_itself() {
     };
     let (engine, _) = engine(dir.path(), config).await;
     engine
-        .save_agent(gantry_core::AgentSpec {
+        .agents()
+        .save(gantry_core::AgentSpec {
             id: Some("planner".into()),
             reasoning: Some("low".into()),
             ..Default::default()
@@ -328,17 +344,22 @@ async fn a_threads_reasoning_effort_comes_from_its_agent_then_itself() {
         reasoning: reasoning.map(str::to_owned),
         ..CreateThread::default()
     };
-    let from_agent = engine.create_thread(create(None)).await.unwrap();
-    let own = engine.create_thread(create(Some("medium"))).await.unwrap();
+    let from_agent = engine.threads().create(create(None)).await.unwrap();
+    let own = engine
+        .threads()
+        .create(create(Some("medium")))
+        .await
+        .unwrap();
     assert_eq!(from_agent.reasoning.as_deref(), Some("low"));
     assert_eq!(own.reasoning.as_deref(), Some("medium"));
 
     let run = |thread: gantry_types::ThreadId| {
         let engine = engine.clone();
         async move {
-            let mut sub = engine.subscribe(&thread, 1).await.unwrap();
+            let mut sub = engine.feeds().subscribe(&thread, 1).await.unwrap();
             let turn = engine
-                .send_message(&thread, "go", IfBusy::Queue)
+                .turns()
+                .send(&thread, "go", IfBusy::Queue)
                 .await
                 .unwrap();
             until_turn_ends(&mut sub, &turn).await;
@@ -347,7 +368,8 @@ async fn a_threads_reasoning_effort_comes_from_its_agent_then_itself() {
     run(from_agent.id.clone()).await;
     run(own.id.clone()).await;
     engine
-        .configure_thread(&own.id, |s| s.reasoning = Some("high".into()))
+        .threads()
+        .configure(&own.id, |s| s.reasoning = Some("high".into()))
         .await
         .unwrap();
     run(own.id.clone()).await;

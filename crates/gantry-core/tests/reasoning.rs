@@ -29,7 +29,8 @@ async fn anthropic_thinking_signatures_are_stored_and_sent_back() {
     let models = Arc::new(SingleModel(Arc::new(client)));
     let engine = engine_with(dir.path(), models, EngineConfig::default()).await;
     let thread = engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: dir.path().to_path_buf(),
             ..Default::default()
         })
@@ -37,9 +38,10 @@ async fn anthropic_thinking_signatures_are_stored_and_sent_back() {
         .unwrap()
         .id;
     for text in ["what is here?", "and now?"] {
-        let mut sub = engine.subscribe(&thread, 1).await.unwrap();
+        let mut sub = engine.feeds().subscribe(&thread, 1).await.unwrap();
         let turn = engine
-            .send_message(&thread, text, IfBusy::Reject)
+            .turns()
+            .send(&thread, text, IfBusy::Reject)
             .await
             .unwrap();
         assert_eq!(
@@ -48,7 +50,7 @@ async fn anthropic_thinking_signatures_are_stored_and_sent_back() {
         );
     }
 
-    let view = engine.read(&thread).await.unwrap();
+    let view = engine.threads().read(&thread).await.unwrap();
     let signature = view.turns[0]
         .items
         .iter()

@@ -58,7 +58,11 @@ fn tool_result(h: &Harness, n: usize) -> String {
 
 async fn harness(steps: Vec<Step>, policy: ThreadPolicy) -> Harness {
     let h = Harness::new(steps).await;
-    h.engine.set_policy(&h.thread.id, policy).await.unwrap();
+    h.engine
+        .safety()
+        .set_policy(&h.thread.id, policy)
+        .await
+        .unwrap();
     h
 }
 
@@ -86,11 +90,13 @@ async fn an_approved_command_runs_and_a_second_answer_is_refused() {
 
     let id = approval_id(&ask);
     h.engine
+        .safety()
         .resolve_approval(&h.thread.id, &id, ApprovalDecision::Approve)
         .await
         .unwrap();
     let again = h
         .engine
+        .safety()
         .resolve_approval(&h.thread.id, &id, ApprovalDecision::Abort)
         .await;
     assert!(
@@ -130,6 +136,7 @@ async fn a_denied_command_does_not_run_and_the_model_hears_why() {
         reason: Some("not on a Friday".into()),
     };
     h.engine
+        .safety()
         .resolve_approval(&h.thread.id, &id, deny)
         .await
         .unwrap();
@@ -185,6 +192,7 @@ async fn abort_at_an_approval_ends_the_turn() {
     let (mut sub, turn) = h.start_turn("go").await;
     let id = approval_id(&started(&mut sub, "approval").await);
     h.engine
+        .safety()
         .resolve_approval(&h.thread.id, &id, ApprovalDecision::Abort)
         .await
         .unwrap();
@@ -203,7 +211,7 @@ async fn an_interrupt_resolves_a_pending_approval_as_aborted() {
     .await;
     let (mut sub, turn) = h.start_turn("go").await;
     started(&mut sub, "approval").await;
-    h.engine.interrupt(&h.thread.id).await.unwrap();
+    h.engine.turns().interrupt(&h.thread.id).await.unwrap();
     let seen = until_turn_ends(&mut sub, &turn).await;
     assert_eq!(turn_status(&seen), TurnStatus::Interrupted);
     let view = h.view().await;
@@ -229,6 +237,7 @@ async fn approve_for_session_covers_identical_requests() {
     let (mut sub, turn) = h.start_turn("go").await;
     let id = approval_id(&started(&mut sub, "approval").await);
     h.engine
+        .safety()
         .resolve_approval(&h.thread.id, &id, ApprovalDecision::ApproveForSession)
         .await
         .unwrap();
@@ -256,6 +265,7 @@ async fn an_external_lane_hands_the_call_to_a_client() {
         timeout_ms: 30_000,
     };
     h.engine
+        .safety()
         .set_lane_handler(&h.thread.id, handler)
         .await
         .unwrap();
@@ -269,12 +279,18 @@ async fn an_external_lane_hands_the_call_to_a_client() {
     };
     assert_eq!(payload["command"], "echo ran > a.txt");
 
-    let pending = h.engine.pending_external_tasks(&h.thread.id).await.unwrap();
+    let pending = h
+        .engine
+        .safety()
+        .pending_external_tasks(&h.thread.id)
+        .await
+        .unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(&pending[0].task_id, task_id);
     assert!(pending[0].remaining_ms > 0 && pending[0].remaining_ms <= 30_000);
 
     h.engine
+        .safety()
         .complete_external_task(&h.thread.id, task_id, Ok("ran on the client".into()))
         .await
         .unwrap();
@@ -287,6 +303,7 @@ async fn an_external_lane_hands_the_call_to_a_client() {
     );
     assert!(
         h.engine
+            .safety()
             .pending_external_tasks(&h.thread.id)
             .await
             .unwrap()
@@ -303,6 +320,7 @@ async fn an_external_task_nobody_completes_fails_the_call_clearly() {
         timeout_ms: 150,
     };
     h.engine
+        .safety()
         .set_lane_handler(&h.thread.id, handler)
         .await
         .unwrap();
@@ -319,7 +337,7 @@ async fn an_external_task_nobody_completes_fails_the_call_clearly() {
 #[tokio::test]
 async fn a_paused_thread_starts_no_model_call_until_resumed() {
     let h = Harness::new(vec![Step::text("hello")]).await;
-    h.engine.pause(&h.thread.id).await.unwrap();
+    h.engine.threads().pause(&h.thread.id).await.unwrap();
     let (mut sub, turn) = h.start_turn("go").await;
     // Interrupting while paused: the turn ends without ever calling the model.
     wait_for(&mut sub, |n| matches!(n, Notification::Event(e) if matches!(e.payload, EventPayload::TurnStarted { .. }))).await;
@@ -327,7 +345,7 @@ async fn a_paused_thread_starts_no_model_call_until_resumed() {
         h.view().await.thread.status,
         gantry_types::ThreadStatus::Paused
     );
-    h.engine.interrupt(&h.thread.id).await.unwrap();
+    h.engine.turns().interrupt(&h.thread.id).await.unwrap();
     assert_eq!(
         turn_status(&until_turn_ends(&mut sub, &turn).await),
         TurnStatus::Interrupted
@@ -335,7 +353,7 @@ async fn a_paused_thread_starts_no_model_call_until_resumed() {
     assert_eq!(h.llm.request_count(), 0);
 
     // Resumed, the next turn runs.
-    h.engine.resume(&h.thread.id).await.unwrap();
+    h.engine.threads().resume(&h.thread.id).await.unwrap();
     let (_, seen) = h.run_turn("again").await;
     assert_eq!(turn_status(&seen), TurnStatus::Completed);
 }
@@ -348,12 +366,14 @@ async fn policies_persist_with_the_thread_and_rules_can_be_checked() {
     policy.permissions.allow = vec!["Bash(git status:*)".into()];
     policy.permissions.deny = vec!["Bash(rm:*)".into()];
     h.engine
+        .safety()
         .set_policy(&h.thread.id, policy.clone())
         .await
         .unwrap();
 
     let (decision, rules) = h
         .engine
+        .safety()
         .check_permission(
             &h.thread.id,
             "shell",
@@ -367,7 +387,7 @@ async fn policies_persist_with_the_thread_and_rules_can_be_checked() {
     // A second engine on the same store (as after a restart) sees it.
     h.engine.flush().await.expect("events stored");
     let restarted = engine_at(h.dir.path(), &h.llm, EngineConfig::default()).await;
-    let view = restarted.read(&h.thread.id).await.unwrap();
+    let view = restarted.threads().read(&h.thread.id).await.unwrap();
     assert_eq!(view.thread.policy, policy);
 }
 
@@ -402,6 +422,7 @@ async fn on_failure_offers_to_rerun_a_failed_command_without_the_sandbox() {
         request.reason
     );
     h.engine
+        .safety()
         .resolve_approval(&h.thread.id, &approval_id(&ask), ApprovalDecision::Approve)
         .await
         .unwrap();

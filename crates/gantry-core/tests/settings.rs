@@ -22,20 +22,25 @@ async fn a_client_chosen_id_names_the_thread_once() {
         id: Some(ThreadId::from(id)),
         ..CreateThread::default()
     };
-    let thread = h.engine.create_thread(create("review:42")).await.unwrap();
+    let thread = h
+        .engine
+        .threads()
+        .create(create("review:42"))
+        .await
+        .unwrap();
     assert_eq!(thread.id.as_str(), "review:42");
     assert_eq!(
-        h.engine.read(&thread.id).await.unwrap().thread.id,
+        h.engine.threads().read(&thread.id).await.unwrap().thread.id,
         thread.id
     );
 
-    let again = h.engine.create_thread(create("review:42")).await;
+    let again = h.engine.threads().create(create("review:42")).await;
     assert!(
         matches!(&again, Err(EngineError::AlreadyExists { what: "thread", name }) if name == "review:42"),
         "{again:?}"
     );
     for bad in ["", "has space", "../x", &"x".repeat(129)] {
-        let result = h.engine.create_thread(create(bad)).await;
+        let result = h.engine.threads().create(create(bad)).await;
         assert!(
             matches!(&result, Err(EngineError::InvalidInput(m)) if m.contains("thread id")),
             "{bad:?}: {result:?}"
@@ -62,7 +67,8 @@ async fn a_thread_talks_to_its_own_model_server_and_can_switch() {
     // A3S clients give the base URL without `/v1`.
     let base = anthropic.base_url().trim_end_matches("/v1").to_owned();
     let thread = engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: dir.path().join("ws"),
             model: Some("claude-sonnet-4-5".into()),
             endpoint: Some(ModelEndpoint {
@@ -80,9 +86,10 @@ async fn a_thread_talks_to_its_own_model_server_and_can_switch() {
         let engine = engine.clone();
         let id = thread.id.clone();
         async move {
-            let mut sub = engine.subscribe(&id, 1).await.unwrap();
+            let mut sub = engine.feeds().subscribe(&id, 1).await.unwrap();
             let turn = engine
-                .send_message(&id, text, IfBusy::Reject)
+                .turns()
+                .send(&id, text, IfBusy::Reject)
                 .await
                 .unwrap();
             let seen = until_turn_ends(&mut sub, &turn).await;
@@ -101,7 +108,8 @@ async fn a_thread_talks_to_its_own_model_server_and_can_switch() {
     // Switch the live thread to an OpenAI-compatible server (base URL with `/v1`).
     let openai_url = openai.base_url();
     let configured = engine
-        .configure_thread(&thread.id, move |s| {
+        .threads()
+        .configure(&thread.id, move |s| {
             s.model = "gpt-4.1-mini".into();
             s.instructions = Some("answer in French".into());
             s.endpoint = Some(ModelEndpoint {
@@ -133,7 +141,13 @@ async fn a_thread_talks_to_its_own_model_server_and_can_switch() {
         EngineConfig::default(),
     )
     .await;
-    let reloaded = engine.read(&thread.id).await.unwrap().thread.clone();
+    let reloaded = engine
+        .threads()
+        .read(&thread.id)
+        .await
+        .unwrap()
+        .thread
+        .clone();
     assert_eq!(reloaded.settings(), configured.settings());
 }
 
@@ -142,7 +156,8 @@ async fn bad_settings_and_archived_threads_are_refused() {
     let h = Harness::new(vec![]).await;
     let result = h
         .engine
-        .configure_thread(&h.thread.id, |s| s.temperature = Some(3.5))
+        .threads()
+        .configure(&h.thread.id, |s| s.temperature = Some(3.5))
         .await;
     assert!(
         matches!(&result, Err(EngineError::InvalidInput(m)) if m.contains("temperature")),
@@ -150,18 +165,27 @@ async fn bad_settings_and_archived_threads_are_refused() {
     );
     let result = h
         .engine
-        .configure_thread(&h.thread.id, |s| s.model = " ".into())
+        .threads()
+        .configure(&h.thread.id, |s| s.model = " ".into())
         .await;
     assert!(
         matches!(result, Err(EngineError::InvalidInput(_))),
         "{result:?}"
     );
-    let unchanged = h.engine.read(&h.thread.id).await.unwrap().thread.clone();
+    let unchanged = h
+        .engine
+        .threads()
+        .read(&h.thread.id)
+        .await
+        .unwrap()
+        .thread
+        .clone();
     assert_eq!(unchanged.settings(), h.thread.settings());
-    h.engine.archive(&h.thread.id).await.unwrap();
+    h.engine.threads().archive(&h.thread.id).await.unwrap();
     let result = h
         .engine
-        .configure_thread(&h.thread.id, |s| s.name = Some("late".into()))
+        .threads()
+        .configure(&h.thread.id, |s| s.name = Some("late".into()))
         .await;
     assert!(
         matches!(result, Err(EngineError::Archived(_))),
@@ -169,7 +193,8 @@ async fn bad_settings_and_archived_threads_are_refused() {
     );
     let unknown = h
         .engine
-        .configure_thread(&ThreadId::from("nope"), |_| {})
+        .threads()
+        .configure(&ThreadId::from("nope"), |_| {})
         .await;
     assert!(
         matches!(unknown, Err(EngineError::ThreadNotFound(_))),
@@ -182,7 +207,8 @@ async fn a_thread_starts_with_the_given_conversation_and_metadata() {
     let h = Harness::new(vec![Step::text("You are Ada.")]).await;
     let thread = h
         .engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: h.workspace(),
             model: Some("test-model".into()),
             metadata: [("client".to_owned(), "a3s".to_owned())].into(),
@@ -205,10 +231,11 @@ async fn a_thread_starts_with_the_given_conversation_and_metadata() {
         .await
         .unwrap();
     assert_eq!(thread.metadata["client"], "a3s");
-    let mut sub = h.engine.subscribe(&thread.id, 1).await.unwrap();
+    let mut sub = h.engine.feeds().subscribe(&thread.id, 1).await.unwrap();
     let turn = h
         .engine
-        .send_message(&thread.id, "who am I?", IfBusy::Reject)
+        .turns()
+        .send(&thread.id, "who am I?", IfBusy::Reject)
         .await
         .unwrap();
     until_turn_ends(&mut sub, &turn).await;

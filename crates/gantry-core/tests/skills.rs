@@ -28,7 +28,8 @@ async fn a_discovered_skill_is_invoked_and_its_allowed_tools_apply() {
     policy.permissions.default = RuleDecision::Deny;
     let thread = h
         .engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: h.workspace(),
             policy,
             ..Default::default()
@@ -36,16 +37,17 @@ async fn a_discovered_skill_is_invoked_and_its_allowed_tools_apply() {
         .await
         .unwrap()
         .id;
-    let listed = h.engine.list_skills(&thread).await.unwrap();
+    let listed = h.engine.skills().list(&thread).await.unwrap();
     assert_eq!(
         listed.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
         ["greeter"]
     );
 
-    let mut sub = h.engine.subscribe(&thread, 1).await.unwrap();
+    let mut sub = h.engine.feeds().subscribe(&thread, 1).await.unwrap();
     let turn = h
         .engine
-        .send_message(&thread, "greet the world", IfBusy::Reject)
+        .turns()
+        .send(&thread, "greet the world", IfBusy::Reject)
         .await
         .unwrap();
     assert_eq!(
@@ -89,8 +91,8 @@ async fn a_discovered_skill_is_invoked_and_its_allowed_tools_apply() {
     assert!(!later.contains("echo hello, NAME"), "{later}");
 
     // Unloaded, its rules stop applying.
-    assert!(h.engine.unload_skill(&thread, "greeter").await.unwrap());
-    let listed = h.engine.list_skills(&thread).await.unwrap();
+    assert!(h.engine.skills().unload(&thread, "greeter").await.unwrap());
+    let listed = h.engine.skills().list(&thread).await.unwrap();
     assert!(!listed[0].loaded);
 }
 
@@ -102,21 +104,23 @@ async fn a_skill_loaded_on_request_gives_the_model_its_instructions() {
     std::fs::write(dir.join("SKILL.md"), SKILL).unwrap();
     let thread = h
         .engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: h.workspace(),
             ..Default::default()
         })
         .await
         .unwrap()
         .id;
-    h.engine.load_skill(&thread, "greeter").await.unwrap();
+    h.engine.skills().load(&thread, "greeter").await.unwrap();
     let run = |text: &'static str| {
         let engine = h.engine.clone();
         let thread = thread.clone();
         async move {
-            let mut sub = engine.subscribe(&thread, 1).await.unwrap();
+            let mut sub = engine.feeds().subscribe(&thread, 1).await.unwrap();
             let turn = engine
-                .send_message(&thread, text, IfBusy::Reject)
+                .turns()
+                .send(&thread, text, IfBusy::Reject)
                 .await
                 .unwrap();
             until_turn_ends(&mut sub, &turn).await;
@@ -130,7 +134,7 @@ async fn a_skill_loaded_on_request_gives_the_model_its_instructions() {
             .to_owned()
     };
     assert!(system(0).contains("echo hello, NAME"), "{}", system(0));
-    assert!(h.engine.unload_skill(&thread, "greeter").await.unwrap());
+    assert!(h.engine.skills().unload(&thread, "greeter").await.unwrap());
     run("again").await;
     assert!(!system(1).contains("echo hello, NAME"), "{}", system(1));
 }

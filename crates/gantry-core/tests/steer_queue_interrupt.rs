@@ -36,6 +36,7 @@ async fn steer_reaches_the_model_before_its_next_request() {
 
     let steered = h
         .engine
+        .turns()
         .steer(&h.thread.id, "also mention cats")
         .await
         .unwrap();
@@ -43,7 +44,8 @@ async fn steer_reaches_the_model_before_its_next_request() {
     // A plain send while busy is refused with a helpful error.
     let busy = h
         .engine
-        .send_message(&h.thread.id, "hello?", IfBusy::Reject)
+        .turns()
+        .send(&h.thread.id, "hello?", IfBusy::Reject)
         .await;
     assert!(matches!(busy, Err(EngineError::Busy { .. })), "{busy:?}");
 
@@ -71,7 +73,12 @@ async fn steer_reaches_the_model_before_its_next_request() {
 #[tokio::test]
 async fn steer_without_a_running_turn_is_refused() {
     let h = Harness::new(vec![]).await;
-    let err = h.engine.steer(&h.thread.id, "hi").await.unwrap_err();
+    let err = h
+        .engine
+        .turns()
+        .steer(&h.thread.id, "hi")
+        .await
+        .unwrap_err();
     assert!(matches!(err, EngineError::NotSteerable { .. }));
     assert!(err.to_string().contains("no turn is running"), "{err}");
 }
@@ -89,7 +96,12 @@ async fn queued_message_runs_after_the_current_turn() {
     .await;
     let (mut sub, first) = h.start_turn("first").await;
     wait_ready(&mut sub).await;
-    let second = h.engine.queue(&h.thread.id, "second").await.unwrap();
+    let second = h
+        .engine
+        .turns()
+        .queue(&h.thread.id, "second")
+        .await
+        .unwrap();
     assert_ne!(first, second);
     assert_eq!(h.view().await.queued.len(), 1, "visible while it waits");
 
@@ -116,7 +128,7 @@ async fn interrupt_kills_the_process_group_and_ends_the_turn() {
     let (mut sub, turn) = h.start_turn("wait a minute").await;
     wait_ready(&mut sub).await;
 
-    let interrupted = h.engine.interrupt(&h.thread.id).await.unwrap();
+    let interrupted = h.engine.turns().interrupt(&h.thread.id).await.unwrap();
     assert_eq!(interrupted, Some(turn.clone()));
     let seen = until_turn_ends(&mut sub, &turn).await;
     assert_eq!(turn_status(&seen), TurnStatus::Interrupted);
@@ -150,7 +162,10 @@ async fn interrupt_kills_the_process_group_and_ends_the_turn() {
     );
 
     // The thread takes new input afterwards.
-    assert_eq!(h.engine.interrupt(&h.thread.id).await.unwrap(), None);
+    assert_eq!(
+        h.engine.turns().interrupt(&h.thread.id).await.unwrap(),
+        None
+    );
 }
 
 #[tokio::test]
@@ -167,7 +182,7 @@ async fn interrupt_cancels_a_streaming_model_answer() {
         |n| matches!(n, Notification::Delta(d) if matches!(d.kind, DeltaKind::AgentText(_))),
     )
     .await;
-    h.engine.interrupt(&h.thread.id).await.unwrap();
+    h.engine.turns().interrupt(&h.thread.id).await.unwrap();
     let seen = until_turn_ends(&mut sub, &turn).await;
     assert_eq!(turn_status(&seen), TurnStatus::Interrupted);
     let view = h.view().await;
@@ -198,10 +213,11 @@ async fn a_message_sent_twice_with_one_key_runs_once() {
     ])
     .await;
     let thread = &h.thread.id;
-    let mut sub = h.engine.subscribe(thread, 1).await.unwrap();
+    let mut sub = h.engine.feeds().subscribe(thread, 1).await.unwrap();
     let first = h
         .engine
-        .send_message_once(thread, "req-1", "build it", IfBusy::Reject)
+        .turns()
+        .send_once(thread, "req-1", "build it", IfBusy::Reject)
         .await
         .unwrap();
     assert!(first.first_time && !first.steered);
@@ -210,7 +226,8 @@ async fn a_message_sent_twice_with_one_key_runs_once() {
     // The same request again, while its turn runs: nothing new happens.
     let again = h
         .engine
-        .send_message_once(thread, "req-1", "build it", IfBusy::Reject)
+        .turns()
+        .send_once(thread, "req-1", "build it", IfBusy::Reject)
         .await
         .unwrap();
     assert_eq!(
@@ -220,13 +237,15 @@ async fn a_message_sent_twice_with_one_key_runs_once() {
     // A steer keyed once, sent twice, joins the turn once.
     let steer = h
         .engine
-        .send_message_once(thread, "req-2", "and test it", IfBusy::Steer)
+        .turns()
+        .send_once(thread, "req-2", "and test it", IfBusy::Steer)
         .await
         .unwrap();
     assert!(steer.steered && steer.first_time);
     let steer_again = h
         .engine
-        .send_message_once(thread, "req-2", "and test it", IfBusy::Steer)
+        .turns()
+        .send_once(thread, "req-2", "and test it", IfBusy::Steer)
         .await
         .unwrap();
     assert_eq!(
@@ -240,11 +259,12 @@ async fn a_message_sent_twice_with_one_key_runs_once() {
     h.engine.shutdown().await.expect("events stored");
     let engine = engine_at(h.dir.path(), &h.llm, gantry_core::EngineConfig::default()).await;
     let after = engine
-        .send_message_once(thread, "req-2", "and test it", IfBusy::Reject)
+        .turns()
+        .send_once(thread, "req-2", "and test it", IfBusy::Reject)
         .await
         .unwrap();
     assert_eq!((after.turn, after.first_time), (first.turn.clone(), false));
-    let view = engine.read(thread).await.unwrap();
+    let view = engine.threads().read(thread).await.unwrap();
     assert_eq!(view.turns.len(), 1, "no second turn");
     assert_eq!(view.turns[0].turn.key.as_deref(), Some("req-1"));
     let users: Vec<_> = view.turns[0]

@@ -46,7 +46,8 @@ async fn invalid_twice_then_valid_becomes_a_structured_output_item() {
     request.schema_name = Some("person".into());
     let out = h
         .engine
-        .generate_structured(&h.thread.id, request)
+        .structured()
+        .generate(&h.thread.id, request)
         .await
         .expect("valid output");
     assert_eq!(out.payload, json!({"name": "Ada", "age": 36}));
@@ -111,7 +112,8 @@ async fn exceeding_the_retry_limit_fails_clearly() {
     request.retries = 1;
     let err = h
         .engine
-        .generate_structured(&h.thread.id, request)
+        .structured()
+        .generate(&h.thread.id, request)
         .await
         .expect_err("no valid output");
     let EngineError::Structured { reason, .. } = &err else {
@@ -141,7 +143,8 @@ async fn a_non_object_schema_is_wrapped_and_streamed() {
     let schema = json!({"type": "array", "items": {"type": "string"}, "minItems": 2});
     let mut stream = h
         .engine
-        .stream_structured(&h.thread.id, StructuredRequest::new("two letters", schema))
+        .structured()
+        .stream(&h.thread.id, StructuredRequest::new("two letters", schema))
         .await
         .expect("start");
     let mut partial = String::new();
@@ -171,7 +174,8 @@ async fn submissions_stream_as_partial_json_and_a_rejected_one_is_retracted() {
     .await;
     let mut stream = h
         .engine
-        .stream_structured(
+        .structured()
+        .stream(
             &h.thread.id,
             StructuredRequest::new("who?", person_schema()),
         )
@@ -212,7 +216,8 @@ async fn an_invalid_schema_is_refused_before_any_turn() {
     let h = Harness::new(vec![]).await;
     let err = h
         .engine
-        .generate_structured(
+        .structured()
+        .generate(
             &h.thread.id,
             StructuredRequest::new("x", json!({"type": "no-such-type"})),
         )
@@ -239,7 +244,8 @@ async fn a_plan_is_created_read_back_and_its_steps_move() {
     let h = Harness::new(vec![Step::tool_call("submit_output", plan)]).await;
     let created = h
         .engine
-        .create_plan(&h.thread.id, "add a --verbose flag", Some("a Rust CLI"))
+        .plans()
+        .create(&h.thread.id, "add a --verbose flag", Some("a Rust CLI"))
         .await
         .expect("plan");
     assert!(!created.id.is_empty());
@@ -259,35 +265,43 @@ async fn a_plan_is_created_read_back_and_its_steps_move() {
 
     let read = h
         .engine
-        .get_plan(&h.thread.id, &created.id)
+        .plans()
+        .get(&h.thread.id, &created.id)
         .await
         .expect("get");
     assert_eq!(read, created);
 
     let updated = h
         .engine
-        .update_plan_step(&h.thread.id, &created.id, "1", PlanStepStatus::Completed)
+        .plans()
+        .update_step(&h.thread.id, &created.id, "1", PlanStepStatus::Completed)
         .await
         .expect("update");
     assert_eq!(updated.steps[0].status, PlanStepStatus::Completed);
-    let again = h.engine.get_plan(&h.thread.id, &created.id).await.unwrap();
+    let again = h
+        .engine
+        .plans()
+        .get(&h.thread.id, &created.id)
+        .await
+        .unwrap();
     assert_eq!(again.steps[0].status, PlanStepStatus::Completed);
     assert_eq!(again.steps[1].status, PlanStepStatus::Pending);
 
     let missing = h
         .engine
-        .update_plan_step(&h.thread.id, &created.id, "9", PlanStepStatus::Completed)
+        .plans()
+        .update_step(&h.thread.id, &created.id, "9", PlanStepStatus::Completed)
         .await;
     assert!(matches!(missing, Err(EngineError::NotFound { .. })));
     assert!(matches!(
-        h.engine.get_plan(&h.thread.id, "nope").await,
+        h.engine.plans().get(&h.thread.id, "nope").await,
         Err(EngineError::NotFound { .. })
     ));
 
     // The plan is in the log: a restarted engine reads it back.
     h.engine.flush().await.expect("events stored");
     let engine = engine_at(h.dir.path(), &h.llm, Default::default()).await;
-    let reloaded = engine.get_plan(&h.thread.id, &created.id).await.unwrap();
+    let reloaded = engine.plans().get(&h.thread.id, &created.id).await.unwrap();
     assert_eq!(reloaded, again);
 }
 
@@ -308,7 +322,8 @@ async fn goals_are_extracted_and_checked_as_typed_results() {
     .await;
     let goal: AgentGoal = h
         .engine
-        .extract_goal(&h.thread.id, "the build is red, fix it")
+        .goals()
+        .extract(&h.thread.id, "the build is red, fix it")
         .await
         .expect("goal");
     assert_eq!(goal.description, "Make the build pass");
@@ -318,7 +333,8 @@ async fn goals_are_extracted_and_checked_as_typed_results() {
 
     let check = h
         .engine
-        .check_goal_achievement(&h.thread.id, &goal, "the build succeeds; 2 tests fail")
+        .goals()
+        .check_achievement(&h.thread.id, &goal, "the build succeeds; 2 tests fail")
         .await
         .expect("check");
     assert!(!check.achieved);
@@ -342,7 +358,8 @@ async fn a_goal_token_budget_stops_a_turn_cleanly() {
     .await;
     let goal = h
         .engine
-        .set_goal(&h.thread.id, "ship the release", Some(5000))
+        .goals()
+        .set(&h.thread.id, "ship the release", Some(5000))
         .await
         .expect("set goal");
     assert_eq!(goal.status, ThreadGoalStatus::Active);
@@ -359,7 +376,8 @@ async fn a_goal_token_budget_stops_a_turn_cleanly() {
     );
     let goal = h
         .engine
-        .get_goal(&h.thread.id)
+        .goals()
+        .get(&h.thread.id)
         .await
         .unwrap()
         .expect("goal");
@@ -379,7 +397,8 @@ async fn a_goal_token_budget_stops_a_turn_cleanly() {
     // Setting the same objective with a larger budget continues the goal.
     let goal = h
         .engine
-        .set_goal(&h.thread.id, "ship the release", Some(100_000))
+        .goals()
+        .set(&h.thread.id, "ship the release", Some(100_000))
         .await
         .unwrap();
     assert_eq!(goal.status, ThreadGoalStatus::Active);
@@ -388,7 +407,7 @@ async fn a_goal_token_budget_stops_a_turn_cleanly() {
     assert_eq!(turn_status(&seen), TurnStatus::Completed);
     assert_eq!(h.llm.request_count(), 2);
 
-    let cleared = h.engine.clear_goal(&h.thread.id).await.unwrap();
+    let cleared = h.engine.goals().clear(&h.thread.id).await.unwrap();
     assert!(cleared.is_some());
-    assert_eq!(h.engine.get_goal(&h.thread.id).await.unwrap(), None);
+    assert_eq!(h.engine.goals().get(&h.thread.id).await.unwrap(), None);
 }

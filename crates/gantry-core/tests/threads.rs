@@ -16,16 +16,18 @@ use gantry_types::{
 async fn archive_hides_the_thread_and_refuses_input_until_unarchived() {
     let h = Harness::new(vec![Step::text("hi")]).await;
     let id = h.thread.id.clone();
-    h.engine.archive(&id).await.unwrap();
+    h.engine.threads().archive(&id).await.unwrap();
     let err = h
         .engine
-        .send_message(&id, "hello", IfBusy::Reject)
+        .turns()
+        .send(&id, "hello", IfBusy::Reject)
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::Archived(_)), "{err}");
 
     let active = h
         .engine
+        .threads()
         .list(&ThreadQuery {
             archived: Some(false),
             ..Default::default()
@@ -35,6 +37,7 @@ async fn archive_hides_the_thread_and_refuses_input_until_unarchived() {
     assert!(active.threads.iter().all(|t| t.id != id));
     let archived = h
         .engine
+        .threads()
         .list(&ThreadQuery {
             archived: Some(true),
             ..Default::default()
@@ -43,7 +46,7 @@ async fn archive_hides_the_thread_and_refuses_input_until_unarchived() {
         .unwrap();
     assert_eq!(archived.threads.len(), 1);
 
-    h.engine.unarchive(&id).await.unwrap();
+    h.engine.threads().unarchive(&id).await.unwrap();
     let (_, seen) = h.run_turn("hello").await;
     assert_eq!(turn_status(&seen), TurnStatus::Completed);
 }
@@ -59,10 +62,15 @@ async fn fork_copies_history_up_to_a_turn() {
     let (first, _) = h.run_turn("first").await;
     h.run_turn("second").await;
 
-    let fork = h.engine.fork(&h.thread.id, Some(&first)).await.unwrap();
+    let fork = h
+        .engine
+        .threads()
+        .fork(&h.thread.id, Some(&first))
+        .await
+        .unwrap();
     assert_ne!(fork.id, h.thread.id);
     assert_eq!(fork.forked_from.as_ref().map(|f| &f.turn_id), Some(&first));
-    let view = h.engine.read(&fork.id).await.unwrap();
+    let view = h.engine.threads().read(&fork.id).await.unwrap();
     assert_eq!(view.turns.len(), 1);
     assert_eq!(view.turns[0].turn.input, "first");
     assert_ne!(view.turns[0].turn.id, first, "copies get their own ids");
@@ -70,10 +78,11 @@ async fn fork_copies_history_up_to_a_turn() {
     // The fork continues from the first turn only.
     let turn = h
         .engine
-        .send_message(&fork.id, "third", IfBusy::Reject)
+        .turns()
+        .send(&fork.id, "third", IfBusy::Reject)
         .await
         .unwrap();
-    let mut sub = h.engine.subscribe(&fork.id, 1).await.unwrap();
+    let mut sub = h.engine.feeds().subscribe(&fork.id, 1).await.unwrap();
     until_turn_ends(&mut sub, &turn).await;
     let messages = h.llm.requests()[2].body["messages"]
         .as_array()
@@ -87,6 +96,7 @@ async fn fork_copies_history_up_to_a_turn() {
 
     let missing = h
         .engine
+        .threads()
         .fork(&h.thread.id, Some(&TurnId::from("nope")))
         .await
         .unwrap_err();
@@ -98,7 +108,8 @@ async fn list_pages_newest_first() {
     let h = Harness::new(vec![]).await;
     for _ in 0..4 {
         h.engine
-            .create_thread(gantry_core::CreateThread {
+            .threads()
+            .create(gantry_core::CreateThread {
                 cwd: h.workspace(),
                 ..Default::default()
             })
@@ -107,6 +118,7 @@ async fn list_pages_newest_first() {
     }
     let first = h
         .engine
+        .threads()
         .list(&ThreadQuery {
             limit: 3,
             ..Default::default()
@@ -116,6 +128,7 @@ async fn list_pages_newest_first() {
     assert_eq!(first.threads.len(), 3);
     let second = h
         .engine
+        .threads()
         .list(&ThreadQuery {
             limit: 3,
             cursor: first.next_cursor.clone(),
@@ -137,7 +150,8 @@ async fn create_thread_rejects_a_missing_workspace() {
     let h = Harness::new(vec![]).await;
     let err = h
         .engine
-        .create_thread(gantry_core::CreateThread {
+        .threads()
+        .create(gantry_core::CreateThread {
             cwd: "/no/such/dir".into(),
             ..Default::default()
         })
@@ -259,7 +273,7 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
 
     let llm = gantry_testkit::MockLlm::start(gantry_testkit::Script::new(vec![])).unwrap();
     let engine = engine_at(dir.path(), &llm, EngineConfig::default()).await;
-    let view = engine.read(&thread_id).await.unwrap();
+    let view = engine.threads().read(&thread_id).await.unwrap();
     let turn = &view.turns[0];
     assert_eq!(turn.turn.status, TurnStatus::Interrupted);
     assert_eq!(view.thread.status, ThreadStatus::Idle);

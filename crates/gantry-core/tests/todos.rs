@@ -31,7 +31,7 @@ async fn a_turn_that_writes_todos_keeps_them_with_the_thread() {
         .collect();
     assert_eq!(lists.len(), 2, "an item for every call");
 
-    let todos = h.engine.get_todos(&h.thread.id).await.unwrap();
+    let todos = h.engine.threads().todos(&h.thread.id).await.unwrap();
     assert_eq!(
         todos.len(),
         2,
@@ -51,11 +51,13 @@ async fn a_turn_that_writes_todos_keeps_them_with_the_thread() {
         priority: TodoPriority::High,
     }];
     h.engine
+        .threads()
         .set_todos(&h.thread.id, done.clone())
         .await
         .unwrap();
     let bad = h
         .engine
+        .threads()
         .set_todos(
             &h.thread.id,
             vec![TodoItem {
@@ -69,5 +71,5 @@ async fn a_turn_that_writes_todos_keeps_them_with_the_thread() {
     assert!(bad.is_err());
     h.engine.flush().await.expect("events stored");
     let restarted = engine_at(h.dir.path(), &h.llm, EngineConfig::default()).await;
-    assert_eq!(restarted.get_todos(&h.thread.id).await.unwrap(), done);
+    assert_eq!(restarted.threads().todos(&h.thread.id).await.unwrap(), done);
 }

@@ -62,7 +62,7 @@ async fn multi_round_turn_runs_tools_and_feeds_results_back() {
     // The built-ins, plus the thread's memory tools (`remember`, `recall`).
     assert_eq!(
         requests[0].body["tools"].as_array().unwrap().len(),
-        h.engine.tools().specs().len() + 2
+        h.engine.tool_specs().len() + 2
     );
 
     // Usage is recorded on the turn and the thread.

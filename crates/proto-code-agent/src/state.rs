@@ -60,7 +60,7 @@ impl Ctx {
     /// A session that is not destroyed, as it is now: `NOT_FOUND` for an
     /// unknown one, `FAILED_PRECONDITION` for a destroyed one.
     pub(crate) async fn live_session(&self, id: &ThreadId) -> Result<Arc<ThreadView>, Status> {
-        let view = self.engine.read(id).await.map_err(status)?;
+        let view = self.engine.threads().read(id).await.map_err(status)?;
         if view.thread.archived {
             return Err(status(EngineError::Archived(id.clone())));
         }
@@ -70,10 +70,7 @@ impl Ctx {
     /// The engine's model catalog (with the configuration's overrides), or
     /// the built-in one for an engine without a provider registry.
     pub(crate) fn catalog(&self) -> &Catalog {
-        match self.engine.providers() {
-            Some(providers) => providers.catalog(),
-            None => Catalog::builtin(),
-        }
+        self.engine.providers().catalog()
     }
 
     /// Asks the server to shut down gracefully.

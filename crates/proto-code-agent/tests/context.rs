@@ -32,10 +32,19 @@ async fn talkative_session(s: &mut Server) -> String {
 /// Runs a turn of `session` through the engine and waits for its end.
 async fn run_turn(s: &Server, session: &str, text: &str) {
     let thread = ThreadId::from(session);
-    let from = s.engine.read(&thread).await.unwrap().thread.last_seq + 1;
-    let mut sub = s.engine.subscribe(&thread, from).await.unwrap();
+    let from = s
+        .engine
+        .threads()
+        .read(&thread)
+        .await
+        .unwrap()
+        .thread
+        .last_seq
+        + 1;
+    let mut sub = s.engine.feeds().subscribe(&thread, from).await.unwrap();
     s.engine
-        .send_message(&thread, text, IfBusy::Reject)
+        .turns()
+        .send(&thread, text, IfBusy::Reject)
         .await
         .unwrap();
     guard("the turn to end", async {
@@ -175,7 +184,8 @@ async fn context_errors_carry_the_right_status() {
     // A running turn: neither compaction nor clearing may cut in.
     let busy = s.session().await;
     s.engine
-        .send_message(&ThreadId::from(busy.as_str()), "go", IfBusy::Reject)
+        .turns()
+        .send(&ThreadId::from(busy.as_str()), "go", IfBusy::Reject)
         .await
         .unwrap();
     let err = s
@@ -195,6 +205,7 @@ async fn context_errors_carry_the_right_status() {
         .unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
     s.engine
+        .turns()
         .interrupt(&ThreadId::from(busy.as_str()))
         .await
         .unwrap();

@@ -316,8 +316,8 @@ async fn jobs_are_listed_updated_paused_resumed_and_deleted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scheduler_runs_an_active_job_on_its_schedule() {
     let mut s = Server::start(vec![]).await;
-    let mut events = s.engine.engine_events();
-    let _scheduler = s.engine.start_scheduler().await.unwrap();
+    let mut events = s.engine.feeds().engine_events();
+    let _scheduler = s.engine.jobs().start_scheduler().await.unwrap();
     let job = create(&mut s, new_job("tick", "* * * * * *", "echo tick")).await;
     let run = next_run(&mut events, &job.id, finished_of(&job.id)).await;
     assert_eq!(run.trigger, ExecutionTrigger::Schedule);
@@ -349,7 +349,7 @@ async fn the_scheduler_runs_an_active_job_on_its_schedule() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_job_shows_running_and_is_not_run_twice() {
     let mut s = Server::start(vec![]).await;
-    let mut events = s.engine.engine_events();
+    let mut events = s.engine.feeds().engine_events();
     let release = s.workspace().join("release");
     let job = create(
         &mut s,

@@ -328,7 +328,8 @@ async fn memory_is_reported_as_stored_recalled_searched_and_cleared() {
     let id = gantry_types::ThreadId::from(session.as_str());
     let stored = s
         .engine
-        .store_memory(
+        .memory()
+        .store(
             &id,
             NewMemory {
                 content: "the build uses make".into(),
@@ -338,9 +339,10 @@ async fn memory_is_reported_as_stored_recalled_searched_and_cleared() {
         )
         .await
         .unwrap();
-    s.engine.retrieve_memory(&id, &stored.id).await.unwrap();
+    s.engine.memory().retrieve(&id, &stored.id).await.unwrap();
     s.engine
-        .search_memories(
+        .memory()
+        .search(
             &id,
             MemoryQuery {
                 query: Some("make".into()),
@@ -350,7 +352,8 @@ async fn memory_is_reported_as_stored_recalled_searched_and_cleared() {
         .await
         .unwrap();
     s.engine
-        .clear_memories(&id, MemoryClear::all())
+        .memory()
+        .clear(&id, MemoryClear::all())
         .await
         .unwrap();
 

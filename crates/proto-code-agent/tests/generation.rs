@@ -346,7 +346,7 @@ async fn a_client_that_leaves_a_stream_interrupts_its_turn() {
     let id = gantry_types::ThreadId::from(session.as_str());
     guard("the turn to end", async {
         loop {
-            let view = s.engine.read(&id).await.unwrap();
+            let view = s.engine.threads().read(&id).await.unwrap();
             if let Some(turn) = view.turns.last().filter(|t| t.turn.status.is_final()) {
                 return turn.turn.status;
             }
@@ -354,7 +354,7 @@ async fn a_client_that_leaves_a_stream_interrupts_its_turn() {
         }
     })
     .await;
-    let view = s.engine.read(&id).await.unwrap();
+    let view = s.engine.threads().read(&id).await.unwrap();
     assert_eq!(
         view.turns.last().unwrap().turn.status,
         gantry_types::TurnStatus::Interrupted

@@ -156,15 +156,17 @@ async fn tools(
 /// Runs one turn of `session` on the engine and waits until it ends.
 async fn run_turn(s: &Server, session: &str, text: &str) {
     let id = ThreadId::from(session);
-    let view = s.engine.read(&id).await.expect("read");
+    let view = s.engine.threads().read(&id).await.expect("read");
     let mut sub = s
         .engine
+        .feeds()
         .subscribe(&id, view.thread.last_seq + 1)
         .await
         .expect("subscribe");
     let turn = s
         .engine
-        .send_message(&id, text, IfBusy::Reject)
+        .turns()
+        .send(&id, text, IfBusy::Reject)
         .await
         .expect("send");
     guard("the turn to end", async {

@@ -91,6 +91,7 @@ async fn a_plan_is_created_by_the_model_and_read_back() {
     assert_eq!(latest, plan);
     let view = s
         .engine
+        .threads()
         .read(&ThreadId::from(session.as_str()))
         .await
         .unwrap();

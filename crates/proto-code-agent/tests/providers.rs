@@ -110,7 +110,7 @@ async fn an_added_vendor_provider_lists_the_catalogs_models_with_its_key_masked(
             .contains(&"image".to_owned())
     );
     assert_eq!(
-        s.engine.get_provider("anthropic").unwrap().kind,
+        s.engine.providers().get("anthropic").unwrap().kind,
         ProviderKind::Anthropic,
         "the kind is inferred from the name"
     );
@@ -183,7 +183,7 @@ async fn an_added_provider_serves_the_default_model_and_keeps_its_key_on_update(
     assert_eq!(added.api_key.as_deref(), Some("sk-...6789"));
     assert_eq!(added.models[0].name, "local-model");
     assert_eq!(
-        s.engine.get_provider("local").unwrap().kind,
+        s.engine.providers().get("local").unwrap().kind,
         ProviderKind::OpenaiChat
     );
 
@@ -216,14 +216,15 @@ async fn an_added_provider_serves_the_default_model_and_keeps_its_key_on_update(
     // provider with its real key.
     let thread = s
         .engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd: s.workspace(),
             ..CreateThread::default()
         })
         .await
         .unwrap();
     assert_eq!(thread.model, "local/local-model");
-    s.engine.queue(&thread.id, "hello").await.unwrap();
+    s.engine.turns().queue(&thread.id, "hello").await.unwrap();
     requests_reach(&s, 1).await;
     let first = &s.llm.requests()[0];
     assert_eq!(first.body["model"], "local-model");
@@ -245,7 +246,7 @@ async fn an_added_provider_serves_the_default_model_and_keeps_its_key_on_update(
     let info = updated.provider.unwrap();
     assert_eq!(info.api_key.as_deref(), Some("sk-...6789"));
     assert_eq!(info.models[1].limit.unwrap().context, 1_047_576);
-    s.engine.queue(&thread.id, "again").await.unwrap();
+    s.engine.turns().queue(&thread.id, "again").await.unwrap();
     requests_reach(&s, 2).await;
     assert_eq!(
         s.llm.requests()[1].headers["authorization"],
@@ -268,7 +269,7 @@ async fn an_added_provider_serves_the_default_model_and_keeps_its_key_on_update(
         .unwrap();
     assert_eq!(rotated.base_url, added.base_url);
     assert_eq!(rotated.models.len(), 2);
-    s.engine.queue(&thread.id, "third").await.unwrap();
+    s.engine.turns().queue(&thread.id, "third").await.unwrap();
     requests_reach(&s, 3).await;
     assert_eq!(
         s.llm.requests()[2].headers["authorization"],
@@ -298,7 +299,7 @@ async fn an_added_provider_serves_the_default_model_and_keeps_its_key_on_update(
         })
         .await
         .unwrap();
-    assert!(s.engine.get_provider("local").is_err());
+    assert!(s.engine.providers().get("local").is_err());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -364,7 +365,7 @@ async fn bad_input_and_unknown_providers_are_rejected() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::AlreadyExists, "{e:?}");
-    assert!(s.engine.get_provider("x").is_err(), "nothing was added");
+    assert!(s.engine.providers().get("x").is_err(), "nothing was added");
 
     let e = c
         .get_provider(pb::GetProviderRequest {
@@ -443,7 +444,7 @@ async fn bad_input_and_unknown_providers_are_rejected() {
         "{e:?}"
     );
     assert_eq!(
-        s.engine.default_model(),
+        s.engine.providers().default_model(),
         format!("{PROVIDER}/test-model"),
         "unchanged"
     );

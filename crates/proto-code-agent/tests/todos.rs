@@ -48,10 +48,19 @@ async fn set(
 /// Runs a turn of `session` through the engine and waits for its end.
 async fn run_turn(s: &Server, session: &str, text: &str) {
     let thread = ThreadId::from(session);
-    let from = s.engine.read(&thread).await.unwrap().thread.last_seq + 1;
-    let mut sub = s.engine.subscribe(&thread, from).await.unwrap();
+    let from = s
+        .engine
+        .threads()
+        .read(&thread)
+        .await
+        .unwrap()
+        .thread
+        .last_seq
+        + 1;
+    let mut sub = s.engine.feeds().subscribe(&thread, from).await.unwrap();
     s.engine
-        .send_message(&thread, text, IfBusy::Reject)
+        .turns()
+        .send(&thread, text, IfBusy::Reject)
         .await
         .unwrap();
     guard("the turn to end", async {

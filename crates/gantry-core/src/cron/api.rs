@@ -16,10 +16,10 @@ use super::validate;
 use crate::engine_events::EngineEventKind;
 use crate::{Engine, EngineError};
 
-/// How many runs [`Engine::job_history`] returns when no limit is given.
+/// How many runs [`Jobs::history`](crate::Jobs::history) returns when no limit is given.
 pub const DEFAULT_HISTORY_LIMIT: u32 = 10;
 
-/// Most runs [`Engine::job_history`] returns at once.
+/// Most runs [`Jobs::history`](crate::Jobs::history) returns at once.
 const MAX_HISTORY_LIMIT: u32 = 1000;
 
 /// A new job.
@@ -48,17 +48,24 @@ pub struct JobUpdate {
     pub timeout_ms: Option<u64>,
 }
 
-impl Engine {
+/// Scheduled jobs: create, change, pause, run now, history.
+/// Get one from [`Engine::jobs`].
+#[derive(Clone, Copy)]
+pub struct Jobs<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Jobs<'_> {
     /// Creates a job, active from now: its first run is the schedule's next
     /// time. Publishes [`CronEvent::Created`].
-    pub async fn create_job(&self, job: NewJob) -> Result<CronJob, EngineError> {
+    pub async fn create(self, job: NewJob) -> Result<CronJob, EngineError> {
         let name = validate::name(&job.name)?;
-        let schedule = self.parse_schedule(&job.schedule)?;
+        let schedule = self.engine.jobs().parse_schedule(&job.schedule)?;
         let timeout_ms = validate::timeout_ms(job.timeout_ms.unwrap_or(DEFAULT_JOB_TIMEOUT_MS))?;
-        let action = validate::action(self, job.action).await?;
-        let shared = &self.shared;
+        let action = validate::action(self.engine, job.action).await?;
+        let shared = &self.engine.shared;
         let _rows = shared.cron.rows.lock().await;
-        self.check_name_free(&name, None).await?;
+        self.engine.check_name_free(&name, None).await?;
         let now = shared.clock.now_ms();
         let job = CronJob {
             id: new_id(),
@@ -76,97 +83,103 @@ impl Engine {
             fail_count: 0,
         };
         shared.store.put_job(&job).await?;
-        self.job_changed(CronEvent::Created {
+        self.engine.job_changed(CronEvent::Created {
             job: Box::new(job.clone()),
         });
         Ok(job)
     }
 
     /// The job with `id`.
-    pub async fn job(&self, id: &str) -> Result<CronJob, EngineError> {
-        let job = self.shared.store.job(id).await?;
-        self.found(job, id)
+    pub async fn get(self, id: &str) -> Result<CronJob, EngineError> {
+        let job = self.engine.shared.store.job(id).await?;
+        self.engine.found(job, id)
     }
 
     /// The job named `name`.
-    pub async fn job_by_name(&self, name: &str) -> Result<CronJob, EngineError> {
-        let job = self.shared.store.job_by_name(name.trim()).await?;
-        self.found(job, name)
+    pub async fn by_name(self, name: &str) -> Result<CronJob, EngineError> {
+        let job = self.engine.shared.store.job_by_name(name.trim()).await?;
+        self.engine.found(job, name)
     }
 
     /// Every job, by name.
-    pub async fn list_jobs(&self) -> Result<Vec<CronJob>, EngineError> {
-        let jobs = self.shared.store.jobs().await?;
-        Ok(jobs.into_iter().map(|j| self.with_live_status(j)).collect())
+    pub async fn list(self) -> Result<Vec<CronJob>, EngineError> {
+        let jobs = self.engine.shared.store.jobs().await?;
+        Ok(jobs
+            .into_iter()
+            .map(|j| self.engine.with_live_status(j))
+            .collect())
     }
 
     /// Changes a job. A new schedule (of an active job) moves its next run
     /// to the new schedule's next time. Publishes [`CronEvent::Updated`].
-    pub async fn update_job(&self, id: &str, update: JobUpdate) -> Result<CronJob, EngineError> {
+    pub async fn update(self, id: &str, update: JobUpdate) -> Result<CronJob, EngineError> {
         let name = update.name.as_deref().map(validate::name).transpose()?;
         let schedule = update
             .schedule
             .as_deref()
-            .map(|s| self.parse_schedule(s))
+            .map(|s| self.engine.jobs().parse_schedule(s))
             .transpose()?;
         let timeout_ms = update.timeout_ms.map(validate::timeout_ms).transpose()?;
         let action = match update.action {
-            Some(action) => Some(validate::action(self, action).await?),
+            Some(action) => Some(validate::action(self.engine, action).await?),
             None => None,
         };
-        self.change_job(id, |job, now| {
-            if let Some(name) = name {
-                job.name = name;
-            }
-            if let Some(schedule) = schedule {
-                if job.status != JobStatus::Paused {
-                    job.next_run = next_run_after(&schedule.expression, now);
+        self.engine
+            .change_job(id, |job, now| {
+                if let Some(name) = name {
+                    job.name = name;
                 }
-                job.schedule = schedule.expression;
-                job.description = schedule.description;
-            }
-            if let Some(timeout_ms) = timeout_ms {
-                job.timeout_ms = timeout_ms;
-            }
-            if let Some(action) = action {
-                job.action = action;
-            }
-        })
-        .await
+                if let Some(schedule) = schedule {
+                    if job.status != JobStatus::Paused {
+                        job.next_run = next_run_after(&schedule.expression, now);
+                    }
+                    job.schedule = schedule.expression;
+                    job.description = schedule.description;
+                }
+                if let Some(timeout_ms) = timeout_ms {
+                    job.timeout_ms = timeout_ms;
+                }
+                if let Some(action) = action {
+                    job.action = action;
+                }
+            })
+            .await
     }
 
     /// Pauses a job: the scheduler leaves it alone (a run in progress goes
-    /// on; [`Engine::run_job_now`] still works). Publishes [`CronEvent::Updated`].
-    pub async fn pause_job(&self, id: &str) -> Result<CronJob, EngineError> {
-        self.change_job(id, |job, _| {
-            job.status = JobStatus::Paused;
-            job.next_run = None;
-        })
-        .await
+    /// on; [`Jobs::run_now`](crate::Jobs::run_now) still works). Publishes [`CronEvent::Updated`].
+    pub async fn pause(self, id: &str) -> Result<CronJob, EngineError> {
+        self.engine
+            .change_job(id, |job, _| {
+                job.status = JobStatus::Paused;
+                job.next_run = None;
+            })
+            .await
     }
 
     /// Resumes a paused job: its next run is the schedule's next time from
     /// now (runs missed while paused are not made up). Publishes
     /// [`CronEvent::Updated`].
-    pub async fn resume_job(&self, id: &str) -> Result<CronJob, EngineError> {
-        self.change_job(id, |job, now| {
-            if job.status == JobStatus::Paused {
-                job.status = JobStatus::Active;
-                job.next_run = next_run_after(&job.schedule, now);
-            }
-        })
-        .await
+    pub async fn resume(self, id: &str) -> Result<CronJob, EngineError> {
+        self.engine
+            .change_job(id, |job, now| {
+                if job.status == JobStatus::Paused {
+                    job.status = JobStatus::Active;
+                    job.next_run = next_run_after(&job.schedule, now);
+                }
+            })
+            .await
     }
 
     /// Deletes a job and its history; a run in progress is cancelled (its
     /// process group killed). Publishes [`CronEvent::Deleted`].
-    pub async fn delete_job(&self, id: &str) -> Result<(), EngineError> {
-        let shared = &self.shared;
+    pub async fn delete(self, id: &str) -> Result<(), EngineError> {
+        let shared = &self.engine.shared;
         let _rows = shared.cron.rows.lock().await;
-        let job = self.found(shared.store.job(id).await?, id)?;
+        let job = self.engine.found(shared.store.job(id).await?, id)?;
         shared.store.delete_job(id).await?;
         shared.cron.cancel(id);
-        self.job_changed(CronEvent::Deleted {
+        self.engine.job_changed(CronEvent::Deleted {
             job_id: job.id,
             name: job.name,
         });
@@ -176,10 +189,11 @@ impl Engine {
     /// Runs a job now, whatever its status and schedule (its next scheduled
     /// run stays), and returns the finished run. Refused while the job is
     /// running. The run goes on if the caller stops waiting.
-    pub async fn run_job_now(&self, id: &str) -> Result<CronExecution, EngineError> {
-        let job = self.job(id).await?;
+    pub async fn run_now(self, id: &str) -> Result<CronExecution, EngineError> {
+        let job = self.engine.jobs().get(id).await?;
         let cancel = CancellationToken::new();
         let claim = self
+            .engine
             .shared
             .cron
             .claim(&job.id, cancel.clone())
@@ -190,7 +204,7 @@ impl Engine {
                 ))
             })?;
         let run = tokio::spawn(execute(
-            self.clone(),
+            self.engine.clone(),
             job.id,
             ExecutionTrigger::Manual,
             cancel,
@@ -204,23 +218,23 @@ impl Engine {
 
     /// A job's runs, newest first: at most `limit` (default
     /// [`DEFAULT_HISTORY_LIMIT`], at most 1000).
-    pub async fn job_history(
+    pub async fn history(
         &self,
         id: &str,
         limit: Option<u32>,
     ) -> Result<Vec<CronExecution>, EngineError> {
-        let job = self.job(id).await?;
+        let job = self.engine.jobs().get(id).await?;
         let limit = limit
             .filter(|l| *l > 0)
             .unwrap_or(DEFAULT_HISTORY_LIMIT)
             .min(MAX_HISTORY_LIMIT);
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-        Ok(self.shared.store.executions(&job.id, limit).await?)
+        Ok(self.engine.shared.store.executions(&job.id, limit).await?)
     }
 
     /// Reads a schedule (cron or English) into its cron expression and a
     /// description in words, as jobs would store it.
-    pub fn parse_schedule(&self, input: &str) -> Result<ParsedSchedule, EngineError> {
+    pub fn parse_schedule(self, input: &str) -> Result<ParsedSchedule, EngineError> {
         parse_schedule(input).map_err(EngineError::InvalidInput)
     }
 
@@ -229,10 +243,12 @@ impl Engine {
     /// run passed while no scheduler ran runs once; then jobs run on their
     /// schedules, never two runs of one job at once. Stops when the handle
     /// is dropped or [`SchedulerHandle::stop`]ped.
-    pub async fn start_scheduler(&self) -> Result<SchedulerHandle, EngineError> {
-        scheduler::start(self).await
+    pub async fn start_scheduler(self) -> Result<SchedulerHandle, EngineError> {
+        scheduler::start(self.engine).await
     }
+}
 
+impl Engine {
     /// Applies `change` to the stored job under the row lock, stamps it
     /// updated, stores it and publishes it.
     async fn change_job(

@@ -12,7 +12,7 @@ mod scheduler;
 mod state;
 mod validate;
 
-pub use api::{DEFAULT_HISTORY_LIMIT, JobUpdate, NewJob};
+pub use api::{DEFAULT_HISTORY_LIMIT, JobUpdate, Jobs, NewJob};
 pub use schedule::ParsedSchedule;
 pub use scheduler::SchedulerHandle;
 pub(crate) use state::CronState;

@@ -26,7 +26,7 @@ pub(super) async fn run_prompt(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Outcome {
-    let turn = match engine.send_message(thread, prompt, IfBusy::Queue).await {
+    let turn = match engine.turns().send(thread, prompt, IfBusy::Queue).await {
         Ok(turn) => turn,
         Err(e) => return Outcome::failed(format!("cannot send the prompt: {e}")),
     };
@@ -34,7 +34,7 @@ pub(super) async fn run_prompt(
         biased;
         _ = cancel.cancelled() => End::Cancelled,
         _ = tokio::time::sleep(timeout) => End::TimedOut,
-        ended = engine.wait_turn(thread, &turn) => End::Turn(
+        ended = engine.turns().wait(thread, &turn) => End::Turn(
             ended.map(|t| t.status).map_err(|e| format!("lost thread {thread}'s turn: {e}")),
         ),
     };
@@ -66,7 +66,7 @@ pub(super) async fn run_prompt(
 
 /// Interrupts `turn` if it is the one running; says what became of it.
 async fn stop_turn(engine: &Engine, thread: &ThreadId, turn: &TurnId) -> String {
-    let running = match engine.read(thread).await {
+    let running = match engine.threads().read(thread).await {
         Ok(view) => view
             .turns
             .iter()
@@ -76,7 +76,7 @@ async fn stop_turn(engine: &Engine, thread: &ThreadId, turn: &TurnId) -> String 
     if !running {
         return "the message is still queued on the thread".to_owned();
     }
-    match engine.interrupt(thread).await {
+    match engine.turns().interrupt(thread).await {
         Ok(_) => "the turn was interrupted".to_owned(),
         Err(e) => format!("the turn could not be interrupted: {e}"),
     }
@@ -84,7 +84,7 @@ async fn stop_turn(engine: &Engine, thread: &ThreadId, turn: &TurnId) -> String 
 
 /// The outcome a turn's state gives: its final answer, its error.
 async fn describe_turn(engine: &Engine, thread: &ThreadId, turn: &TurnId) -> Outcome {
-    let view = match engine.read(thread).await {
+    let view = match engine.threads().read(thread).await {
         Ok(view) => view,
         Err(e) => return Outcome::failed(format!("cannot read thread {thread}: {e}")),
     };

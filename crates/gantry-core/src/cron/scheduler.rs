@@ -21,7 +21,7 @@ const MAX_NAP: Duration = Duration::from_secs(30);
 /// Wait before looking again after the store failed.
 const RETRY_AFTER: Duration = Duration::from_secs(5);
 
-/// A running scheduler (see [`Engine::start_scheduler`]). Dropping it stops
+/// A running scheduler (see [`Jobs::start_scheduler`](crate::Jobs::start_scheduler)). Dropping it stops
 /// the scheduler and cancels the runs it started; [`SchedulerHandle::stop`]
 /// also waits until they are recorded.
 pub struct SchedulerHandle {

@@ -71,7 +71,7 @@ pub(super) async fn action(engine: &Engine, action: JobAction) -> Result<JobActi
                 ));
             }
             // Fails with "thread not found" for an unknown id.
-            engine.read(&thread_id).await?;
+            engine.threads().read(&thread_id).await?;
             Ok(JobAction::Prompt { thread_id, prompt })
         }
     }

@@ -14,7 +14,7 @@ pub enum IfBusy {
     Queue,
 }
 
-/// Where a keyed message went ([`Engine::send_message_once`]).
+/// Where a keyed message went ([`Turns::send_once`](crate::Turns::send_once)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivered {
     /// The turn it started, steered or was queued as.

@@ -5,16 +5,20 @@
 //! (subscriptions and engine-wide events); `builder.rs` starts it.
 
 mod builder;
-mod control;
 mod feeds;
 mod inputs;
+mod safety;
 mod threads;
 mod turns;
 
 pub use builder::EngineBuilder;
+pub use feeds::Feeds;
 pub(crate) use inputs::Input;
 pub use inputs::{ContextMessage, ContextRole, CreateThread, Delivered, IfBusy};
+pub use safety::Safety;
+pub use threads::Threads;
 pub use threads::valid_thread_id;
+pub use turns::Turns;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -95,8 +99,78 @@ impl Engine {
     }
 
     /// The provider registry, if the engine has one.
-    pub fn providers(&self) -> Option<&Arc<Providers>> {
+    pub(crate) fn provider_registry(&self) -> Option<&Arc<Providers>> {
         self.shared.providers.as_ref()
+    }
+
+    /// Threads: create, configure, read, list, fork, archive, pause.
+    pub fn threads(&self) -> Threads<'_> {
+        Threads { engine: self }
+    }
+
+    /// Turns: send messages, steer, queue, interrupt, wait, compact.
+    pub fn turns(&self) -> Turns<'_> {
+        Turns { engine: self }
+    }
+
+    /// Permission policies, approvals and external tasks.
+    pub fn safety(&self) -> Safety<'_> {
+        Safety { engine: self }
+    }
+
+    /// Subscriptions: a thread's or every thread's events, engine-wide events.
+    pub fn feeds(&self) -> Feeds<'_> {
+        Feeds { engine: self }
+    }
+
+    /// Scheduled jobs.
+    pub fn jobs(&self) -> crate::cron::Jobs<'_> {
+        crate::cron::Jobs { engine: self }
+    }
+
+    /// Language servers.
+    pub fn lsp(&self) -> crate::lsp_api::Lsp<'_> {
+        crate::lsp_api::Lsp { engine: self }
+    }
+
+    /// MCP servers.
+    pub fn mcp(&self) -> crate::mcp_api::Mcp<'_> {
+        crate::mcp_api::Mcp { engine: self }
+    }
+
+    /// Skills.
+    pub fn skills(&self) -> crate::skills_api::Skills<'_> {
+        crate::skills_api::Skills { engine: self }
+    }
+
+    /// Agents and their skill packages.
+    pub fn agents(&self) -> crate::agents_api::Agents<'_> {
+        crate::agents_api::Agents { engine: self }
+    }
+
+    /// Threads' and agents' memories.
+    pub fn memory(&self) -> crate::memory::Memory<'_> {
+        crate::memory::Memory { engine: self }
+    }
+
+    /// Model providers, the default model and the catalog.
+    pub fn providers(&self) -> crate::providers::ModelProviders<'_> {
+        crate::providers::ModelProviders { engine: self }
+    }
+
+    /// Structured output.
+    pub fn structured(&self) -> crate::structured_api::Structured<'_> {
+        crate::structured_api::Structured { engine: self }
+    }
+
+    /// Execution plans.
+    pub fn plans(&self) -> crate::structured_api::Plans<'_> {
+        crate::structured_api::Plans { engine: self }
+    }
+
+    /// Goals.
+    pub fn goals(&self) -> crate::structured_api::Goals<'_> {
+        crate::structured_api::Goals { engine: self }
     }
 
     /// Sets the variables added to the environment of every command the
@@ -123,9 +197,9 @@ impl Engine {
         self.shared.command_env()
     }
 
-    /// The tools threads offer their model.
-    pub fn tools(&self) -> &ToolRegistry {
-        &self.shared.tools
+    /// The specs of the built-in tools threads offer their model.
+    pub fn tool_specs(&self) -> Vec<gantry_types::ToolSpec> {
+        self.shared.tools.specs()
     }
 
     /// Publishes an engine-wide event stamped now.
@@ -148,7 +222,7 @@ impl Engine {
     /// an error if the last events could not be stored.
     pub async fn shutdown(&self) -> Result<(), EngineError> {
         for id in self.live_threads().await {
-            let _ = self.interrupt(&id).await;
+            let _ = self.turns().interrupt(&id).await;
         }
         self.flush().await
     }
@@ -156,12 +230,6 @@ impl Engine {
     /// Ids of the threads that have a live actor (or are being loaded).
     pub(crate) async fn live_threads(&self) -> Vec<ThreadId> {
         self.shared.cells.ids()
-    }
-
-    /// How many threads are loaded in memory now (idle ones are evicted
-    /// after [`EngineConfig::evict_idle_after`]).
-    pub fn loaded_threads(&self) -> usize {
-        self.shared.cells.len()
     }
 
     /// The live actor of a thread, loading it from the store if needed.

@@ -2,9 +2,16 @@
 
 use super::*;
 
-impl Engine {
+/// Threads: create, configure, read, list, fork, archive, pause.
+/// Get one from [`Engine::threads`].
+#[derive(Clone, Copy)]
+pub struct Threads<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Threads<'_> {
     /// Creates a thread.
-    pub async fn create_thread(&self, params: CreateThread) -> Result<Thread, EngineError> {
+    pub async fn create(self, params: CreateThread) -> Result<Thread, EngineError> {
         let cwd = std::fs::canonicalize(&params.cwd)
             .ok()
             .filter(|p| p.is_dir())
@@ -15,14 +22,14 @@ impl Engine {
                 ))
             })?;
         let agent = match &params.agent {
-            Some(id) => Some(self.agent(id).await?),
+            Some(id) => Some(self.engine.agents().get(id).await?),
             None => None,
         };
         let model = params
             .model
             .filter(|m| !m.trim().is_empty())
             .or_else(|| agent.as_ref().and_then(|a| a.model.clone()))
-            .unwrap_or_else(|| self.default_model());
+            .unwrap_or_else(|| self.engine.providers().default_model());
         let reasoning = params
             .reasoning
             .filter(|r| !r.trim().is_empty())
@@ -34,7 +41,7 @@ impl Engine {
             Some(id) => check_thread_id(id)?,
             None => ThreadId::new(),
         };
-        let now = self.shared.clock.now_ms();
+        let now = self.engine.shared.clock.now_ms();
         let thread = Thread {
             id,
             name: params.name,
@@ -70,55 +77,64 @@ impl Engine {
             thread: thread.clone(),
         }];
         payloads.extend(context_turn(&thread, &params.context, now));
-        self.spawn_new(payloads).await?;
-        self.read(&thread.id).await.map(|v| v.thread.clone())
+        self.engine.spawn_new(payloads).await?;
+        self.engine
+            .threads()
+            .read(&thread.id)
+            .await
+            .map(|v| v.thread.clone())
     }
 
     /// Changes a thread's settings (name, model, instructions, model server,
     /// sampling): `change` edits a copy of the current ones, which are
     /// validated, recorded, and used from the next model request. Returns
     /// the thread as it is now. Refused for an archived thread.
-    pub async fn configure_thread(
+    pub async fn configure(
         &self,
         thread: &ThreadId,
         change: impl FnOnce(&mut ThreadSettings) + Send + 'static,
     ) -> Result<Thread, EngineError> {
-        self.ask(thread, |reply| Command::Configure {
-            change: Box::new(change),
-            reply,
-        })
-        .await?
+        self.engine
+            .ask(thread, |reply| Command::Configure {
+                change: Box::new(change),
+                reply,
+            })
+            .await?
     }
 
     /// Archives a thread (it stays readable, accepts no input, leaves default listings).
-    pub async fn archive(&self, thread: &ThreadId) -> Result<(), EngineError> {
-        self.ask(thread, |reply| Command::SetArchived {
-            archived: true,
-            reply,
-        })
-        .await?
+    pub async fn archive(self, thread: &ThreadId) -> Result<(), EngineError> {
+        self.engine
+            .ask(thread, |reply| Command::SetArchived {
+                archived: true,
+                reply,
+            })
+            .await?
     }
 
     /// Unarchives a thread.
-    pub async fn unarchive(&self, thread: &ThreadId) -> Result<(), EngineError> {
-        self.ask(thread, |reply| Command::SetArchived {
-            archived: false,
-            reply,
-        })
-        .await?
+    pub async fn unarchive(self, thread: &ThreadId) -> Result<(), EngineError> {
+        self.engine
+            .ask(thread, |reply| Command::SetArchived {
+                archived: false,
+                reply,
+            })
+            .await?
     }
 
     /// The thread with its turns and items.
-    pub async fn read(&self, thread: &ThreadId) -> Result<Arc<ThreadView>, EngineError> {
-        self.ask(thread, |reply| Command::Read { reply }).await
+    pub async fn read(self, thread: &ThreadId) -> Result<Arc<ThreadView>, EngineError> {
+        self.engine
+            .ask(thread, |reply| Command::Read { reply })
+            .await
     }
 
     /// Lists threads, newest first.
-    pub async fn list(&self, query: &ThreadQuery) -> Result<ThreadPage, EngineError> {
+    pub async fn list(self, query: &ThreadQuery) -> Result<ThreadPage, EngineError> {
         // The listing comes from the store: let it catch up first, so a
         // caller sees its own changes.
-        self.flush().await?;
-        Ok(self.shared.store.list_threads(query).await?)
+        self.engine.flush().await?;
+        Ok(self.engine.shared.store.list_threads(query).await?)
     }
 
     /// A new thread with the history of `thread` up to and including
@@ -128,7 +144,7 @@ impl Engine {
         thread: &ThreadId,
         up_to: Option<&TurnId>,
     ) -> Result<Thread, EngineError> {
-        let source = self.read(thread).await?;
+        let source = self.engine.threads().read(thread).await?;
         let end = match up_to {
             Some(turn) => source
                 .turns
@@ -153,7 +169,7 @@ impl Engine {
                 "cannot fork inside a running turn; fork up to an ended turn".to_owned(),
             ));
         }
-        let now = self.shared.clock.now_ms();
+        let now = self.engine.shared.clock.now_ms();
         let id = ThreadId::new();
         let mut thread_meta = source.thread.clone();
         thread_meta.id = id.clone();
@@ -196,10 +212,42 @@ impl Engine {
                 failure: tv.turn.failure,
             });
         }
-        self.spawn_new(payloads).await?;
-        self.read(&id).await.map(|v| v.thread.clone())
+        self.engine.spawn_new(payloads).await?;
+        self.engine
+            .threads()
+            .read(&id)
+            .await
+            .map(|v| v.thread.clone())
     }
 
+    /// Pauses the thread: no new model call or tool call starts until resumed.
+    pub async fn pause(self, thread: &ThreadId) -> Result<(), EngineError> {
+        self.engine
+            .ask(thread, |reply| Command::SetPaused {
+                paused: true,
+                reply,
+            })
+            .await?
+    }
+
+    /// Resumes a paused thread.
+    pub async fn resume(self, thread: &ThreadId) -> Result<(), EngineError> {
+        self.engine
+            .ask(thread, |reply| Command::SetPaused {
+                paused: false,
+                reply,
+            })
+            .await?
+    }
+
+    /// How many threads are loaded in memory now (idle ones are evicted
+    /// after [`crate::EngineConfig::evict_idle_after`]).
+    pub fn loaded(self) -> usize {
+        self.engine.shared.cells.len()
+    }
+}
+
+impl Engine {
     /// Creates the actor of a new thread whose log is `payloads`.
     async fn spawn_new(&self, payloads: Vec<EventPayload>) -> Result<(), EngineError> {
         let Some(EventPayload::ThreadCreated { thread }) = payloads.first() else {

@@ -2,10 +2,17 @@
 
 use super::*;
 
-impl Engine {
+/// Turns: send messages, steer, queue, interrupt, wait, compact.
+/// Get one from [`Engine::turns`].
+#[derive(Clone, Copy)]
+pub struct Turns<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Turns<'_> {
     /// Sends a user message: starts a turn if the thread is idle, else does
     /// what `if_busy` says. Returns the turn the message went to.
-    pub async fn send_message(
+    pub async fn send(
         &self,
         thread: &ThreadId,
         text: impl Into<String>,
@@ -13,6 +20,7 @@ impl Engine {
     ) -> Result<TurnId, EngineError> {
         let text = non_empty(text.into())?;
         let delivered = self
+            .engine
             .ask(thread, |reply| Command::Send {
                 input: Input { text, key: None },
                 if_busy,
@@ -23,11 +31,11 @@ impl Engine {
     }
 
     /// Sends a user message at most once per `key` (a client's request id):
-    /// the first time like [`Engine::send_message`]; again with a key the
+    /// the first time like [`Turns::send`](crate::Turns::send); again with a key the
     /// thread has seen, nothing happens and the turn the first one went to
     /// is returned with `first_time: false`. Keys live in the thread's log,
     /// so this holds across restarts.
-    pub async fn send_message_once(
+    pub async fn send_once(
         &self,
         thread: &ThreadId,
         key: impl Into<String>,
@@ -36,15 +44,16 @@ impl Engine {
     ) -> Result<Delivered, EngineError> {
         let text = non_empty(text.into())?;
         let key = non_empty(key.into())?;
-        self.ask(thread, |reply| Command::Send {
-            input: Input {
-                text,
-                key: Some(key),
-            },
-            if_busy,
-            reply,
-        })
-        .await?
+        self.engine
+            .ask(thread, |reply| Command::Send {
+                input: Input {
+                    text,
+                    key: Some(key),
+                },
+                if_busy,
+                reply,
+            })
+            .await?
     }
 
     /// Injects a message into the running turn; the model sees it before its
@@ -55,11 +64,12 @@ impl Engine {
         text: impl Into<String>,
     ) -> Result<TurnId, EngineError> {
         let text = non_empty(text.into())?;
-        self.ask(thread, |reply| Command::Steer {
-            input: Input { text, key: None },
-            reply,
-        })
-        .await?
+        self.engine
+            .ask(thread, |reply| Command::Steer {
+                input: Input { text, key: None },
+                reply,
+            })
+            .await?
     }
 
     /// Runs the message after the current turn (at once if idle).
@@ -68,20 +78,22 @@ impl Engine {
         thread: &ThreadId,
         text: impl Into<String>,
     ) -> Result<TurnId, EngineError> {
-        self.send_message(thread, text, IfBusy::Queue).await
+        self.engine.turns().send(thread, text, IfBusy::Queue).await
     }
 
     /// Interrupts the running turn: cancels the model stream, kills the running
     /// tools' process groups, and returns once the turn has ended as
     /// interrupted. `None` if no turn was running.
-    pub async fn interrupt(&self, thread: &ThreadId) -> Result<Option<TurnId>, EngineError> {
-        self.ask(thread, |reply| Command::Interrupt { reply }).await
+    pub async fn interrupt(self, thread: &ThreadId) -> Result<Option<TurnId>, EngineError> {
+        self.engine
+            .ask(thread, |reply| Command::Interrupt { reply })
+            .await
     }
 
     /// Waits until `turn` (running, queued or ended) has ended; the turn as
     /// it ended. It follows the thread across lags.
-    pub async fn wait_turn(&self, thread: &ThreadId, turn: &TurnId) -> Result<Turn, EngineError> {
-        let view = self.read(thread).await?;
+    pub async fn wait(self, thread: &ThreadId, turn: &TurnId) -> Result<Turn, EngineError> {
+        let view = self.engine.threads().read(thread).await?;
         let known = view.queued.iter().any(|q| &q.turn_id == turn);
         match ended_turn(&view, turn) {
             Some(Ok(ended)) => return Ok(ended),
@@ -94,14 +106,18 @@ impl Engine {
             _ => {}
         }
         // From the seq after the view just read: nothing in between is missed.
-        let mut feed = self.follow(thread, view.thread.last_seq + 1).await?;
+        let mut feed = self
+            .engine
+            .feeds()
+            .follow(thread, view.thread.last_seq + 1)
+            .await?;
         loop {
             match feed.next().await? {
                 Some(Notification::Event(event)) => {
                     if matches!(&event.payload,
                         EventPayload::TurnCompleted { turn_id, .. } if turn_id == turn)
                     {
-                        let view = self.read(thread).await?;
+                        let view = self.engine.threads().read(thread).await?;
                         if let Some(Ok(ended)) = ended_turn(&view, turn) {
                             return Ok(ended);
                         }
@@ -115,39 +131,42 @@ impl Engine {
 
     /// Compacts the thread's context now: the model summarises the
     /// conversation, as a turn of its own (`/compact`). Refused while a turn runs.
-    pub async fn compact(&self, thread: &ThreadId) -> Result<TurnId, EngineError> {
-        self.ask(thread, |reply| Command::Compact {
-            clear: false,
-            reply,
-        })
-        .await?
+    pub async fn compact(self, thread: &ThreadId) -> Result<TurnId, EngineError> {
+        self.engine
+            .ask(thread, |reply| Command::Compact {
+                clear: false,
+                reply,
+            })
+            .await?
     }
 
     /// Clears the thread's context: the model sees nothing before this point
     /// (the log keeps everything). A turn of its own (`/clear`).
-    pub async fn clear_context(&self, thread: &ThreadId) -> Result<TurnId, EngineError> {
-        self.ask(thread, |reply| Command::Compact { clear: true, reply })
+    pub async fn clear_context(self, thread: &ThreadId) -> Result<TurnId, EngineError> {
+        self.engine
+            .ask(thread, |reply| Command::Compact { clear: true, reply })
             .await?
     }
 
     /// How full the thread's context would be on its next request.
-    pub async fn context_usage(&self, thread: &ThreadId) -> Result<ContextUsage, EngineError> {
-        let view = self.read(thread).await?;
-        Ok(self.context_usage_of(&view))
+    pub async fn context_usage(self, thread: &ThreadId) -> Result<ContextUsage, EngineError> {
+        let view = self.engine.threads().read(thread).await?;
+        Ok(self.engine.turns().context_usage_of(&view))
     }
 
     /// How full the context of the thread `view` shows would be on its next
     /// request (for a caller that has read the thread already).
-    pub fn context_usage_of(&self, view: &ThreadView) -> ContextUsage {
+    pub fn context_usage_of(self, view: &ThreadView) -> ContextUsage {
         let model = &view.thread.model;
         let counter = Counter::for_model(model);
         let used = counter.request(
             view.thread.instructions.as_deref(),
             &turn::history(view),
-            &self.shared.tools.specs(),
+            &self.engine.shared.tools.specs(),
             true,
         );
         let limit = self
+            .engine
             .shared
             .models
             .model_info(model)

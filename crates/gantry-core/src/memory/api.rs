@@ -13,63 +13,68 @@ use gantry_types::memory::{
 use super::Memories;
 use crate::{Engine, EngineError};
 
-impl Engine {
+/// Memory: a thread's (or its agent's) stored memories.
+/// Get one from [`Engine::memory`].
+#[derive(Clone, Copy)]
+pub struct Memory<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Memory<'_> {
     /// Stores a memory in the thread's own memory, or in its agent's shared
     /// memory when `memory.shared` (refused for a thread without an agent).
     /// An id the thread already uses replaces that memory, keeping its
     /// access count. Returns the memory as stored.
-    pub async fn store_memory(
+    pub async fn store(
         &self,
         thread: &ThreadId,
         memory: NewMemory,
     ) -> Result<MemoryItem, EngineError> {
-        self.memories(thread).await?.store(memory).await
+        self.engine.memories(thread).await?.store(memory).await
     }
 
     /// The memory with `id` that the thread sees, counting the access
     /// (access count and last access). [`EngineError::NotFound`] if the
     /// thread sees no memory with that id.
-    pub async fn retrieve_memory(
+    pub async fn retrieve(
         &self,
         thread: &ThreadId,
         id: &MemoryId,
     ) -> Result<MemoryItem, EngineError> {
-        self.memories(thread).await?.retrieve(id).await
+        self.engine.memories(thread).await?.retrieve(id).await
     }
 
     /// Searches the memories the thread sees: query text ranked by
     /// full-text relevance (BM25), filtered by tags (all of them), minimum
     /// importance and `recent_only` (stored in the last 24 hours); at most
     /// `limit` (default 10, at most 100), with the count of all matches.
-    pub async fn search_memories(
+    pub async fn search(
         &self,
         thread: &ThreadId,
         query: MemoryQuery,
     ) -> Result<MemorySearchResult, EngineError> {
-        self.memories(thread).await?.search(query).await
+        self.engine.memories(thread).await?.search(query).await
     }
 
     /// How many memories the thread sees (its own and its agent's shared
     /// ones), by class: long-term (semantic, procedural), short-term
     /// (episodic), working.
-    pub async fn memory_stats(&self, thread: &ThreadId) -> Result<MemoryStats, EngineError> {
-        self.memories(thread).await?.stats().await
+    pub async fn stats(self, thread: &ThreadId) -> Result<MemoryStats, EngineError> {
+        self.engine.memories(thread).await?.stats().await
     }
 
     /// Deletes the thread's memories of the selected classes, and the
     /// agent's shared ones too when `clear.include_shared`. Returns how
     /// many were deleted.
-    pub async fn clear_memories(
-        &self,
-        thread: &ThreadId,
-        clear: MemoryClear,
-    ) -> Result<u64, EngineError> {
-        self.memories(thread).await?.clear(clear).await
+    pub async fn clear(&self, thread: &ThreadId, clear: MemoryClear) -> Result<u64, EngineError> {
+        self.engine.memories(thread).await?.clear(clear).await
     }
+}
 
+impl Engine {
     /// The thread's memory; [`EngineError::ThreadNotFound`] for an unknown thread.
     async fn memories(&self, thread: &ThreadId) -> Result<Memories, EngineError> {
-        let agent = self.read(thread).await?.thread.agent_id.clone();
+        let agent = self.threads().read(thread).await?.thread.agent_id.clone();
         Ok(Memories::new(&self.shared, thread.clone(), agent))
     }
 }

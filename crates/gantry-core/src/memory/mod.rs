@@ -8,6 +8,7 @@
 //! `remember` / `recall` tools (`tools.rs`) both go through it.
 
 mod api;
+pub use api::Memory;
 mod tools;
 mod validate;
 

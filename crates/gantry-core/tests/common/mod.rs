@@ -36,7 +36,8 @@ impl Harness {
         let llm = MockLlm::start(Script::new(steps)).expect("mock llm");
         let engine = engine_at(dir.path(), &llm, config).await;
         let thread = engine
-            .create_thread(CreateThread {
+            .threads()
+            .create(CreateThread {
                 cwd: dir.path().join("ws"),
                 model: Some("test-model".into()),
                 instructions: Some("be brief".into()),
@@ -66,7 +67,12 @@ impl Harness {
     /// Subscribes from the thread's next seq, sends `text`, and collects every
     /// notification until the turn ends.
     pub async fn run_turn(&self, text: &str) -> (TurnId, Vec<Notification>) {
-        let view = self.engine.read(&self.thread.id).await.expect("read");
+        let view = self
+            .engine
+            .threads()
+            .read(&self.thread.id)
+            .await
+            .expect("read");
         let (mut sub, turn) = self.send_from(view.thread.last_seq + 1, text).await;
         let seen = until_turn_ends(&mut sub, &turn).await;
         (turn, seen)
@@ -76,19 +82,25 @@ impl Harness {
     async fn send_from(&self, seq: u64, text: &str) -> (Subscription, TurnId) {
         let sub = self
             .engine
+            .feeds()
             .subscribe(&self.thread.id, seq)
             .await
             .expect("subscribe");
         let turn = self
             .engine
-            .send_message(&self.thread.id, text, gantry_core::IfBusy::Reject)
+            .turns()
+            .send(&self.thread.id, text, gantry_core::IfBusy::Reject)
             .await
             .expect("send");
         (sub, turn)
     }
 
     pub async fn view(&self) -> Arc<ThreadView> {
-        self.engine.read(&self.thread.id).await.expect("read")
+        self.engine
+            .threads()
+            .read(&self.thread.id)
+            .await
+            .expect("read")
     }
 }
 

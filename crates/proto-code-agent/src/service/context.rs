@@ -35,8 +35,8 @@ pub(crate) async fn compact_context(
 ) -> Result<pb::CompactContextResponse, Status> {
     let id = session_id(&req.session_id)?;
     let before = usage(ctx, &id).await?;
-    let turn = ctx.engine.compact(&id).await.map_err(status)?;
-    let ended = ctx.engine.wait_turn(&id, &turn).await.map_err(status)?;
+    let turn = ctx.engine.turns().compact(&id).await.map_err(status)?;
+    let ended = ctx.engine.turns().wait(&id, &turn).await.map_err(status)?;
     match ended.status {
         TurnStatus::Completed => {}
         TurnStatus::Interrupted => {
@@ -65,12 +65,16 @@ pub(crate) async fn clear_context(
 ) -> Result<pb::ClearContextResponse, Status> {
     let id = session_id(&req.session_id)?;
     // Clearing needs no model: its turn has ended when this returns.
-    ctx.engine.clear_context(&id).await.map_err(status)?;
+    ctx.engine
+        .turns()
+        .clear_context(&id)
+        .await
+        .map_err(status)?;
     Ok(pb::ClearContextResponse { success: true })
 }
 
 /// The session's context usage, projected as `Session.context_usage` is.
 async fn usage(ctx: &Ctx, id: &ThreadId) -> Result<pb::ContextUsage, Status> {
-    let view = ctx.engine.read(id).await.map_err(status)?;
+    let view = ctx.engine.threads().read(id).await.map_err(status)?;
     Ok(context_usage(&ctx.engine, &view))
 }

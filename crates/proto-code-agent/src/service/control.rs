@@ -16,7 +16,7 @@ pub(crate) async fn cancel(
     req: pb::CancelRequest,
 ) -> Result<pb::CancelResponse, Status> {
     let id = session_id(&req.session_id)?;
-    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
     let running = view.running_turn().map(|t| t.turn.id.to_string());
     let wanted = req
         .operation_id
@@ -26,7 +26,7 @@ pub(crate) async fn cancel(
     if wanted.is_some() && wanted != running.as_deref() {
         return Ok(pb::CancelResponse { success: false });
     }
-    let interrupted = ctx.engine.interrupt(&id).await.map_err(status)?;
+    let interrupted = ctx.engine.turns().interrupt(&id).await.map_err(status)?;
     Ok(pb::CancelResponse {
         success: interrupted.is_some(),
     })
@@ -37,7 +37,7 @@ pub(crate) async fn cancel(
 pub(crate) async fn pause(ctx: &Ctx, req: pb::PauseRequest) -> Result<pb::PauseResponse, Status> {
     let id = session_id(&req.session_id)?;
     ctx.live_session(&id).await?;
-    ctx.engine.pause(&id).await.map_err(status)?;
+    ctx.engine.threads().pause(&id).await.map_err(status)?;
     Ok(pb::PauseResponse { success: true })
 }
 
@@ -48,6 +48,6 @@ pub(crate) async fn resume(
 ) -> Result<pb::ResumeResponse, Status> {
     let id = session_id(&req.session_id)?;
     ctx.live_session(&id).await?;
-    ctx.engine.resume(&id).await.map_err(status)?;
+    ctx.engine.threads().resume(&id).await.map_err(status)?;
     Ok(pb::ResumeResponse { success: true })
 }

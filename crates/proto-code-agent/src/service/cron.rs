@@ -18,7 +18,7 @@ pub(crate) async fn list_cron_jobs(
     ctx: &Ctx,
     _req: pb::ListCronJobsRequest,
 ) -> Result<pb::ListCronJobsResponse, Status> {
-    let jobs = ctx.engine.list_jobs().await.map_err(status)?;
+    let jobs = ctx.engine.jobs().list().await.map_err(status)?;
     Ok(pb::ListCronJobsResponse {
         jobs: jobs.iter().map(job).collect(),
     })
@@ -36,7 +36,7 @@ pub(crate) async fn create_cron_job(
     let schedule = schedule(ctx, "schedule", &req.schedule)?;
     let command = required("command", &req.command)?;
     let timeout_ms = req.timeout_ms.map(timeout_ms).transpose()?;
-    match ctx.engine.job_by_name(name).await {
+    match ctx.engine.jobs().by_name(name).await {
         Ok(_) => {
             return Err(Status::already_exists(format!(
                 "a job named `{name}` already exists; choose another name",
@@ -48,7 +48,8 @@ pub(crate) async fn create_cron_job(
     }
     let created = ctx
         .engine
-        .create_job(NewJob {
+        .jobs()
+        .create(NewJob {
             name: name.to_owned(),
             schedule: schedule.expression,
             action: JobAction::Command {
@@ -79,8 +80,8 @@ pub(crate) async fn get_cron_job(
             .map(str::to_owned)
     };
     let found = match (given(&req.id), given(&req.name)) {
-        (Some(id), _) => ctx.engine.job(&id).await,
-        (None, Some(name)) => ctx.engine.job_by_name(&name).await,
+        (Some(id), _) => ctx.engine.jobs().get(&id).await,
+        (None, Some(name)) => ctx.engine.jobs().by_name(&name).await,
         (None, None) => return Err(Status::invalid_argument("id or name: required")),
     };
     let found = found.map_err(status)?;
@@ -110,14 +111,15 @@ pub(crate) async fn update_cron_job(
     let action = match req.command.as_deref() {
         Some(command) => {
             let command = required("command", command)?;
-            let current = ctx.engine.job(id).await.map_err(status)?;
+            let current = ctx.engine.jobs().get(id).await.map_err(status)?;
             Some(with_command(current.action, command))
         }
         None => None,
     };
     let updated = ctx
         .engine
-        .update_job(
+        .jobs()
+        .update(
             id,
             JobUpdate {
                 name: None,
@@ -142,7 +144,7 @@ pub(crate) async fn pause_cron_job(
     req: pb::PauseCronJobRequest,
 ) -> Result<pb::PauseCronJobResponse, Status> {
     let id = required("id", &req.id)?;
-    let paused = ctx.engine.pause_job(id).await.map_err(status)?;
+    let paused = ctx.engine.jobs().pause(id).await.map_err(status)?;
     Ok(pb::PauseCronJobResponse {
         success: true,
         job: Some(job(&paused)),
@@ -157,7 +159,7 @@ pub(crate) async fn resume_cron_job(
     req: pb::ResumeCronJobRequest,
 ) -> Result<pb::ResumeCronJobResponse, Status> {
     let id = required("id", &req.id)?;
-    let resumed = ctx.engine.resume_job(id).await.map_err(status)?;
+    let resumed = ctx.engine.jobs().resume(id).await.map_err(status)?;
     Ok(pb::ResumeCronJobResponse {
         success: true,
         job: Some(job(&resumed)),
@@ -172,7 +174,7 @@ pub(crate) async fn delete_cron_job(
     req: pb::DeleteCronJobRequest,
 ) -> Result<pb::DeleteCronJobResponse, Status> {
     let id = required("id", &req.id)?;
-    ctx.engine.delete_job(id).await.map_err(status)?;
+    ctx.engine.jobs().delete(id).await.map_err(status)?;
     Ok(pb::DeleteCronJobResponse {
         success: true,
         error: String::new(),
@@ -188,7 +190,8 @@ pub(crate) async fn get_cron_history(
     let id = required("id", &req.id)?;
     let runs = ctx
         .engine
-        .job_history(id, req.limit)
+        .jobs()
+        .history(id, req.limit)
         .await
         .map_err(status)?;
     Ok(pb::GetCronHistoryResponse {
@@ -205,7 +208,7 @@ pub(crate) async fn run_cron_job(
     req: pb::RunCronJobRequest,
 ) -> Result<pb::RunCronJobResponse, Status> {
     let id = required("id", &req.id)?;
-    let run = ctx.engine.run_job_now(id).await.map_err(|e| match e {
+    let run = ctx.engine.jobs().run_now(id).await.map_err(|e| match e {
         // The engine's only refusal of a known job: it is running.
         EngineError::InvalidInput(message) => Status::failed_precondition(message),
         other => status(other),
@@ -237,6 +240,7 @@ pub(crate) async fn parse_cron_schedule(
 fn schedule(ctx: &Ctx, field: &str, input: &str) -> Result<ParsedSchedule, Status> {
     let input = required(field, input)?;
     ctx.engine
+        .jobs()
         .parse_schedule(input)
         .map_err(|e| Status::invalid_argument(format!("{field}: {e}")))
 }

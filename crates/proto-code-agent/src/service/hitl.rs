@@ -33,7 +33,7 @@ pub(crate) async fn confirm_tool_execution(
 ) -> Result<pb::ConfirmToolExecutionResponse, Status> {
     let id = session_id(&req.session_id)?;
     let wanted = required("tool_id", &req.tool_id)?;
-    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
     let approval_id = pending_approval(&view, wanted)?;
     let decision = if req.approved {
         ApprovalDecision::Approve
@@ -43,6 +43,7 @@ pub(crate) async fn confirm_tool_execution(
         }
     };
     ctx.engine
+        .safety()
         .resolve_approval(&id, &approval_id, decision)
         .await
         .map_err(|e| match e {
@@ -82,7 +83,7 @@ pub(crate) async fn get_confirmation_policy(
     req: pb::GetConfirmationPolicyRequest,
 ) -> Result<pb::GetConfirmationPolicyResponse, Status> {
     let id = session_id(&req.session_id)?;
-    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
     Ok(pb::GetConfirmationPolicyResponse {
         policy: Some(pb_confirmation(&view.thread.policy.confirmation)),
     })
@@ -103,11 +104,13 @@ pub(super) async fn change_policy(
     let mut policy = ctx.live_session(id).await?.thread.policy.clone();
     change(&mut policy);
     ctx.engine
+        .safety()
         .set_policy(id, answerable(policy))
         .await
         .map_err(status)?;
     Ok(ctx
         .engine
+        .threads()
         .read(id)
         .await
         .map_err(status)?

@@ -41,10 +41,11 @@ pub(crate) async fn set_lane_handler(
     };
     ctx.live_session(&id).await?;
     ctx.engine
+        .safety()
         .set_lane_handler(&id, handler)
         .await
         .map_err(status)?;
-    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
     Ok(pb::SetLaneHandlerResponse {
         success: true,
         config: Some(pb_config(&handler_of(&view, lane))),
@@ -59,7 +60,7 @@ pub(crate) async fn get_lane_handler(
 ) -> Result<pb::GetLaneHandlerResponse, Status> {
     let id = session_id(&req.session_id)?;
     let lane = lane("lane", req.lane)?;
-    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
     Ok(pb::GetLaneHandlerResponse {
         config: Some(pb_config(&handler_of(&view, lane))),
     })
@@ -76,7 +77,7 @@ pub(crate) async fn complete_external_task(
 ) -> Result<pb::CompleteExternalTaskResponse, Status> {
     let id = session_id(&req.session_id)?;
     let task_id = required("task_id", &req.task_id)?;
-    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
     check_pending(&view, &id, task_id)?;
     let outcome = if req.success {
         Ok(req.result)
@@ -86,6 +87,7 @@ pub(crate) async fn complete_external_task(
         Err(req.error)
     };
     ctx.engine
+        .safety()
         .complete_external_task(&id, task_id, outcome)
         .await
         .map_err(|e| match e {
@@ -108,6 +110,7 @@ pub(crate) async fn list_pending_external_tasks(
     let id = session_id(&req.session_id)?;
     let tasks = ctx
         .engine
+        .safety()
         .pending_external_tasks(&id)
         .await
         .map_err(status)?;

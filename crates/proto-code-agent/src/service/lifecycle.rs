@@ -63,7 +63,7 @@ pub(crate) async fn health_check(
         limit: 1,
         ..ThreadQuery::default()
     };
-    match ctx.engine.list(&probe).await {
+    match ctx.engine.threads().list(&probe).await {
         Ok(_) => {
             details.insert("store".to_owned(), "ok".to_owned());
             Ok(pb::HealthCheckResponse {
@@ -89,7 +89,7 @@ pub(crate) async fn get_capabilities(
     ctx: &Ctx,
     _req: pb::GetCapabilitiesRequest,
 ) -> Result<pb::GetCapabilitiesResponse, Status> {
-    let mut specs = ctx.engine.tools().specs();
+    let mut specs = ctx.engine.tool_specs();
     specs.sort_by(|a, b| a.name.cmp(&b.name));
     let tools: Vec<pb::ToolCapability> = specs
         .iter()
@@ -106,19 +106,21 @@ pub(crate) async fn get_capabilities(
         })
         .collect();
     let catalog = ctx.catalog();
-    let configured: Vec<(String, String)> = match ctx.engine.providers() {
-        Some(providers) if !providers.is_empty() => providers
+    let providers = ctx.engine.providers();
+    let configured: Vec<(String, String)> = if !providers.is_empty() {
+        providers
             .list()
             .into_iter()
             .flat_map(|p| {
                 let name = p.name.clone();
                 p.models.into_iter().map(move |m| (name.clone(), m))
             })
-            .collect(),
-        _ => catalog
+            .collect()
+    } else {
+        catalog
             .entries()
             .map(|(id, e)| (e.provider.clone(), id.to_owned()))
-            .collect(),
+            .collect()
     };
     let models = configured
         .into_iter()
@@ -142,7 +144,7 @@ pub(crate) async fn get_capabilities(
             }
         })
         .collect();
-    let default_model = ctx.engine.default_model();
+    let default_model = ctx.engine.providers().default_model();
     let max_context_tokens = catalog
         .get(&default_model)
         .map_or(0, |info| info.limit.context);

@@ -33,7 +33,8 @@ pub(crate) async fn start_lsp_server(
     };
     let info = ctx
         .engine
-        .start_lsp_server(language, &root)
+        .lsp()
+        .start_server(language, &root)
         .await
         .map_err(lsp_status)?;
     Ok(pb::StartLspServerResponse {
@@ -55,7 +56,8 @@ pub(crate) async fn stop_lsp_server(
     let language = required("language", &req.language)?;
     let stopped = ctx
         .engine
-        .stop_lsp_server(language, None)
+        .lsp()
+        .stop_server(language, None)
         .await
         .map_err(lsp_status)?;
     if !stopped {
@@ -75,7 +77,8 @@ pub(crate) async fn list_lsp_servers(
 ) -> Result<pb::ListLspServersResponse, Status> {
     let servers = ctx
         .engine
-        .lsp_servers()
+        .lsp()
+        .servers()
         .into_iter()
         .map(server_info)
         .collect();
@@ -91,7 +94,8 @@ pub(crate) async fn lsp_hover(
     let file = file_of(ctx, &req.file_path)?;
     let hover = ctx
         .engine
-        .lsp_hover(&file, req.line, req.column)
+        .lsp()
+        .hover(&file, req.line, req.column)
         .await
         .map_err(lsp_status)?;
     Ok(pb::LspHoverResponse {
@@ -109,7 +113,8 @@ pub(crate) async fn lsp_definition(
     let file = file_of(ctx, &req.file_path)?;
     let found = ctx
         .engine
-        .lsp_definition(&file, req.line, req.column)
+        .lsp()
+        .definition(&file, req.line, req.column)
         .await
         .map_err(lsp_status)?;
     Ok(pb::LspDefinitionResponse {
@@ -126,7 +131,8 @@ pub(crate) async fn lsp_references(
     let file = file_of(ctx, &req.file_path)?;
     let found = ctx
         .engine
-        .lsp_references(&file, req.line, req.column, req.include_declaration)
+        .lsp()
+        .references(&file, req.line, req.column, req.include_declaration)
         .await
         .map_err(lsp_status)?;
     Ok(pb::LspReferencesResponse {
@@ -143,7 +149,8 @@ pub(crate) async fn lsp_symbols(
 ) -> Result<pb::LspSymbolsResponse, Status> {
     let found = ctx
         .engine
-        .lsp_symbols(req.query.trim(), req.limit)
+        .lsp()
+        .symbols(req.query.trim(), req.limit)
         .await
         .map_err(lsp_status)?;
     let symbols = found
@@ -171,7 +178,8 @@ pub(crate) async fn lsp_diagnostics(
     };
     let found = ctx
         .engine
-        .lsp_diagnostics(file.as_deref())
+        .lsp()
+        .diagnostics(file.as_deref())
         .await
         .map_err(lsp_status)?;
     let diagnostics = found

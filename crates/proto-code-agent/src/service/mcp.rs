@@ -29,7 +29,7 @@ pub(crate) async fn register_mcp_server(
     let name = required("config.name", &config.name)?.to_owned();
     let mut server = McpServerConfig::new(name.clone(), transport(&config)?);
     server.enabled = config.enabled;
-    ctx.engine.add_mcp_server(server).await.map_err(status)?;
+    ctx.engine.mcp().add_server(server).await.map_err(status)?;
     let state = if config.enabled {
         "connect it with ConnectMcpServer"
     } else {
@@ -119,7 +119,8 @@ fn check_headers(headers: &HashMap<String, String>) -> Result<(), Status> {
 /// that name is registered.
 fn registered(ctx: &Ctx, name: &str) -> Result<bool, Status> {
     ctx.engine
-        .mcp_servers()
+        .mcp()
+        .servers()
         .iter()
         .find(|s| s.name == name)
         .map(|s| s.enabled)
@@ -149,12 +150,14 @@ pub(crate) async fn connect_mcp_server(
     // Known and enabled, so what is left to fail is reaching it (the engine
     // reports every MCP error as invalid input).
     ctx.engine
-        .connect_mcp_server(name)
+        .mcp()
+        .connect(name)
         .await
         .map_err(|e| Status::unavailable(e.to_string()))?;
     let tool_names: Vec<String> = ctx
         .engine
-        .mcp_tools()
+        .mcp()
+        .tools()
         .await
         .into_iter()
         .filter(|t| t.server == name)
@@ -180,7 +183,7 @@ pub(crate) async fn disconnect_mcp_server(
     let name = required("name", &req.name)?;
     // Unknown: NOT_FOUND (the engine would call it invalid input).
     registered(ctx, name)?;
-    ctx.engine.disconnect_mcp_server(name).map_err(status)?;
+    ctx.engine.mcp().disconnect(name).map_err(status)?;
     Ok(pb::DisconnectMcpServerResponse { success: true })
 }
 
@@ -193,7 +196,8 @@ pub(crate) async fn list_mcp_servers(
 ) -> Result<pb::ListMcpServersResponse, Status> {
     let servers = ctx
         .engine
-        .mcp_servers()
+        .mcp()
+        .servers()
         .into_iter()
         .map(|s| pb::McpServerInfo {
             name: s.name,
@@ -224,7 +228,8 @@ pub(crate) async fn get_mcp_tools(
     }
     let tools = ctx
         .engine
-        .mcp_tools()
+        .mcp()
+        .tools()
         .await
         .into_iter()
         .filter(|t| only.is_none_or(|name| t.server == name))

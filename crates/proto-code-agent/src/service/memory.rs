@@ -26,7 +26,8 @@ pub(crate) async fn store_memory(
     let new = new_memory(memory)?;
     let stored = ctx
         .engine
-        .store_memory(&id, new)
+        .memory()
+        .store(&id, new)
         .await
         .map_err(|e| field_error("memory", e))?;
     Ok(pb::StoreMemoryResponse {
@@ -43,7 +44,7 @@ pub(crate) async fn retrieve_memory(
 ) -> Result<pb::RetrieveMemoryResponse, Status> {
     let id = session_id(&req.session_id)?;
     let memory_id = MemoryId::from(required("memory_id", &req.memory_id)?);
-    let memory = match ctx.engine.retrieve_memory(&id, &memory_id).await {
+    let memory = match ctx.engine.memory().retrieve(&id, &memory_id).await {
         Ok(memory) => Some(item(memory)),
         // The proto's answer for an unknown id is an empty response.
         Err(EngineError::NotFound { what: "memory", .. }) => None,
@@ -74,7 +75,8 @@ pub(crate) async fn search_memories(
     };
     let found = ctx
         .engine
-        .search_memories(&id, query)
+        .memory()
+        .search(&id, query)
         .await
         .map_err(status)?;
     Ok(pb::SearchMemoriesResponse {
@@ -89,7 +91,7 @@ pub(crate) async fn get_memory_stats(
     req: pb::GetMemoryStatsRequest,
 ) -> Result<pb::GetMemoryStatsResponse, Status> {
     let id = session_id(&req.session_id)?;
-    let stats = ctx.engine.memory_stats(&id).await.map_err(status)?;
+    let stats = ctx.engine.memory().stats(&id).await.map_err(status)?;
     Ok(pb::GetMemoryStatsResponse {
         stats: Some(pb::MemoryStats {
             long_term_count: stats.long_term_count,
@@ -115,7 +117,8 @@ pub(crate) async fn clear_memories(
     };
     let cleared_count = ctx
         .engine
-        .clear_memories(&id, clear)
+        .memory()
+        .clear(&id, clear)
         .await
         .map_err(status)?;
     Ok(pb::ClearMemoriesResponse {

@@ -49,7 +49,7 @@ pub(crate) async fn get_permission_policy(
     req: pb::GetPermissionPolicyRequest,
 ) -> Result<pb::GetPermissionPolicyResponse, Status> {
     let id = session_id(&req.session_id)?;
-    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
     Ok(pb::GetPermissionPolicyResponse {
         policy: Some(pb_policy(&view.thread.policy.permissions)),
     })
@@ -69,6 +69,7 @@ pub(crate) async fn check_permission(
     let args = arguments(&req.arguments)?;
     let (decision, rules) = ctx
         .engine
+        .safety()
         .check_permission(&id, tool, &args)
         .await
         .map_err(status)?;
@@ -101,6 +102,7 @@ pub(crate) async fn add_permission_rule(
     }
     rules.enabled = true;
     ctx.engine
+        .safety()
         .set_policy(&id, answerable(policy))
         .await
         .map_err(status)?;

@@ -28,7 +28,8 @@ pub(crate) async fn create_plan(
     let prompt = required("prompt", &req.prompt)?;
     let plan = ctx
         .engine
-        .create_plan(&id, prompt, req.context.as_deref())
+        .plans()
+        .create(&id, prompt, req.context.as_deref())
         .await
         .map_err(structured_status)?;
     Ok(pb::CreatePlanResponse {
@@ -45,7 +46,7 @@ pub(crate) async fn get_plan(
     let id = session_id(&req.session_id)?;
     let plan = match req.plan_id.trim() {
         "" => {
-            let view = ctx.engine.read(&id).await.map_err(status)?;
+            let view = ctx.engine.threads().read(&id).await.map_err(status)?;
             // The newest by creation (the last of equals: stored later).
             view.plans
                 .iter()
@@ -53,7 +54,7 @@ pub(crate) async fn get_plan(
                 .cloned()
                 .ok_or_else(|| Status::not_found(format!("session {id} has no plan")))?
         }
-        plan_id => ctx.engine.get_plan(&id, plan_id).await.map_err(status)?,
+        plan_id => ctx.engine.plans().get(&id, plan_id).await.map_err(status)?,
     };
     Ok(pb::GetPlanResponse {
         plan: Some(execution_plan(plan)),
@@ -70,7 +71,8 @@ pub(crate) async fn extract_goal(
     let prompt = required("prompt", &req.prompt)?;
     let goal = ctx
         .engine
-        .extract_goal(&id, prompt)
+        .goals()
+        .extract(&id, prompt)
         .await
         .map_err(structured_status)?;
     Ok(pb::ExtractGoalResponse {
@@ -93,7 +95,8 @@ pub(crate) async fn check_goal_achievement(
     let current_state = required("current_state", &req.current_state)?;
     let check = ctx
         .engine
-        .check_goal_achievement(&id, &engine_goal(goal), current_state)
+        .goals()
+        .check_achievement(&id, &engine_goal(goal), current_state)
         .await
         .map_err(structured_status)?;
     Ok(pb::CheckGoalAchievementResponse {

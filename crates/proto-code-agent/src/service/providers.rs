@@ -31,11 +31,13 @@ pub(crate) async fn list_providers(
     let catalog = ctx.catalog();
     let providers = ctx
         .engine
-        .list_providers()
+        .providers()
+        .list()
         .iter()
         .map(|p| provider_info(catalog, p))
         .collect();
-    let (default_provider, default_model) = split_model(ctx, &ctx.engine.default_model());
+    let (default_provider, default_model) =
+        split_model(ctx, &ctx.engine.providers().default_model());
     Ok(pb::ListProvidersResponse {
         providers,
         default_provider,
@@ -49,7 +51,7 @@ pub(crate) async fn get_provider(
     req: pb::GetProviderRequest,
 ) -> Result<pb::GetProviderResponse, Status> {
     let name = required("name", &req.name)?;
-    let provider = ctx.engine.get_provider(name).map_err(status)?;
+    let provider = ctx.engine.providers().get(name).map_err(status)?;
     Ok(pb::GetProviderResponse {
         provider: Some(provider_info(ctx.catalog(), &provider)),
     })
@@ -65,7 +67,7 @@ pub(crate) async fn add_provider(
         .provider
         .ok_or_else(|| Status::invalid_argument("provider: required"))?;
     let name = provider_name(&info.name)?;
-    if ctx.engine.get_provider(name).is_ok() {
+    if ctx.engine.providers().get(name).is_ok() {
         return Err(Status::already_exists(format!(
             "provider `{name}` already exists; update it instead",
             name = clip(name)
@@ -78,7 +80,8 @@ pub(crate) async fn add_provider(
     config.models = model_ids(&info.models, &config)?;
     let added = ctx
         .engine
-        .add_provider(config)
+        .providers()
+        .add(config)
         .await
         .map_err(provider_error)?;
     Ok(pb::AddProviderResponse {
@@ -103,7 +106,7 @@ pub(crate) async fn update_provider(
     let name = required("provider.name", &info.name)?;
     // The current definition, its key masked: sent back as it is, the
     // engine keeps the stored key.
-    let mut config = ctx.engine.get_provider(name).map_err(status)?;
+    let mut config = ctx.engine.providers().get(name).map_err(status)?;
     if info.base_url.is_some() {
         config.base_url = base_url(info.base_url.as_deref())?;
     }
@@ -121,7 +124,8 @@ pub(crate) async fn update_provider(
     }
     let updated = ctx
         .engine
-        .update_provider(config)
+        .providers()
+        .update(config)
         .await
         .map_err(provider_error)?;
     Ok(pb::UpdateProviderResponse {
@@ -140,8 +144,8 @@ pub(crate) async fn remove_provider(
     req: pb::RemoveProviderRequest,
 ) -> Result<pb::RemoveProviderResponse, Status> {
     let name = required("name", &req.name)?;
-    ctx.engine.get_provider(name).map_err(status)?;
-    let default = ctx.engine.default_model();
+    ctx.engine.providers().get(name).map_err(status)?;
+    let default = ctx.engine.providers().default_model();
     if default
         .split_once('/')
         .is_some_and(|(provider, _)| provider == name)
@@ -152,7 +156,8 @@ pub(crate) async fn remove_provider(
         )));
     }
     ctx.engine
-        .remove_provider(name)
+        .providers()
+        .remove(name)
         .await
         .map_err(|e| match e {
             // The engine's only refusal of a known provider: it comes from
@@ -178,11 +183,12 @@ pub(crate) async fn set_default_model(
     let full = match req.provider.trim() {
         "" => model.to_owned(),
         provider => {
-            ctx.engine.get_provider(provider).map_err(status)?;
+            ctx.engine.providers().get(provider).map_err(status)?;
             format!("{provider}/{model}")
         }
     };
     ctx.engine
+        .providers()
         .set_default_model(&full)
         .await
         .map_err(|e| match e {
@@ -206,7 +212,7 @@ pub(crate) async fn get_default_model(
     ctx: &Ctx,
     _req: pb::GetDefaultModelRequest,
 ) -> Result<pb::GetDefaultModelResponse, Status> {
-    let (provider, model) = split_model(ctx, &ctx.engine.default_model());
+    let (provider, model) = split_model(ctx, &ctx.engine.providers().default_model());
     Ok(pb::GetDefaultModelResponse {
         provider,
         model: Some(model),
@@ -217,9 +223,9 @@ pub(crate) async fn get_default_model(
 /// would serve it, and the id that provider is asked for; the model as it
 /// is, with no provider, when none serves it.
 fn split_model(ctx: &Ctx, model: &str) -> (Option<String>, String) {
-    match ctx.engine.providers().map(|p| p.route_of(model)) {
-        Some(Ok((provider, id))) => (Some(provider.name), id),
-        _ => (None, model.to_owned()),
+    match ctx.engine.providers().route_of(model) {
+        Some((provider, id)) => (Some(provider.name), id),
+        None => (None, model.to_owned()),
     }
 }
 

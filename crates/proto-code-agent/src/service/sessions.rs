@@ -28,7 +28,7 @@ pub(crate) async fn create_session(
     // The settings a new thread would get, changed by the config.
     let mut settings = ThreadSettings {
         name: None,
-        model: ctx.engine.default_model(),
+        model: ctx.engine.providers().default_model(),
         reasoning: None,
         instructions: None,
         endpoint: None,
@@ -49,7 +49,8 @@ pub(crate) async fn create_session(
         .map(ThreadId::from);
     let thread = ctx
         .engine
-        .create_thread(CreateThread {
+        .threads()
+        .create(CreateThread {
             cwd,
             model: Some(settings.model),
             instructions: (!instructions.is_empty()).then(|| instructions.join("\n\n")),
@@ -64,7 +65,12 @@ pub(crate) async fn create_session(
         })
         .await
         .map_err(status)?;
-    let view = ctx.engine.read(&thread.id).await.map_err(status)?;
+    let view = ctx
+        .engine
+        .threads()
+        .read(&thread.id)
+        .await
+        .map_err(status)?;
     Ok(pb::CreateSessionResponse {
         session_id: thread.id.to_string(),
         session: Some(session(&ctx.engine, &view)),
@@ -107,10 +113,10 @@ pub(crate) async fn destroy_session(
     req: pb::DestroySessionRequest,
 ) -> Result<pb::DestroySessionResponse, Status> {
     let id = session_id(&req.session_id)?;
-    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
     if !view.thread.archived {
-        ctx.engine.interrupt(&id).await.map_err(status)?;
-        ctx.engine.archive(&id).await.map_err(status)?;
+        ctx.engine.turns().interrupt(&id).await.map_err(status)?;
+        ctx.engine.threads().archive(&id).await.map_err(status)?;
     }
     Ok(pb::DestroySessionResponse { success: true })
 }
@@ -127,9 +133,9 @@ pub(crate) async fn list_sessions(
         cursor: None,
     };
     loop {
-        let page = ctx.engine.list(&query).await.map_err(status)?;
+        let page = ctx.engine.threads().list(&query).await.map_err(status)?;
         for thread in page.threads {
-            let view = match ctx.engine.read(&thread.id).await {
+            let view = match ctx.engine.threads().read(&thread.id).await {
                 Ok(view) => view,
                 // Destroyed or gone since the listing: not listed.
                 Err(gantry_core::EngineError::ThreadNotFound(_)) => continue,
@@ -151,7 +157,7 @@ pub(crate) async fn get_session(
     req: pb::GetSessionRequest,
 ) -> Result<pb::GetSessionResponse, Status> {
     let id = session_id(&req.session_id)?;
-    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
     Ok(pb::GetSessionResponse {
         session: Some(session(&ctx.engine, &view)),
     })
@@ -168,7 +174,7 @@ pub(crate) async fn configure_session(
     let config = req
         .config
         .ok_or_else(|| Status::invalid_argument("config: required"))?;
-    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
     let workspace = config.workspace.trim();
     if !workspace.is_empty() {
         let same = std::fs::canonicalize(workspace)
@@ -186,13 +192,14 @@ pub(crate) async fn configure_session(
     apply_config(&ctx.engine, &config, &mut view.thread.settings())?;
     let engine = ctx.engine.clone();
     ctx.engine
-        .configure_thread(&id, move |s| {
+        .threads()
+        .configure(&id, move |s| {
             // Cannot fail: the same config passed above.
             let _ = apply_config(&engine, &config, s);
         })
         .await
         .map_err(status)?;
-    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
     Ok(pb::ConfigureSessionResponse {
         session: Some(session(&ctx.engine, &view)),
     })
@@ -205,7 +212,7 @@ pub(crate) async fn get_messages(
     req: pb::GetMessagesRequest,
 ) -> Result<pb::GetMessagesResponse, Status> {
     let id = session_id(&req.session_id)?;
-    let view = ctx.engine.read(&id).await.map_err(status)?;
+    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
     let all = conversation::messages(&view);
     let total = all.len();
     let offset = req.offset.map_or(0, |o| o as usize).min(total);

@@ -36,7 +36,7 @@ pub(crate) async fn load_skill(
         None => {
             let name = required("skill_name", &req.skill_name)?;
             listing(&session_skills(ctx, &id).await?, name)?;
-            ctx.engine.load_skill(&id, name).await.map_err(status)?;
+            ctx.engine.skills().load(&id, name).await.map_err(status)?;
             name.to_owned()
         }
     };
@@ -60,7 +60,11 @@ async fn load_inline(ctx: &Ctx, id: &ThreadId, name: &str, text: &str) -> Result
             name = clip(name)
         )));
     }
-    ctx.engine.load_inline_skill(id, text).await.map_err(status)
+    ctx.engine
+        .skills()
+        .load_inline(id, text)
+        .await
+        .map_err(status)
 }
 
 /// `UnloadSkill`: unloads a loaded skill (`NOT_FOUND` for an unknown
@@ -75,7 +79,12 @@ pub(crate) async fn unload_skill(
     let id = session_id(&req.session_id)?;
     let name = required("skill_name", &req.skill_name)?;
     let skill = listing(&session_skills(ctx, &id).await?, name)?.clone();
-    let was_loaded = ctx.engine.unload_skill(&id, name).await.map_err(status)?;
+    let was_loaded = ctx
+        .engine
+        .skills()
+        .unload(&id, name)
+        .await
+        .map_err(status)?;
     if !was_loaded {
         return Err(Status::failed_precondition(format!(
             "skill `{name}` is not loaded",
@@ -152,7 +161,7 @@ pub(crate) async fn get_claude_code_skills(
 
 /// The session's skills, by name.
 async fn session_skills(ctx: &Ctx, id: &ThreadId) -> Result<Vec<SkillListing>, Status> {
-    ctx.engine.list_skills(id).await.map_err(status)
+    ctx.engine.skills().list(id).await.map_err(status)
 }
 
 /// The skill called `name` among `skills`; `NOT_FOUND` naming those there are.
@@ -179,7 +188,11 @@ fn unknown_skill(name: &str, available: &[String]) -> Status {
 /// The skills discovered for `workspace` and the user, as a session started
 /// there would find them.
 async fn workspace_skills(ctx: &Ctx, workspace: PathBuf) -> Result<Vec<Skill>, Status> {
-    ctx.engine.discover_skills(workspace).await.map_err(status)
+    ctx.engine
+        .skills()
+        .discover(workspace)
+        .await
+        .map_err(status)
 }
 
 /// A session's skill as the proto's `Skill`.

@@ -15,7 +15,7 @@ pub(crate) async fn get_todos(
     req: pb::GetTodosRequest,
 ) -> Result<pb::GetTodosResponse, Status> {
     let id = session_id(&req.session_id)?;
-    let todos = ctx.engine.get_todos(&id).await.map_err(status)?;
+    let todos = ctx.engine.threads().todos(&id).await.map_err(status)?;
     Ok(pb::GetTodosResponse {
         todos: todos.into_iter().map(todo).collect(),
     })
@@ -36,8 +36,12 @@ pub(crate) async fn set_todos(
         .map(|(i, t)| todo_item(i, t))
         .collect::<Result<Vec<_>, _>>()?;
     unique_ids(&todos)?;
-    ctx.engine.set_todos(&id, todos).await.map_err(status)?;
-    let stored = ctx.engine.get_todos(&id).await.map_err(status)?;
+    ctx.engine
+        .threads()
+        .set_todos(&id, todos)
+        .await
+        .map_err(status)?;
+    let stored = ctx.engine.threads().todos(&id).await.map_err(status)?;
     Ok(pb::SetTodosResponse {
         success: true,
         todos: stored.into_iter().map(todo).collect(),

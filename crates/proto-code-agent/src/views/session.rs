@@ -51,7 +51,7 @@ pub(crate) fn context_usage(engine: &Engine, view: &ThreadView) -> pb::ContextUs
         })
         .count();
     pb::ContextUsage {
-        total_tokens: u32_of(engine.context_usage_of(view).used),
+        total_tokens: u32_of(engine.turns().context_usage_of(view).used),
         prompt_tokens: u32_of(thread.usage.input_tokens),
         completion_tokens: u32_of(thread.usage.output_tokens),
         message_count: u32_of(message_count),
@@ -81,7 +81,7 @@ fn config(engine: &Engine, thread: &Thread) -> pb::SessionConfig {
             Some(e) => e.kind.as_str().to_owned(),
             None => engine
                 .providers()
-                .and_then(|p| p.route_of(&thread.model).ok())
+                .route_of(&thread.model)
                 .map(|(p, _)| p.name)
                 .unwrap_or_default(),
         });
@@ -169,8 +169,7 @@ fn apply_llm(
         return Err(Status::invalid_argument("llm.model: required"));
     }
     let own_server = !llm.api_key.trim().is_empty() || !llm.base_url.trim().is_empty();
-    let configured =
-        !provider.is_empty() && engine.providers().is_some_and(|p| p.get(provider).is_ok());
+    let configured = !provider.is_empty() && engine.providers().get(provider).is_ok();
     if configured && !own_server {
         settings.model = format!("{provider}/{model}");
         settings.endpoint = None;

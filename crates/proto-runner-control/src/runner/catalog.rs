@@ -12,11 +12,12 @@ const REASONING_LEVELS: [&str; 3] = ["low", "medium", "high"];
 /// The `RegisterRunnerRequest` for this engine.
 pub(crate) fn register_request(engine: &Engine) -> pb::RegisterRunnerRequest {
     let mut models: Vec<String> = engine
-        .list_providers()
+        .providers()
+        .list()
         .iter()
         .flat_map(|p| p.models.iter().map(move |m| format!("{}/{m}", p.name)))
         .collect();
-    let default = engine.default_model();
+    let default = engine.providers().default_model();
     if !models.contains(&default) {
         models.insert(0, default);
     }
@@ -24,7 +25,10 @@ pub(crate) fn register_request(engine: &Engine) -> pb::RegisterRunnerRequest {
         .into_iter()
         .filter(|m| !m.is_empty())
         .map(|name| {
-            let reasons = engine.model_info(&name).is_some_and(|info| info.reasoning);
+            let reasons = engine
+                .providers()
+                .model_info(&name)
+                .is_some_and(|info| info.reasoning);
             pb::LlmModel {
                 reasoning: if reasons {
                     REASONING_LEVELS.iter().map(|l| (*l).to_owned()).collect()

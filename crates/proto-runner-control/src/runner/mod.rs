@@ -107,7 +107,7 @@ async fn follow_existing_threads(handler: Handler) {
         ..Default::default()
     };
     loop {
-        let page = match handler.engine.list(&query).await {
+        let page = match handler.engine.threads().list(&query).await {
             Ok(page) => page,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot list threads to follow");

@@ -143,7 +143,7 @@ impl Followers {
                 return;
             }
         }
-        let view = match engine.read(thread).await {
+        let view = match engine.threads().read(thread).await {
             Ok(view) => view,
             Err(e) => {
                 tracing::warn!(thread = %thread, error = %e, "cannot follow a thread");
@@ -151,7 +151,11 @@ impl Followers {
                 return;
             }
         };
-        match engine.follow(thread, view.thread.last_seq + 1).await {
+        match engine
+            .feeds()
+            .follow(thread, view.thread.last_seq + 1)
+            .await
+        {
             Ok(feed) => {
                 if restate {
                     for message in last_turn(&view) {
@@ -241,12 +245,18 @@ impl Follower {
         if let Some(key) = self.keys.get(turn) {
             return key.clone();
         }
-        let key = self.engine.read(&self.thread).await.ok().and_then(|view| {
-            view.turns
-                .iter()
-                .find(|t| &t.turn.id == turn)
-                .and_then(|t| t.turn.key.clone())
-        });
+        let key = self
+            .engine
+            .threads()
+            .read(&self.thread)
+            .await
+            .ok()
+            .and_then(|view| {
+                view.turns
+                    .iter()
+                    .find(|t| &t.turn.id == turn)
+                    .and_then(|t| t.turn.key.clone())
+            });
         self.keys.insert(turn.clone(), key.clone());
         key
     }

@@ -88,27 +88,30 @@ impl Handler {
             ..AgentSpec::default()
         };
         // Saving an agent again replaces it with the same: idempotent.
-        let agent = self.engine.save_agent(spec).await?;
+        let agent = self.engine.agents().save(spec).await?;
         Ok(vec![agent_update(&agent.id, pb::AgentStatus::Ready)])
     }
 
     async fn delete_agent(&self, r: pb::DeleteAgentRequest) -> Answer {
         let id = AgentId::from(r.agent_id.as_str());
         // Deleting an agent already gone is what was asked.
-        self.engine.delete_agent(&id).await?;
+        self.engine.agents().delete(&id).await?;
         Ok(vec![agent_update(&id, pb::AgentStatus::Deleted)])
     }
 
     async fn create_thread(&self, request_id: Option<&str>, r: pb::CreateThreadRequest) -> Answer {
         let agent = AgentId::from(r.agent_id.as_str());
-        self.engine.agent(&agent).await?;
-        self.engine.check_model(&r.model).map_err(Refusal)?;
+        self.engine.agents().get(&agent).await?;
+        self.engine
+            .providers()
+            .check_model(&r.model)
+            .map_err(Refusal)?;
         // 0.2.0 has the runner choose the thread id; choosing the request id
         // makes a re-sent request find the thread it created.
         let id = request_id
             .filter(|id| valid_thread_id(id))
             .map_or_else(ThreadId::new, ThreadId::from);
-        if let Ok(view) = self.engine.read(&id).await {
+        if let Ok(view) = self.engine.threads().read(&id).await {
             if view.thread.agent_id.as_ref() != Some(&agent) {
                 return Err(Refusal(format!("thread {id} exists under another agent")));
             }
@@ -120,7 +123,8 @@ impl Handler {
         let cwd = workspace_of(&self.workspaces, &id).await?;
         let thread = self
             .engine
-            .create_thread(CreateThread {
+            .threads()
+            .create(CreateThread {
                 id: Some(id),
                 cwd,
                 model: Some(r.model),
@@ -139,8 +143,8 @@ impl Handler {
         let id = ThreadId::from(r.thread_id.as_str());
         let view = self.thread_of(&r.agent_id, &id).await?;
         if !view.thread.archived {
-            self.engine.interrupt(&id).await?;
-            self.engine.archive(&id).await?;
+            self.engine.turns().interrupt(&id).await?;
+            self.engine.threads().archive(&id).await?;
         }
         Ok(vec![thread_update(&id, pb::ThreadStatus::Deleted)])
     }
@@ -166,12 +170,16 @@ impl Handler {
         let reasoning = r.model_reasoning_level.filter(|l| !l.trim().is_empty());
         if model.is_some() || reasoning.is_some() {
             if let Some(model) = &model {
-                self.engine.check_model(model).map_err(Refusal)?;
+                self.engine
+                    .providers()
+                    .check_model(model)
+                    .map_err(Refusal)?;
             }
             // The override stays for the thread's next messages, as a
             // model picked in a chat does.
             self.engine
-                .configure_thread(&thread, move |s| {
+                .threads()
+                .configure(&thread, move |s| {
                     if let Some(model) = model {
                         s.model = model;
                     }
@@ -189,7 +197,8 @@ impl Handler {
         let key = request_id.map_or_else(uuid_key, str::to_owned);
         let delivered = match self
             .engine
-            .send_message_once(&thread, key, r.text, if_busy)
+            .turns()
+            .send_once(&thread, key, r.text, if_busy)
             .await
         {
             Ok(delivered) => delivered,
@@ -201,7 +210,7 @@ impl Handler {
             return Ok(Vec::new());
         }
         // A steer, or a request seen before: say where the turn stands.
-        let view = self.engine.read(&thread).await?;
+        let view = self.engine.threads().read(&thread).await?;
         let status = match view.turns.iter().find(|t| t.turn.id == delivered.turn) {
             Some(t) if t.turn.status != TurnStatus::Running => pb::TurnStatus::Completed,
             _ => pb::TurnStatus::Running,
@@ -213,6 +222,7 @@ impl Handler {
     async fn install_skills(&self, r: pb::InstallSkillsMpRequest) -> Answer {
         let agent = AgentId::from(r.agent_id.as_str());
         self.engine
+            .agents()
             .install_skill_package(&agent, &r.package_name)
             .await?;
         Ok(vec![Payload::SkillMpUpdate(pb::SkillMpUpdate {
@@ -228,7 +238,7 @@ impl Handler {
         agent: &str,
         thread: &ThreadId,
     ) -> Result<std::sync::Arc<gantry_types::ThreadView>, Refusal> {
-        let view = self.engine.read(thread).await?;
+        let view = self.engine.threads().read(thread).await?;
         if view.thread.agent_id.as_ref().map(AgentId::as_str) != Some(agent) {
             return Err(Refusal(format!(
                 "thread {thread} does not belong to agent {agent}"

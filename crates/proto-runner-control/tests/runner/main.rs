@@ -349,6 +349,7 @@ async fn a_running_turn_is_steered_only_when_allowed() {
     assert_eq!(last["content"], "also test");
     assert_eq!(
         rig.engine
+            .threads()
             .read(&thread.as_str().into())
             .await
             .unwrap()
@@ -375,12 +376,22 @@ async fn a_request_sent_again_has_no_second_effect() {
 
     let page = rig
         .engine
+        .threads()
         .list(&gantry_core::ThreadQuery::default())
         .await
         .unwrap();
     assert_eq!(page.threads.len(), 1, "one thread");
     assert_eq!(rig.llm.requests().len(), 1, "one model call");
-    assert_eq!(rig.engine.read(&"t1".into()).await.unwrap().turns.len(), 1);
+    assert_eq!(
+        rig.engine
+            .threads()
+            .read(&"t1".into())
+            .await
+            .unwrap()
+            .turns
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -399,6 +410,7 @@ async fn a_request_id_naming_a_directory_never_moves_a_workspace() {
     }
     let page = rig
         .engine
+        .threads()
         .list(&gantry_core::ThreadQuery::default())
         .await
         .unwrap();
@@ -507,7 +519,7 @@ async fn skill_packages_install_into_the_agent() {
         refused.starts_with("error: ") && refused.ends_with("[s2]"),
         "{refused}"
     );
-    let skills_dir = rig.engine.agent_skills_dir(&"a1".into()).unwrap();
+    let skills_dir = rig.engine.agents().skills_dir(&"a1".into()).unwrap();
     assert!(skills_dir.join("reviewer/SKILL.md").is_file());
 }
 
@@ -532,11 +544,11 @@ async fn after_the_channel_breaks_the_runner_reconnects_and_reports_the_rest_of_
     conn.break_off().await;
     release(&fifo).await;
     let thread_id: gantry_types::ThreadId = thread.as_str().into();
-    let turn = rig.engine.read(&thread_id).await.unwrap().turns[0]
+    let turn = rig.engine.threads().read(&thread_id).await.unwrap().turns[0]
         .turn
         .id
         .clone();
-    rig.engine.wait_turn(&thread_id, &turn).await.unwrap();
+    rig.engine.turns().wait(&thread_id, &turn).await.unwrap();
 
     // Back up: the runner registers again and says what happened.
     rig.plane.set_up(true);
@@ -751,8 +763,8 @@ async fn every_field_constraint_of_every_request_is_enforced_by_name() {
         );
     }
     // None of them was carried out.
-    assert_eq!(rig.engine.list_agents().await.unwrap().len(), 1);
-    let thread = rig.engine.read(&"t1".into()).await.unwrap();
+    assert_eq!(rig.engine.agents().list().await.unwrap().len(), 1);
+    let thread = rig.engine.threads().read(&"t1".into()).await.unwrap();
     assert!(!thread.thread.archived && thread.turns.is_empty());
     assert!(rig.llm.requests().is_empty());
 }

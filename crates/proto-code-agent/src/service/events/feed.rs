@@ -25,10 +25,10 @@ impl ThreadFeed {
     /// Subscribes to what happens in `scope` from now on.
     pub(super) async fn start(engine: Engine, scope: Scope) -> Result<Self, EngineError> {
         let feed = match &scope {
-            Scope::All => engine.follow_all_now(),
+            Scope::All => engine.feeds().follow_all_now(),
             Scope::One(id) => {
-                let next = engine.read(id).await?.thread.last_seq + 1;
-                engine.follow(id, next).await?
+                let next = engine.threads().read(id).await?.thread.last_seq + 1;
+                engine.feeds().follow(id, next).await?
             }
         };
         Ok(Self { feed })

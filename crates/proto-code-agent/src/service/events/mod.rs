@@ -43,7 +43,7 @@ pub(crate) async fn subscribe_events(
     };
     // Engine-wide events first: the feed's setup (listing the threads)
     // takes a moment, and nothing of that moment should be missed.
-    let engine_events = ctx.engine.engine_events();
+    let engine_events = ctx.engine.feeds().engine_events();
     let feed = ThreadFeed::start(ctx.engine.clone(), scope.clone())
         .await
         .map_err(status)?;
@@ -99,7 +99,7 @@ async fn pump(
                     // The replay starts later than asked: those are gone.
                     Some(asked) => vec![mapping::engine_events_missed(resume_from.saturating_sub(asked), now_ms())],
                     None => {
-                        engine_events = engine.engine_events_from(resume_from);
+                        engine_events = engine.feeds().engine_events_from(resume_from);
                         replaying_from = Some(resume_from);
                         Vec::new()
                     }

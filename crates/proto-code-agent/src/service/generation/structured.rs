@@ -52,7 +52,8 @@ pub(crate) async fn generate_structured(
     let (id, request) = request(ctx, &req).await?;
     let output = ctx
         .engine
-        .generate_structured(&id, request)
+        .structured()
+        .generate(&id, request)
         .await
         .map_err(failure)?;
     let mut metadata = usage_metadata(&output.usage);
@@ -76,7 +77,8 @@ pub(crate) async fn stream_generate_structured(
     let (id, request) = request(ctx, &req).await?;
     let mut stream = ctx
         .engine
-        .stream_structured(&id, request)
+        .structured()
+        .stream(&id, request)
         .await
         .map_err(failure)?;
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
@@ -96,7 +98,7 @@ pub(crate) async fn stream_generate_structured(
                 StructuredChunk::Done(Err(e)) => Err(failure(e)),
             };
             if tx.send(out).await.is_err() {
-                let _ = engine.interrupt(&id).await;
+                let _ = engine.turns().interrupt(&id).await;
                 return;
             }
         }

@@ -25,10 +25,11 @@ async fn start(ctx: &Ctx, req: &pb::GenerateRequest) -> Result<(ThreadId, TurnFe
     let (id, from) = ready_session(ctx, &req.session_id).await?;
     let text = prompt(&req.messages)?;
     // Subscribed before the turn starts: nothing of it can be missed.
-    let feed = ctx.engine.follow(&id, from).await.map_err(status)?;
+    let feed = ctx.engine.feeds().follow(&id, from).await.map_err(status)?;
     let turn = ctx
         .engine
-        .send_message(&id, text, IfBusy::Reject)
+        .turns()
+        .send(&id, text, IfBusy::Reject)
         .await
         .map_err(status)?;
     Ok((id, TurnFeed::new(turn, feed)))
@@ -131,7 +132,7 @@ pub(crate) async fn stream_generate(
     tokio::spawn(async move {
         if pump(&id, feed, &tx).await.is_err() {
             // The client is gone: nobody wants the rest of the turn.
-            let _ = engine.interrupt(&id).await;
+            let _ = engine.turns().interrupt(&id).await;
         }
     });
     Ok(Box::pin(ReceiverStream::new(rx)))

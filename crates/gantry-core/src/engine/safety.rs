@@ -3,7 +3,14 @@
 
 use super::*;
 
-impl Engine {
+/// The human in the loop: permission policies, approvals, external tasks.
+/// Get one from [`Engine::safety`].
+#[derive(Clone, Copy)]
+pub struct Safety<'e> {
+    pub(crate) engine: &'e Engine,
+}
+
+impl Safety<'_> {
     /// Answers a pending approval. The first answer wins; a later one (or
     /// one after a timeout resolved it) gets an "already resolved" error.
     pub async fn resolve_approval(
@@ -16,12 +23,13 @@ impl Engine {
             decision,
             by: gantry_types::ResolvedBy::Client,
         };
-        self.ask(thread, |reply| Command::Answer {
-            id: approval_id.to_owned(),
-            resolution,
-            reply,
-        })
-        .await?
+        self.engine
+            .ask(thread, |reply| Command::Answer {
+                id: approval_id.to_owned(),
+                resolution,
+                reply,
+            })
+            .await?
     }
 
     /// Completes an external task with the tool's result (`Ok`) or an error
@@ -32,12 +40,13 @@ impl Engine {
         task_id: &str,
         result: Result<String, String>,
     ) -> Result<(), EngineError> {
-        self.ask(thread, |reply| Command::Answer {
-            id: task_id.to_owned(),
-            resolution: Resolution::Task(result),
-            reply,
-        })
-        .await?
+        self.engine
+            .ask(thread, |reply| Command::Answer {
+                id: task_id.to_owned(),
+                resolution: Resolution::Task(result),
+                reply,
+            })
+            .await?
     }
 
     /// External tasks waiting for a client, with their time left.
@@ -45,7 +54,9 @@ impl Engine {
         &self,
         thread: &ThreadId,
     ) -> Result<Vec<ExternalTaskInfo>, EngineError> {
-        self.ask(thread, |reply| Command::ListTasks { reply }).await
+        self.engine
+            .ask(thread, |reply| Command::ListTasks { reply })
+            .await
     }
 
     /// Replaces the thread's policy (persisted; applies from the next tool call,
@@ -55,7 +66,8 @@ impl Engine {
         thread: &ThreadId,
         policy: ThreadPolicy,
     ) -> Result<(), EngineError> {
-        self.ask(thread, |reply| Command::SetPolicy { policy, reply })
+        self.engine
+            .ask(thread, |reply| Command::SetPolicy { policy, reply })
             .await?
     }
 
@@ -65,26 +77,9 @@ impl Engine {
         thread: &ThreadId,
         handler: LaneHandler,
     ) -> Result<(), EngineError> {
-        self.ask(thread, |reply| Command::SetLaneHandler { handler, reply })
+        self.engine
+            .ask(thread, |reply| Command::SetLaneHandler { handler, reply })
             .await?
-    }
-
-    /// Pauses the thread: no new model call or tool call starts until resumed.
-    pub async fn pause(&self, thread: &ThreadId) -> Result<(), EngineError> {
-        self.ask(thread, |reply| Command::SetPaused {
-            paused: true,
-            reply,
-        })
-        .await?
-    }
-
-    /// Resumes a paused thread.
-    pub async fn resume(&self, thread: &ThreadId) -> Result<(), EngineError> {
-        self.ask(thread, |reply| Command::SetPaused {
-            paused: false,
-            reply,
-        })
-        .await?
     }
 
     /// What the thread's permission rules say about a tool call, and the
@@ -95,7 +90,7 @@ impl Engine {
         tool: &str,
         args: &serde_json::Value,
     ) -> Result<(RuleDecision, Vec<String>), EngineError> {
-        let view = self.read(thread).await?;
+        let view = self.engine.threads().read(thread).await?;
         let request = policy::ToolRequest {
             tool,
             args,
