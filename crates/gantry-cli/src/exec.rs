@@ -69,6 +69,7 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     SandboxSupport::probe().check(sandbox).map_err(|e| {
         anyhow::anyhow!("{e}; pass --sandbox danger-full-access to run without a sandbox")
     })?;
+    let resumed = resume.is_some();
     let thread = match resume {
         Some(id) => {
             let thread = engine.read(&id).await?.thread.clone();
@@ -102,13 +103,14 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
                 .await?
         }
     };
+    let mut view = LiveView::new(args.json);
+    view.thread_started(&thread.id, resumed);
     let mut feed = engine.follow(&thread.id, thread.last_seq + 1).await?;
     let mut engine_events = engine.engine_events();
     let turn_id = engine
         .send_message(&thread.id, args.prompt.clone(), IfBusy::Reject)
         .await?;
 
-    let mut view = LiveView::new(args.json);
     let mut interrupted = false;
     let mut final_answer = String::new();
     // Set while the store refuses commits: the turn's last events may then
