@@ -69,6 +69,7 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     SandboxSupport::probe().check(sandbox).map_err(|e| {
         anyhow::anyhow!("{e}; pass --sandbox danger-full-access to run without a sandbox")
     })?;
+    let resumed = resume.is_some();
     let thread = match resume {
         Some(id) => {
             let thread = engine.threads().read(&id).await?.thread.clone();
@@ -103,6 +104,8 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
                 .await?
         }
     };
+    let mut view = LiveView::new(args.json);
+    view.thread_started(&thread.id, resumed);
     let mut feed = engine
         .feeds()
         .follow(&thread.id, thread.last_seq + 1)
@@ -113,7 +116,6 @@ pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
         .send(&thread.id, args.prompt.clone(), IfBusy::Reject)
         .await?;
 
-    let mut view = LiveView::new(args.json);
     let mut interrupted = false;
     let mut final_answer = String::new();
     // Set while the store refuses commits: the turn's last events may then

@@ -5,6 +5,7 @@ mod args;
 mod config;
 mod control_plane;
 mod exec;
+mod exec_json;
 mod model;
 mod render;
 mod runner;

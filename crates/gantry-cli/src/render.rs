@@ -1,10 +1,14 @@
 //! What `gantry exec` shows while the turn runs: a readable live view on
-//! stderr, or one JSON notification per line on stdout.
+//! stderr, or with `--json` the lines of [`crate::exec_json`] on stdout.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use gantry_core::Notification;
-use gantry_types::{DeltaKind, EventPayload, Item, ItemKind, ItemStatus, Thread, TodoStatus, Turn};
+use gantry_types::{
+    DeltaKind, EventPayload, Item, ItemKind, ItemStatus, Thread, ThreadId, TodoStatus, Turn,
+};
+
+use crate::exec_json::{self, Line};
 
 /// Lines of command output shown under a finished command.
 const OUTPUT_LINES: usize = 6;
@@ -18,7 +22,7 @@ pub struct LiveView {
 }
 
 impl LiveView {
-    /// A view; `json` switches to JSON lines on stdout.
+    /// A view; `json` switches to the `--json` lines on stdout.
     pub fn new(json: bool) -> Self {
         Self {
             json,
@@ -27,14 +31,19 @@ impl LiveView {
         }
     }
 
+    /// Announces the thread the turn runs on (a line of its own only in
+    /// JSON: the live view names the thread in its closing line).
+    pub fn thread_started(&mut self, thread_id: &ThreadId, resumed: bool) {
+        if self.json {
+            exec_json::print(&Line::thread_started(thread_id, resumed));
+        }
+    }
+
     /// Shows one notification.
     pub fn show(&mut self, n: &Notification) {
         if self.json {
-            // A closed stdout (e.g. `| head`) must not kill the turn.
-            if let Ok(line) = serde_json::to_string(n) {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
+            if let Some(line) = Line::from_notification(n) {
+                exec_json::print(&line);
             }
             return;
         }

@@ -34,7 +34,9 @@ fn a_killed_process_leaves_a_readable_thread_with_the_turn_interrupted() {
     for line in BufReader::new(stdout).lines() {
         let line: Value = serde_json::from_str(&line.expect("line")).expect("json");
         thread.get_or_insert_with(|| line["thread_id"].as_str().unwrap().to_owned());
-        if line["kind"] == "delta" && line["text"].as_str().is_some_and(|t| t.contains("ready")) {
+        if line["type"] == "command.output"
+            && line["text"].as_str().is_some_and(|t| t.contains("ready"))
+        {
             break;
         }
     }

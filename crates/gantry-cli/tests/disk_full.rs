@@ -99,8 +99,8 @@ fn with_the_disk_full_ctrl_c_exits_130_and_every_event_printed_is_stored() {
             .recv_timeout(std::time::Duration::from_secs(20))
             .expect("the command starts");
         let line: Value = serde_json::from_str(&line).unwrap();
-        let started_command = line["payload"]["type"] == "item_started"
-            && line["payload"]["item"]["type"] == "command_execution";
+        let started_command =
+            line["type"] == "item.started" && line["item"]["type"] == "command_execution";
         printed.push(line);
         if started_command {
             break;
@@ -134,12 +134,19 @@ fn with_the_disk_full_ctrl_c_exits_130_and_every_event_printed_is_stored() {
 
     std::fs::remove_file(filler).unwrap();
     let stored = stored_events(&data.join("gantry.db"));
+    // Lines from stored events carry their seq; their type names the event.
     let shown: Vec<(u64, String)> = printed
         .iter()
-        .filter(|l| l["kind"] == "event")
-        .map(|l| {
-            let seq = l["seq"].as_u64().unwrap();
-            (seq, l["payload"]["type"].as_str().unwrap().to_owned())
+        .filter_map(|l| {
+            let seq = l["seq"].as_u64()?;
+            let kind = match l["type"].as_str().unwrap() {
+                "turn.started" => "turn_started",
+                "item.started" => "item_started",
+                "item.completed" => "item_completed",
+                "turn.completed" | "turn.failed" => "turn_completed",
+                other => panic!("a line with a seq from no known event: {other}"),
+            };
+            Some((seq, kind.to_owned()))
         })
         .collect();
     assert!(!shown.is_empty());
