@@ -369,7 +369,13 @@ async fn a_threads_reasoning_effort_comes_from_its_agent_then_itself() {
     run(own.id.clone()).await;
     engine
         .threads()
-        .configure(&own.id, |s| s.reasoning = Some("high".into()))
+        .configure(
+            &own.id,
+            gantry_types::ThreadSettingsPatch {
+                reasoning: Some(Some("high".into())),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap();
     run(own.id.clone()).await;

@@ -12,7 +12,7 @@ use gantry_core::{
 use gantry_llm::ClientConfig;
 use gantry_llm::openai_chat::OpenAiChatClient;
 use gantry_testkit::{MockLlm, Script, Step};
-use gantry_types::{ModelEndpoint, ProviderKind, ThreadId, TurnStatus};
+use gantry_types::{ModelEndpoint, ProviderKind, ThreadId, ThreadSettingsPatch, TurnStatus};
 
 #[tokio::test]
 async fn a_client_chosen_id_names_the_thread_once() {
@@ -109,16 +109,20 @@ async fn a_thread_talks_to_its_own_model_server_and_can_switch() {
     let openai_url = openai.base_url();
     let configured = engine
         .threads()
-        .configure(&thread.id, move |s| {
-            s.model = "gpt-4.1-mini".into();
-            s.instructions = Some("answer in French".into());
-            s.endpoint = Some(ModelEndpoint {
-                kind: ProviderKind::OpenaiChat,
-                base_url: Some(openai_url),
-                api_key: None,
-            });
-            s.temperature = None;
-        })
+        .configure(
+            &thread.id,
+            ThreadSettingsPatch {
+                model: Some("gpt-4.1-mini".into()),
+                instructions: Some(Some("answer in French".into())),
+                endpoint: Some(Some(ModelEndpoint {
+                    kind: ProviderKind::OpenaiChat,
+                    base_url: Some(openai_url),
+                    api_key: None,
+                })),
+                temperature: Some(None),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap();
     assert_eq!(configured.model, "gpt-4.1-mini");
@@ -152,12 +156,54 @@ async fn a_thread_talks_to_its_own_model_server_and_can_switch() {
 }
 
 #[tokio::test]
+async fn patches_from_two_clients_to_different_fields_both_stick() {
+    let h = Harness::new(vec![]).await;
+    // Patches as a wire carries them: absent keeps, null clears.
+    let rename: ThreadSettingsPatch =
+        serde_json::from_str(r#"{"name":"renamed","metadata":{"owner":"ada"}}"#).unwrap();
+    let tune: ThreadSettingsPatch =
+        serde_json::from_str(r#"{"temperature":0.2,"metadata":{"team":"core"}}"#).unwrap();
+    let threads = h.engine.threads();
+    let (a, b) = tokio::join!(
+        threads.configure(&h.thread.id, rename),
+        threads.configure(&h.thread.id, tune)
+    );
+    a.unwrap();
+    b.unwrap();
+    let thread = threads.read(&h.thread.id).await.unwrap().thread.clone();
+    assert_eq!(thread.name.as_deref(), Some("renamed"));
+    assert_eq!(thread.temperature, Some(0.2));
+    assert_eq!(
+        thread.metadata.get("owner").map(String::as_str),
+        Some("ada")
+    );
+    assert_eq!(
+        thread.metadata.get("team").map(String::as_str),
+        Some("core")
+    );
+
+    let clear: ThreadSettingsPatch =
+        serde_json::from_str(r#"{"temperature":null,"metadata":{"owner":null}}"#).unwrap();
+    let thread = threads.configure(&h.thread.id, clear).await.unwrap();
+    assert_eq!(thread.temperature, None);
+    assert_eq!(thread.name.as_deref(), Some("renamed"), "absent keeps");
+    assert!(!thread.metadata.contains_key("owner"));
+    assert!(thread.metadata.contains_key("team"));
+}
+
+#[tokio::test]
 async fn bad_settings_and_archived_threads_are_refused() {
     let h = Harness::new(vec![]).await;
     let result = h
         .engine
         .threads()
-        .configure(&h.thread.id, |s| s.temperature = Some(3.5))
+        .configure(
+            &h.thread.id,
+            ThreadSettingsPatch {
+                temperature: Some(Some(3.5)),
+                ..Default::default()
+            },
+        )
         .await;
     assert!(
         matches!(&result, Err(EngineError::InvalidInput(m)) if m.contains("temperature")),
@@ -166,7 +212,13 @@ async fn bad_settings_and_archived_threads_are_refused() {
     let result = h
         .engine
         .threads()
-        .configure(&h.thread.id, |s| s.model = " ".into())
+        .configure(
+            &h.thread.id,
+            ThreadSettingsPatch {
+                model: Some(" ".into()),
+                ..Default::default()
+            },
+        )
         .await;
     assert!(
         matches!(result, Err(EngineError::InvalidInput(_))),
@@ -185,7 +237,13 @@ async fn bad_settings_and_archived_threads_are_refused() {
     let result = h
         .engine
         .threads()
-        .configure(&h.thread.id, |s| s.name = Some("late".into()))
+        .configure(
+            &h.thread.id,
+            ThreadSettingsPatch {
+                name: Some(Some("late".into())),
+                ..Default::default()
+            },
+        )
         .await;
     assert!(
         matches!(result, Err(EngineError::Archived(_))),
@@ -194,7 +252,7 @@ async fn bad_settings_and_archived_threads_are_refused() {
     let unknown = h
         .engine
         .threads()
-        .configure(&ThreadId::from("nope"), |_| {})
+        .configure(&ThreadId::from("nope"), ThreadSettingsPatch::default())
         .await;
     assert!(
         matches!(unknown, Err(EngineError::ThreadNotFound(_))),

@@ -16,6 +16,7 @@ mod model_info;
 mod policy;
 mod provider;
 mod sandbox;
+mod settings_patch;
 mod structured;
 mod thread;
 mod todo;
@@ -36,6 +37,7 @@ pub use policy::{
 };
 pub use provider::{ProviderConfig, ProviderKind, mask_key};
 pub use sandbox::SandboxMode;
+pub use settings_patch::ThreadSettingsPatch;
 pub use structured::{
     AgentGoal, Complexity, ExecutionPlan, GoalCheck, PlanStep, PlanStepStatus, ThreadGoal,
     ThreadGoalStatus,

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use gantry_types::{
     Delta, Event, EventPayload, Item, ItemKind, ItemStatus, LaneHandler, QueuedInput, Thread,
-    ThreadId, ThreadPolicy, ThreadSettings, ThreadView, Turn, TurnFailure, TurnId, TurnStatus,
+    ThreadId, ThreadPolicy, ThreadSettingsPatch, ThreadView, Turn, TurnFailure, TurnId, TurnStatus,
     Usage,
 };
 use tokio::sync::{mpsc, oneshot, watch};
@@ -108,7 +108,7 @@ pub(crate) enum Command {
     },
     /// Change the thread's settings.
     Configure {
-        change: Box<dyn FnOnce(&mut ThreadSettings) + Send>,
+        patch: ThreadSettingsPatch,
         reply: oneshot::Sender<Result<Thread, EngineError>>,
     },
     /// Structured output, plans and the thread goal.
@@ -315,8 +315,8 @@ impl ThreadActor {
             Command::Compact { clear, reply } => {
                 let _ = reply.send(self.compact(clear).await);
             }
-            Command::Configure { change, reply } => {
-                let _ = reply.send(self.configure(change).await);
+            Command::Configure { patch, reply } => {
+                let _ = reply.send(self.configure(patch).await);
             }
             Command::Structured(cmd) => self.handle_structured(cmd).await,
         }
@@ -361,16 +361,13 @@ impl ThreadActor {
         self.emit(EventPayload::ItemCompleted { item }).await;
     }
 
-    async fn configure(
-        &mut self,
-        change: Box<dyn FnOnce(&mut ThreadSettings) + Send>,
-    ) -> Result<Thread, EngineError> {
+    async fn configure(&mut self, patch: ThreadSettingsPatch) -> Result<Thread, EngineError> {
         let thread = &self.view.thread;
         if thread.archived {
             return Err(EngineError::Archived(thread.id.clone()));
         }
         let mut settings = thread.settings();
-        change(&mut settings);
+        patch.apply_to(&mut settings);
         settings.validate().map_err(EngineError::InvalidInput)?;
         if settings != thread.settings() {
             self.emit(EventPayload::ThreadConfigured { settings }).await;

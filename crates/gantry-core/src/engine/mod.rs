@@ -30,7 +30,7 @@ use gantry_tools::lsp::LspManager;
 use gantry_tools::mcp::McpManager;
 use gantry_types::{
     AgentId, ApprovalDecision, Event, EventPayload, ForkOrigin, Item, ItemId, ItemKind, ItemStatus,
-    LaneHandler, ModelEndpoint, RuleDecision, Thread, ThreadId, ThreadPolicy, ThreadSettings,
+    LaneHandler, ModelEndpoint, RuleDecision, Thread, ThreadId, ThreadPolicy, ThreadSettingsPatch,
     ThreadStatus, ThreadView, Turn, TurnId, TurnStatus, Usage,
 };
 use tokio::sync::{mpsc, oneshot};

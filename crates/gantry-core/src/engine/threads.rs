@@ -86,19 +86,17 @@ impl Threads<'_> {
     }
 
     /// Changes a thread's settings (name, model, instructions, model server,
-    /// sampling): `change` edits a copy of the current ones, which are
-    /// validated, recorded, and used from the next model request. Returns
-    /// the thread as it is now. Refused for an archived thread.
+    /// sampling, metadata): `patch` is applied to the settings as they are
+    /// in the thread now (fields it leaves out keep their value), validated,
+    /// recorded, and used from the next model request. Returns the thread as
+    /// it is now. Refused for an archived thread.
     pub async fn configure(
-        &self,
+        self,
         thread: &ThreadId,
-        change: impl FnOnce(&mut ThreadSettings) + Send + 'static,
+        patch: ThreadSettingsPatch,
     ) -> Result<Thread, EngineError> {
         self.engine
-            .ask(thread, |reply| Command::Configure {
-                change: Box::new(change),
-                reply,
-            })
+            .ask(thread, |reply| Command::Configure { patch, reply })
             .await?
     }
 

@@ -11,7 +11,7 @@ use super::Ctx;
 use crate::pb;
 use crate::status::{session_id, status};
 use crate::views::conversation;
-use crate::views::session::{apply_config, session};
+use crate::views::session::{config_patch, session};
 
 /// `CreateSession`: a thread in the config's workspace (the server's when
 /// empty), with the client's id if it chose one (`ALREADY_EXISTS` if taken),
@@ -36,7 +36,7 @@ pub(crate) async fn create_session(
         max_output_tokens: None,
         metadata: Default::default(),
     };
-    apply_config(&ctx.engine, &config, &mut settings)?;
+    config_patch(&ctx.engine, &config)?.apply_to(&mut settings);
     let (mut instructions, context) = initial_context(&req.initial_context)?;
     if let Some(prompt) = settings.instructions.take() {
         instructions.insert(0, prompt);
@@ -186,17 +186,12 @@ pub(crate) async fn configure_session(
             )));
         }
     }
-    // Validated on a copy first, so a bad config changes nothing; then
-    // applied to the settings as they are inside the thread's actor, so a
-    // concurrent change of other fields is kept.
-    apply_config(&ctx.engine, &config, &mut view.thread.settings())?;
-    let engine = ctx.engine.clone();
+    // A patch of the fields the config sets: applied inside the thread's
+    // actor, so a concurrent change of other fields is kept.
+    let patch = config_patch(&ctx.engine, &config)?;
     ctx.engine
         .threads()
-        .configure(&id, move |s| {
-            // Cannot fail: the same config passed above.
-            let _ = apply_config(&engine, &config, s);
-        })
+        .configure(&id, patch)
         .await
         .map_err(status)?;
     let view = ctx.engine.threads().read(&id).await.map_err(status)?;

@@ -3,7 +3,7 @@
 use gantry_core::Engine;
 use gantry_grpc::clip;
 use gantry_types::{
-    ItemKind, ModelEndpoint, ProviderKind, Thread, ThreadSettings, ThreadStatus, ThreadView,
+    ItemKind, ModelEndpoint, ProviderKind, Thread, ThreadSettingsPatch, ThreadStatus, ThreadView,
 };
 use tonic::Status;
 
@@ -117,37 +117,40 @@ fn config(engine: &Engine, thread: &Thread) -> pb::SessionConfig {
     }
 }
 
-/// Applies the non-empty fields of a `SessionConfig` to `settings`
-/// (proto3 cannot tell an empty field from an absent one, so empty means
+/// The change a `SessionConfig` asks for: its non-empty fields (proto3
+/// cannot tell an empty field from an absent one, so empty means
 /// "unchanged"). `engine` tells configured providers from model servers.
-pub(crate) fn apply_config(
+pub(crate) fn config_patch(
     engine: &Engine,
     config: &pb::SessionConfig,
-    settings: &mut ThreadSettings,
-) -> Result<(), Status> {
+) -> Result<ThreadSettingsPatch, Status> {
+    let mut patch = ThreadSettingsPatch::default();
     if !config.name.trim().is_empty() {
-        settings.name = Some(config.name.trim().to_owned());
+        patch.name = Some(Some(config.name.trim().to_owned()));
     }
     if !config.system_prompt.trim().is_empty() {
-        settings.instructions = Some(config.system_prompt.clone());
+        patch.instructions = Some(Some(config.system_prompt.clone()));
     }
     if let Some(llm) = &config.llm {
-        apply_llm(engine, llm, settings)?;
+        llm_patch(engine, llm, &mut patch)?;
     }
-    let meta = &mut settings.metadata;
+    let meta = &mut patch.metadata;
     if config.max_context_length > 0 {
         meta.insert(
             keys::MAX_CONTEXT.to_owned(),
-            config.max_context_length.to_string(),
+            Some(config.max_context_length.to_string()),
         );
     }
     if config.auto_compact {
-        meta.insert(keys::AUTO_COMPACT.to_owned(), "true".to_owned());
+        meta.insert(keys::AUTO_COMPACT.to_owned(), Some("true".to_owned()));
     }
     if config.storage_type != 0 {
-        meta.insert(keys::STORAGE.to_owned(), config.storage_type.to_string());
+        meta.insert(
+            keys::STORAGE.to_owned(),
+            Some(config.storage_type.to_string()),
+        );
     }
-    Ok(())
+    Ok(patch)
 }
 
 /// An `LLMConfig` as settings: a provider the engine has configured (and no
@@ -155,10 +158,10 @@ pub(crate) fn apply_config(
 /// gets its own model server: `anthropic`/`claude` speak Anthropic
 /// Messages, `openai-responses` OpenAI Responses, anything else an
 /// OpenAI-compatible Chat Completions API.
-fn apply_llm(
+fn llm_patch(
     engine: &Engine,
     llm: &pb::LlmConfig,
-    settings: &mut ThreadSettings,
+    patch: &mut ThreadSettingsPatch,
 ) -> Result<(), Status> {
     let provider = llm.provider.trim();
     let model = llm.model.trim();
@@ -171,8 +174,8 @@ fn apply_llm(
     let own_server = !llm.api_key.trim().is_empty() || !llm.base_url.trim().is_empty();
     let configured = !provider.is_empty() && engine.providers().get(provider).is_ok();
     if configured && !own_server {
-        settings.model = format!("{provider}/{model}");
-        settings.endpoint = None;
+        patch.model = Some(format!("{provider}/{model}"));
+        patch.endpoint = Some(None);
     } else {
         let kind = match provider.to_ascii_lowercase().as_str() {
             "anthropic" | "claude" => ProviderKind::Anthropic,
@@ -187,23 +190,23 @@ fn apply_llm(
                 base_url = clip(base_url)
             )));
         }
-        settings.model = model.to_owned();
-        settings.endpoint = Some(ModelEndpoint {
+        patch.model = Some(model.to_owned());
+        patch.endpoint = Some(Some(ModelEndpoint {
             kind,
             base_url: (!base_url.is_empty()).then(|| base_url.to_owned()),
             api_key: Some(llm.api_key.trim().to_owned()).filter(|k| !k.is_empty()),
-        });
+        }));
     }
     if !provider.is_empty() {
-        settings
+        patch
             .metadata
-            .insert(keys::PROVIDER.to_owned(), provider.to_owned());
+            .insert(keys::PROVIDER.to_owned(), Some(provider.to_owned()));
     }
     if llm.temperature.is_finite() && llm.temperature > 0.0 {
-        settings.temperature = Some(llm.temperature);
+        patch.temperature = Some(Some(llm.temperature));
     }
     if llm.max_tokens > 0 {
-        settings.max_output_tokens = Some(llm.max_tokens);
+        patch.max_output_tokens = Some(Some(llm.max_tokens));
     }
     Ok(())
 }

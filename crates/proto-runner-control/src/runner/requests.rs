@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use gantry_core::{AgentSpec, CreateThread, Engine, EngineError, IfBusy, valid_thread_id};
-use gantry_types::{AgentId, ThreadId, TurnStatus};
+use gantry_types::{AgentId, ThreadId, ThreadSettingsPatch, TurnStatus};
 
 use super::outbox::{Closed, Outbox};
 use super::reports::{Followers, turn_update};
@@ -179,14 +179,14 @@ impl Handler {
             // model picked in a chat does.
             self.engine
                 .threads()
-                .configure(&thread, move |s| {
-                    if let Some(model) = model {
-                        s.model = model;
-                    }
-                    if reasoning.is_some() {
-                        s.reasoning = reasoning;
-                    }
-                })
+                .configure(
+                    &thread,
+                    ThreadSettingsPatch {
+                        model,
+                        reasoning: reasoning.map(Some),
+                        ..ThreadSettingsPatch::default()
+                    },
+                )
                 .await?;
         }
         let if_busy = if r.allow_steer {
