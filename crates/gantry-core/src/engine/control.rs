@@ -96,12 +96,12 @@ impl Engine {
         args: &serde_json::Value,
     ) -> Result<(RuleDecision, Vec<String>), EngineError> {
         let view = self.read(thread).await?;
-        let request = policy::ToolRequest {
+        let request = gantry_policy::ToolRequest {
             tool,
             args,
             workspace: std::path::Path::new(&view.thread.cwd),
         };
-        Ok(policy::check_permission(
+        Ok(gantry_policy::check_permission(
             &view.thread.policy.permissions,
             &request,
         ))

@@ -35,7 +35,6 @@ use crate::actor::{ActorHandle, Command, ExternalTaskInfo, Resolution, ThreadAct
 use crate::bus::{Bus, Notification, Subscription};
 use crate::context::{ContextUsage, Counter};
 use crate::engine_events::{EngineEvent, EngineEventBus, EngineEventKind, EngineEvents};
-use crate::policy;
 use crate::providers::Providers;
 use crate::turn;
 use crate::writer::Writer;
