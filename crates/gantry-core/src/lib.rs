@@ -26,7 +26,6 @@ mod lsp_api;
 mod mcp_api;
 mod memory;
 mod plans;
-pub mod policy;
 mod providers;
 mod skills_api;
 mod structured_api;
@@ -49,6 +48,8 @@ pub use engine::{
 pub use engine_events::{EngineEvent, EngineEventKind, EngineEventNotice, EngineEvents};
 pub use error::EngineError;
 pub use follow::{Feed, ThreadFeed};
+// The policy, for adapters that validate rules or show a decision.
+pub use gantry_policy as policy;
 pub use gantry_store::{ThreadPage, ThreadQuery};
 // Tool-side types the engine API takes and returns.
 pub use gantry_tools::mcp::{McpServerConfig, McpTransport};

@@ -4,10 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use gantry_policy::SessionGrants;
 use gantry_types::{HandlerMode, Lane, LaneHandler, Thread, ThreadGoal, ThreadPolicy};
 use tokio::sync::watch;
-
-use crate::policy::SessionGrants;
 
 /// The live settings of a thread.
 #[derive(Debug, Clone, Default)]

@@ -1,7 +1,7 @@
 //! What a thread's tool calls may do without asking a human: permission
 //! rules, the approval policy, the confirmation policy, and the answers a
 //! human can give. Pure data; the decision itself lives in
-//! `gantry_core::policy`.
+//! `gantry_policy`.
 //!
 //! Every type's `Default` means "as Gantry behaves without a policy": rules
 //! disabled, approval `never`, confirmation disabled. So

@@ -1,8 +1,11 @@
-//! The engine's public API: a cheap, cloneable handle over shared state.
-//! Its commands live by subject: `threads.rs` (create, fork, read, list,
-//! archive), `turns.rs` (messages, steering, interrupts, context),
-//! `control.rs` (approvals, external tasks, policy, pause), `feeds.rs`
-//! (subscriptions and engine-wide events); `builder.rs` starts it.
+//! The engine's public API: a cheap, cloneable handle over shared state,
+//! split into sub-handles by subject, each in its own module: `threads.rs`
+//! ([`Threads`]: create, configure, read, list, fork, archive, pause),
+//! `turns.rs` ([`Turns`]: messages, steering, interrupts, context),
+//! `safety.rs` ([`Safety`]: policies, approvals, external tasks),
+//! `feeds.rs` ([`Feeds`]: subscriptions and engine-wide events); jobs, LSP,
+//! MCP, skills, agents, memory, providers and structured output have theirs
+//! next to their subject. `builder.rs` starts it.
 
 mod builder;
 mod feeds;
@@ -39,7 +42,6 @@ use crate::actor::{ActorHandle, Command, ExternalTaskInfo, Resolution, ThreadAct
 use crate::bus::{Bus, Notification, Subscription};
 use crate::context::{ContextUsage, Counter};
 use crate::engine_events::{EngineEvent, EngineEventBus, EngineEventKind, EngineEvents};
-use crate::policy;
 use crate::providers::Providers;
 use crate::turn;
 use crate::writer::Writer;

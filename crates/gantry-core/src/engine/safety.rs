@@ -1,5 +1,5 @@
-//! Control of running work: approvals, external tasks, policy, lanes,
-//! pause and resume.
+//! The human in the loop: permission policies, approvals, external tasks
+//! and lanes.
 
 use super::*;
 
@@ -91,12 +91,12 @@ impl Safety<'_> {
         args: &serde_json::Value,
     ) -> Result<(RuleDecision, Vec<String>), EngineError> {
         let view = self.engine.threads().read(thread).await?;
-        let request = policy::ToolRequest {
+        let request = gantry_policy::ToolRequest {
             tool,
             args,
             workspace: std::path::Path::new(&view.thread.cwd),
         };
-        Ok(policy::check_permission(
+        Ok(gantry_policy::check_permission(
             &view.thread.policy.permissions,
             &request,
         ))

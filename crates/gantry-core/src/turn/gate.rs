@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use gantry_policy::{ToolRequest, Verdict};
 use gantry_types::Refusal;
 use gantry_types::{HandlerMode, Item, ItemKind, ItemStatus, LaneHandler, new_id};
 use serde_json::Value;
@@ -11,7 +12,6 @@ use tokio::sync::oneshot;
 
 use super::{Loop, TurnMsg};
 use crate::actor::{ExternalTaskInfo, Resolution, Waiting};
-use crate::policy::{self, ToolRequest, Verdict};
 
 /// What the gate lets through.
 pub(super) enum Gate {
@@ -54,7 +54,7 @@ impl Loop<'_> {
         };
         let verdict = {
             let grants = self.grants.lock().unwrap_or_else(|p| p.into_inner());
-            policy::decide(&policy, &grants, &request)
+            gantry_policy::decide(&policy, &grants, &request)
         };
         match verdict {
             Verdict::Allow => Gate::Run,
@@ -74,7 +74,7 @@ impl Loop<'_> {
         args: &Value,
     ) -> Gate {
         let policy = self.live.borrow().policy.clone();
-        if !policy::asks_on_failure(&policy) {
+        if !gantry_policy::asks_on_failure(&policy) {
             return Gate::Refuse(Refusal::PolicyDenied {
                 reason: "the approval policy does not rerun failed commands".to_owned(),
                 rules: Vec::new(),
@@ -97,7 +97,7 @@ impl Loop<'_> {
 
     /// Puts an approval item in front of clients and waits for the answer.
     async fn ask(&self, verdict: &Verdict, request: &ToolRequest<'_>, call_id: &str) -> Gate {
-        let Some(ask) = policy::approval_request(call_id, request, verdict) else {
+        let Some(ask) = gantry_policy::approval_request(call_id, request, verdict) else {
             return Gate::Run;
         };
         let waiting = Waiting::Approval {
@@ -136,14 +136,14 @@ impl Loop<'_> {
         self.em.complete_item(item, ItemStatus::Completed);
         let outcome = {
             let mut grants = self.grants.lock().unwrap_or_else(|p| p.into_inner());
-            policy::resolve(&mut grants, request, &decision)
+            gantry_policy::resolve(&mut grants, request, &decision)
         };
         match outcome {
-            policy::Resolution::Run => Gate::Run,
-            policy::Resolution::Refuse { reason } => {
+            gantry_policy::Resolution::Run => Gate::Run,
+            gantry_policy::Resolution::Refuse { reason } => {
                 Gate::Refuse(Refusal::ApprovalDenied { reason })
             }
-            policy::Resolution::Abort => {
+            gantry_policy::Resolution::Abort => {
                 // An abort ends the turn like an interrupt.
                 self.cancel.cancel();
                 Gate::Stop

@@ -13,7 +13,6 @@ use serde_json::Value;
 
 use super::Loop;
 use super::gate::Gate;
-use crate::policy;
 
 /// A call checked, ready for the gate.
 enum Prepared {
@@ -159,7 +158,7 @@ impl Loop<'_> {
                 return self.refuse_as(item, "interrupted before it ran", ItemStatus::Interrupted);
             }
         }
-        let handler = self.live.borrow().handler(policy::lane_of(&name));
+        let handler = self.live.borrow().handler(gantry_policy::lane_of(&name));
         match handler {
             Some(h) if h.mode == HandlerMode::External => {
                 let (mut item, status, output) = self.external(h, &name, &args, item).await;

@@ -1,10 +1,12 @@
-//! Policy: one decision per tool call.
+//! Gantry's policy: one decision per tool call.
 //!
-//! [`decide`] folds a thread's [`ThreadPolicy`](gantry_types::ThreadPolicy)
-//! and its [`SessionGrants`] into a [`Verdict`]: allow, deny (with a reason
-//! for the model and the rules that matched), or ask a human (with a
-//! timeout and what the timeout turns into). It is pure: no I/O, no clock,
-//! no filesystem (paths are resolved lexically against the workspace).
+//! [`decide`](fn@decide) folds a thread's
+//! [`ThreadPolicy`](gantry_types::ThreadPolicy) and its [`SessionGrants`]
+//! into a [`Verdict`]: allow, deny (with a reason for the model and the
+//! rules that matched), or ask a human (with a timeout and what the timeout
+//! turns into). It is pure: no I/O, no clock,
+//! no filesystem (paths are resolved lexically against the workspace), no
+//! async, so the engine calls it inline and tests need no runtime.
 //!
 //! # Precedence
 //!
@@ -58,16 +60,23 @@
 //! confirmation disabled: every call is allowed and nobody is asked, which
 //! is how Gantry behaved before policies existed.
 
+#![warn(missing_docs)]
+
+mod approval;
+mod check;
 mod decide;
+mod grants;
+mod request;
 pub mod rules;
 pub mod safe_commands;
 pub mod shell;
 mod wrappers;
 
-pub use decide::{
-    Resolution, SessionGrants, THREAD_STATE_TOOLS, ToolRequest, Verdict, approval_request,
-    asks_on_failure, check_permission, decide, is_known_safe, lane_of, resolve,
-};
+pub use approval::{Resolution, approval_request, resolve};
+pub use check::check_permission;
+pub use decide::{Verdict, asks_on_failure, decide};
+pub use grants::SessionGrants;
+pub use request::{THREAD_STATE_TOOLS, ToolRequest, is_known_safe, lane_of};
 pub use rules::{Rule, RuleError};
 
 /// Checks every rule of a rule set; the errors of those that do not parse.

@@ -1,39 +1,14 @@
 //! Deny rules see through the programs that run another command: `su -c`,
 //! `script -c`, `flock`, `chroot`, `strace`, `ionice`, `taskset`,
 //! `parallel`, `busybox` and the rest. What cannot be taken apart asks
-//! instead of being allowed.
+//! instead of being allowed. Also which command each wrapper runs, and
+//! which wrappers move relative paths.
 
-use std::path::Path;
+use gantry_policy::shell::{ShellPart, analyze};
+use gantry_types::RuleDecision;
 
-use gantry_core::policy::{ToolRequest, check_permission};
-use gantry_types::{PermissionRules, RuleDecision};
-use serde_json::json;
-
+use crate::support::{rules, sh};
 use RuleDecision::{Allow, Ask, Deny};
-
-fn rules(allow: &[&str], deny: &[&str], default: RuleDecision) -> PermissionRules {
-    let own = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
-    PermissionRules {
-        enabled: true,
-        allow: own(allow),
-        ask: Vec::new(),
-        deny: own(deny),
-        default,
-    }
-}
-
-fn sh(r: &PermissionRules, command: &str) -> RuleDecision {
-    let args = json!({ "command": command });
-    check_permission(
-        r,
-        &ToolRequest {
-            tool: "shell",
-            args: &args,
-            workspace: Path::new("/work/repo"),
-        },
-    )
-    .0
-}
 
 /// Ways to run `rm` behind another program. Under "all shell allowed,
 /// except `rm`" each must be denied, or asked where the command it runs
@@ -171,8 +146,8 @@ const WAYS_TO_RUN_RM: &[(&str, RuleDecision)] = &[
 
 #[test]
 fn deny_rules_see_through_command_wrappers() {
-    let all_but_rm = rules(&["Bash"], &["Bash(rm:*)"], Allow);
-    let only_deny = rules(&[], &["Bash(rm:*)"], Allow);
+    let all_but_rm = rules(&["Bash"], &[], &["Bash(rm:*)"], Allow);
+    let only_deny = rules(&[], &[], &["Bash(rm:*)"], Allow);
     let mut wrong = Vec::new();
     for (command, want) in WAYS_TO_RUN_RM {
         for r in [&all_but_rm, &only_deny] {
@@ -199,6 +174,7 @@ fn benign_commands_are_not_affected() {
             "Bash(flock:*)",
             "Bash(strace:*)",
         ],
+        &[],
         &["Bash(rm:*)"],
         Ask,
     );
@@ -222,7 +198,7 @@ fn benign_commands_are_not_affected() {
     // (`nice`, `timeout`) or is the command (`busybox`).
     assert_eq!(sh(&r, "chroot / ls"), Ask);
     assert_eq!(sh(&r, "flock /tmp/l make"), Ask);
-    let all_but_rm = rules(&["Bash"], &["Bash(rm:*)"], Allow);
+    let all_but_rm = rules(&["Bash"], &[], &["Bash(rm:*)"], Allow);
     for command in [
         "cargo test",
         "git rm --cached x",
@@ -239,4 +215,111 @@ fn benign_commands_are_not_affected() {
     ] {
         assert_eq!(sh(&all_but_rm, command), Allow, "{command}");
     }
+}
+
+/// The commands a line runs, innermost first; `?` for opaque parts.
+fn commands(src: &str) -> Vec<String> {
+    analyze(src)
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            ShellPart::Command(c) => Some(c.text()),
+            ShellPart::Opaque(_) => Some("?".into()),
+            ShellPart::Write(_) => None,
+        })
+        .collect()
+}
+
+fn inner(src: &str) -> String {
+    commands(src).into_iter().next().unwrap_or_default()
+}
+
+#[test]
+fn the_wrapped_command_is_found() {
+    for (line, want) in [
+        ("su -c 'rm -rf /'", "rm -rf /"),
+        ("su - root -c 'rm x'", "rm x"),
+        ("su root -lc 'rm x'", "rm x"),
+        ("runuser -u nobody -- rm x", "rm x"),
+        ("script -qc 'rm x' /dev/null", "rm x"),
+        ("script -q /dev/null rm x", "rm x"),
+        ("flock -w 5 /tmp/l rm x", "rm x"),
+        ("flock /tmp/l -c 'rm x'", "rm x"),
+        ("chroot --userspec 1:1 / rm x", "rm x"),
+        ("strace -fo /dev/null -e trace=all rm x", "rm x"),
+        ("ionice -c 3 -n7 rm x", "rm x"),
+        ("taskset -ac 0-3 rm x", "rm x"),
+        ("chrt -r 5 rm x", "rm x"),
+        ("parallel -j4 'rm {}' ::: a b", "rm {}"),
+        ("parallel ::: 'rm x'", "rm x"),
+        ("busybox rm x", "rm x"),
+        ("nice -n 5 rm x", "rm x"),
+        ("nice -5 rm x", "rm x"),
+        ("stdbuf --output L rm x", "rm x"),
+        ("sudo --user root FOO=1 rm x", "FOO=1 rm x"),
+        ("env -S 'FOO=1 rm x'", "FOO=1 rm x"),
+        ("watch -d rm x", "rm x"),
+        ("trap 'rm x' EXIT", "rm x"),
+        ("sg wheel -c 'rm x'", "rm x"),
+        ("nsenter -t 1 -m rm x", "rm x"),
+        ("unshare -rf --mount-proc rm x", "rm x"),
+        ("sudo timeout 5 busybox rm -rf x", "rm -rf x"),
+    ] {
+        assert_eq!(inner(line), want, "{line}");
+    }
+}
+
+#[test]
+fn what_cannot_be_taken_apart_is_opaque() {
+    for line in [
+        "su -c \"$X\"",
+        "su",
+        "sudo -s",
+        "sudo -i",
+        "chroot /",
+        "unshare -r",
+        "cat cmds | parallel",
+        "parallel -a cmds",
+        "parallel :::: cmds",
+        "flock /tmp/l -c \"$X\"",
+        "strace --unknown-option rm x",
+        "timeout --sig KILL 5 rm x",
+        "nice -n 5 $CMD",
+        "busybox sh -c \"$X\"",
+        "echo rm x | bash",
+        "bash -s",
+        "script -q /dev/null",
+        "script /dev/null -c 'rm x'",
+    ] {
+        assert!(analyze(line).has_opaque(), "{line}");
+    }
+}
+
+#[test]
+fn what_runs_nothing_is_not_opaque() {
+    for line in [
+        "strace -p 1",
+        "ionice -p 1",
+        "taskset -p 1",
+        "chrt -p 1",
+        "flock 9",
+        "sudo -v",
+        "sudo -l",
+        "busybox --list",
+        "bash --version",
+        "bash x.sh",
+        "command -v rm",
+        "trap - EXIT",
+        "timeout 5",
+    ] {
+        assert!(!analyze(line).has_opaque(), "{line}");
+    }
+}
+
+#[test]
+fn a_login_or_new_root_moves_relative_paths() {
+    assert!(analyze("su - -c 'echo x > .bashrc'").changes_dir);
+    assert!(analyze("chroot /srv sh -c 'echo x > f'").changes_dir);
+    assert!(analyze("sudo -D /etc tee passwd").changes_dir);
+    assert!(!analyze("flock /tmp/l -c 'echo x > f'").changes_dir);
 }

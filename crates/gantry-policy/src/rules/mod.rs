@@ -23,11 +23,18 @@
 //! says. A rule that does not parse matches every call of its tool when it
 //! is a deny or ask rule, and nothing when it is an allow rule.
 
-use std::path::{Component, Path, PathBuf};
+mod glob;
+mod path;
+mod spec;
 
-use globset::{GlobBuilder, GlobMatcher};
+use std::path::Path;
 
-use super::shell::{SimpleCommand, WordKind, basename};
+use crate::shell::{SimpleCommand, WordKind, basename};
+pub use glob::glob_matches;
+use glob::tool_name_matches;
+pub use path::normalize;
+use path::path_matches;
+use spec::{Spec, explain, parse_spec};
 
 /// Which list a rule comes from; deny and ask rules match more eagerly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,26 +91,6 @@ impl RuleTool {
             RuleTool::Read | RuleTool::Write | RuleTool::Grep | RuleTool::Glob | RuleTool::Ls
         )
     }
-}
-
-/// What a rule's parenthesised part says.
-#[derive(Debug, Clone)]
-enum Spec {
-    /// No specifier, or `*`: every call of the tool.
-    Any,
-    /// `Bash(words:*)`: these words, then anything.
-    Prefix(Vec<String>),
-    /// `Bash(words)`: exactly these words.
-    Exact(Vec<String>),
-    /// `Bash(pattern with *)`.
-    Glob(String),
-    /// A path glob, absolute or relative to the workspace.
-    Path {
-        matcher: GlobMatcher,
-        absolute: bool,
-    },
-    /// The specifier did not parse.
-    Invalid,
 }
 
 /// Why a rule does not parse.
@@ -332,177 +319,5 @@ impl Rule {
             Spec::Glob(pattern) => glob_matches(pattern, &words.join(" ")),
             Spec::Path { .. } | Spec::Invalid => false,
         }
-    }
-}
-
-fn parse_spec(tool: &RuleTool, inner: &str) -> Spec {
-    if inner.is_empty() || inner == "*" {
-        return Spec::Any;
-    }
-    match tool {
-        RuleTool::Bash => {
-            if let Some(prefix) = inner.strip_suffix(":*") {
-                let words: Vec<String> = prefix.split_whitespace().map(str::to_owned).collect();
-                if words.is_empty() {
-                    Spec::Any
-                } else {
-                    Spec::Prefix(words)
-                }
-            } else if inner.contains('*') {
-                Spec::Glob(inner.split_whitespace().collect::<Vec<_>>().join(" "))
-            } else {
-                Spec::Exact(inner.split_whitespace().map(str::to_owned).collect())
-            }
-        }
-        t if t.takes_path() => {
-            // `~` needs the home directory, which a pure check does not know.
-            if inner.starts_with('~') {
-                return Spec::Invalid;
-            }
-            let absolute = inner.starts_with('/');
-            let pattern = if let Some(rest) = inner.strip_prefix("//") {
-                format!("/{rest}")
-            } else {
-                inner.strip_prefix("./").unwrap_or(inner).to_owned()
-            };
-            match GlobBuilder::new(&pattern).literal_separator(true).build() {
-                Ok(glob) => Spec::Path {
-                    matcher: glob.compile_matcher(),
-                    absolute,
-                },
-                Err(_) => Spec::Invalid,
-            }
-        }
-        _ => Spec::Invalid,
-    }
-}
-
-fn explain(raw: &str) -> String {
-    let text = raw.trim();
-    if text.is_empty() {
-        return "empty rule".into();
-    }
-    if text.contains('(') && !text.ends_with(')') {
-        return "missing closing parenthesis".into();
-    }
-    match Rule::parse_lenient(raw) {
-        None => "tool name may only contain letters, digits, `_`, `-`, `.` and `*`".into(),
-        Some(r) if r.tool.takes_path() => {
-            "path specifier is not a valid glob (and `~` is not supported)".into()
-        }
-        Some(_) => "this tool takes no specifier".into(),
-    }
-}
-
-fn path_matches(matcher: &GlobMatcher, absolute: bool, path: &Path, workspace: &Path) -> bool {
-    if absolute {
-        return matcher.is_match(path);
-    }
-    match path.strip_prefix(normalize(workspace, Path::new(""))) {
-        Ok(rel) => matcher.is_match(rel),
-        Err(_) => false,
-    }
-}
-
-/// `mcp__server__tool` matches itself; `*` is a wildcard; `mcp__server`
-/// matches every tool of that server.
-fn tool_name_matches(pattern: &str, name: &str) -> bool {
-    if glob_matches(pattern, name) {
-        return true;
-    }
-    pattern
-        .strip_prefix("mcp__")
-        .is_some_and(|server| !server.contains("__"))
-        && name
-            .strip_prefix(pattern)
-            .is_some_and(|rest| rest.starts_with("__"))
-}
-
-/// `*` matches any text (spaces included); everything else is literal. A
-/// pattern ending in ` *` also matches without that last word, so that
-/// `npm run test *` covers plain `npm run test`.
-pub fn glob_matches(pattern: &str, text: &str) -> bool {
-    if let Some(head) = pattern.strip_suffix(" *")
-        && !head.contains('*')
-        && head == text
-    {
-        return true;
-    }
-    wildcard(pattern.as_bytes(), text.as_bytes())
-}
-
-/// Iterative `*`-only wildcard match (linear backtracking on the last star).
-fn wildcard(p: &[u8], t: &[u8]) -> bool {
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && p[pi] == b'*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if pi < p.len() && p[pi] == t[ti] {
-            pi += 1;
-            ti += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == b'*')
-}
-
-/// Joins `path` onto `base` and resolves `.` and `..` lexically (no
-/// filesystem access: the policy is pure). `..` never climbs above the root.
-pub fn normalize(base: &Path, path: &Path) -> PathBuf {
-    let joined = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        base.join(path)
-    };
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wildcard_basics() {
-        assert!(glob_matches("npm run test *", "npm run test"));
-        assert!(glob_matches("npm run test *", "npm run test --watch"));
-        assert!(!glob_matches("npm run test *", "npm run testx"));
-        assert!(glob_matches("git * --oneline", "git log -5 --oneline"));
-        assert!(!glob_matches("ls", "lsof"));
-        assert!(glob_matches("*", ""));
-    }
-
-    #[test]
-    fn parse_errors() {
-        assert!(Rule::parse("Bash(").is_err());
-        assert!(Rule::parse("Read([)").is_err());
-        assert!(Rule::parse("mcp__x__y(z)").is_err());
-        assert!(Rule::parse("Bad Name").is_err());
-        assert!(Rule::parse("Read(~/.ssh/**)").is_err());
-        assert!(Rule::parse("Bash(cargo:*)").is_ok());
-    }
-
-    #[test]
-    fn normalize_is_lexical() {
-        let ws = Path::new("/ws");
-        assert_eq!(normalize(ws, Path::new("a/../b/./c")), Path::new("/ws/b/c"));
-        assert_eq!(normalize(ws, Path::new("../../etc")), Path::new("/etc"));
-        assert_eq!(normalize(ws, Path::new("/x/y")), Path::new("/x/y"));
     }
 }
