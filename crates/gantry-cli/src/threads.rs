@@ -36,12 +36,13 @@ pub async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
             }
             for t in &page.threads {
                 let archived = if t.archived { " (archived)" } else { "" };
+                let status = match t.paused {
+                    true => "paused".to_owned(),
+                    false => format!("{:?}", t.status).to_lowercase(),
+                };
                 println!(
                     "{}  {:<8} {:<20} {}{archived}",
-                    t.id,
-                    format!("{:?}", t.status).to_lowercase(),
-                    t.model,
-                    t.preview
+                    t.id, status, t.model, t.preview
                 );
             }
             if let Some(cursor) = page.next_cursor {

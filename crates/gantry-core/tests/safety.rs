@@ -341,9 +341,12 @@ async fn a_paused_thread_starts_no_model_call_until_resumed() {
     let (mut sub, turn) = h.start_turn("go").await;
     // Interrupting while paused: the turn ends without ever calling the model.
     wait_for(&mut sub, |n| matches!(n, Notification::Event(e) if matches!(e.payload, EventPayload::TurnStarted { .. }))).await;
+    let thread = h.view().await.thread.clone();
+    assert!(thread.paused, "the thread says it is paused");
     assert_eq!(
-        h.view().await.thread.status,
-        gantry_types::ThreadStatus::Paused
+        thread.status,
+        gantry_types::ThreadStatus::Running,
+        "and that its turn is open"
     );
     h.engine.turns().interrupt(&h.thread.id).await.unwrap();
     assert_eq!(

@@ -11,7 +11,6 @@ pub(crate) fn status_name(status: ThreadStatus) -> &'static str {
     match status {
         ThreadStatus::Idle => "idle",
         ThreadStatus::Running => "running",
-        ThreadStatus::Paused => "paused",
         ThreadStatus::Failed => "failed",
     }
 }

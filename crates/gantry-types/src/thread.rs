@@ -8,16 +8,17 @@ use crate::{
     AgentId, LaneHandler, ProviderKind, ThreadGoal, ThreadId, ThreadPolicy, TodoItem, TurnId, Usage,
 };
 
-/// What a thread is doing right now.
+/// What a thread is doing right now. Whether it is paused is
+/// [`Thread::paused`], apart: a paused thread may still have a turn open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ThreadStatus {
-    /// No turn is running.
+    /// No turn is running. (Earlier releases stored `paused` as a status
+    /// in the thread index; it reads as idle, the events say the rest.)
+    #[serde(alias = "paused")]
     Idle,
     /// A turn is running.
     Running,
-    /// Work is paused and resumes on request.
-    Paused,
     /// The last turn failed.
     Failed,
 }
@@ -228,6 +229,13 @@ impl ThreadSettings {
 #[cfg(test)]
 mod endpoint_tests {
     use super::*;
+
+    #[test]
+    fn an_index_row_of_an_earlier_release_with_status_paused_still_reads() {
+        let status: ThreadStatus = serde_json::from_str(r#""paused""#).unwrap();
+        assert_eq!(status, ThreadStatus::Idle);
+        assert_eq!(serde_json::to_string(&status).unwrap(), r#""idle""#);
+    }
 
     #[test]
     fn debug_output_never_holds_the_key() {

@@ -95,22 +95,8 @@ impl ThreadView {
             }
             EventPayload::ThreadArchived => thread.archived = true,
             EventPayload::ThreadUnarchived => thread.archived = false,
-            EventPayload::ThreadPaused => {
-                thread.paused = true;
-                thread.status = ThreadStatus::Paused;
-            }
-            EventPayload::ThreadResumed => {
-                thread.paused = false;
-                let running = self
-                    .turns
-                    .last()
-                    .is_some_and(|t| t.turn.status == TurnStatus::Running);
-                thread.status = if running {
-                    ThreadStatus::Running
-                } else {
-                    ThreadStatus::Idle
-                };
-            }
+            EventPayload::ThreadPaused => thread.paused = true,
+            EventPayload::ThreadResumed => thread.paused = false,
             EventPayload::PolicyChanged { policy } => thread.policy = policy.clone(),
             EventPayload::ThreadConfigured { settings } => thread.apply_settings(settings),
             EventPayload::TodosSet { todos } => thread.todos.clone_from(todos),
@@ -124,9 +110,7 @@ impl ThreadView {
                 if thread.preview.is_empty() {
                     thread.preview = preview_of(&turn.input);
                 }
-                if !thread.paused {
-                    thread.status = ThreadStatus::Running;
-                }
+                thread.status = ThreadStatus::Running;
                 self.turns.push(TurnView {
                     turn: turn.clone(),
                     items: Vec::new(),
@@ -142,7 +126,6 @@ impl ThreadView {
                 failure,
             } => {
                 thread.status = match status {
-                    _ if thread.paused => ThreadStatus::Paused,
                     TurnStatus::Failed => ThreadStatus::Failed,
                     _ => ThreadStatus::Idle,
                 };

@@ -337,7 +337,7 @@ pub async fn running_threads(store: &dyn Store) {
         ThreadStatus::Running,
         ThreadStatus::Idle,
         ThreadStatus::Running,
-        ThreadStatus::Paused,
+        ThreadStatus::Idle,
         ThreadStatus::Failed,
     ];
     let threads = (1..)
