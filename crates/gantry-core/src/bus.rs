@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use gantry_store::Store;
 use gantry_types::{Delta, DeltaKind, Event, EventPayload, ItemId, ThreadId, TurnId};
 use serde::Serialize;
+use tokio::sync::Notify;
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::EngineError;
@@ -36,6 +37,12 @@ const GLOBAL_TAIL_KEEP: usize = 1024;
 const REPLAY_PAGE: usize = 512;
 /// Text kept per in-progress item for late joiners.
 const PARTIAL_CAP: usize = 1024 * 1024;
+/// Deltas of one thread that may wait for the event they follow to be
+/// stored. At this many its actor takes nothing more from its turn until
+/// the store catches up (back-pressure on the turn), so a slow store never
+/// lets them pile up. All of them go out at once when it does: kept well
+/// under the default subscriber buffer (4096) so that burst lags nobody.
+pub const MAX_HELD_DELTAS: usize = 1024;
 
 /// What a subscriber receives.
 #[derive(Debug, Clone, Serialize)]
@@ -71,7 +78,9 @@ struct Channel {
     tail: VecDeque<Arc<Event>>,
     /// The last seq published (and so stored).
     published: u64,
-    /// Deltas that follow an event not yet published.
+    /// Deltas that follow an event not yet published: at most
+    /// [`MAX_HELD_DELTAS`], plus what an interrupted turn still sends (see
+    /// [`Bus::publish_delta`]).
     held: VecDeque<Delta>,
     partial: HashMap<ItemId, Partial>,
 }
@@ -135,6 +144,8 @@ pub(crate) struct Bus {
     inner: Mutex<Inner>,
     store: Arc<dyn Store>,
     buffer: usize,
+    /// Held deltas went out: actors waiting for room look again.
+    released: Notify,
 }
 
 impl Bus {
@@ -150,6 +161,7 @@ impl Bus {
             }),
             store,
             buffer,
+            released: Notify::new(),
         }
     }
 
@@ -162,6 +174,13 @@ impl Bus {
     /// Publishes a stored event (called by the store writer after its
     /// commit, in commit order), then the deltas that follow it.
     pub(crate) fn publish_event(&self, event: Arc<Event>) {
+        if self.publish_event_locked(event) {
+            self.released.notify_waiters();
+        }
+    }
+
+    /// [`Bus::publish_event`] under the lock; true if held deltas went out.
+    fn publish_event_locked(&self, event: Arc<Event>) -> bool {
         let mut guard = self.lock();
         let inner = &mut *guard;
         let n = Notification::Event(event.clone());
@@ -181,15 +200,20 @@ impl Bus {
             ch.tail.pop_front();
         }
         ch.send(&n);
+        let mut released = false;
         while ch.held.front().is_some_and(|d| d.after_seq <= ch.published) {
             if let Some(delta) = ch.held.pop_front() {
                 ch.deliver(delta, &inner.global);
+                released = true;
             }
         }
+        released
     }
 
     /// Publishes a live delta, once the event it follows is published.
-    pub(crate) fn publish_delta(&self, delta: Delta) {
+    /// True when the thread now holds [`MAX_HELD_DELTAS`] or more: its actor
+    /// then waits for [`Bus::room_for_deltas`] before taking more.
+    pub(crate) fn publish_delta(&self, delta: Delta) -> bool {
         let mut guard = self.lock();
         let inner = &mut *guard;
         let ch = inner.threads.entry(delta.thread_id.clone()).or_default();
@@ -197,6 +221,27 @@ impl Bus {
             ch.deliver(delta, &inner.global);
         } else {
             ch.held.push_back(delta);
+        }
+        ch.held.len() >= MAX_HELD_DELTAS
+    }
+
+    /// Returns once the thread holds fewer than [`MAX_HELD_DELTAS`] deltas
+    /// (the store has caught up with the events they follow).
+    pub(crate) async fn room_for_deltas(&self, thread: &ThreadId) {
+        loop {
+            // Registered before looking, so a release in between wakes us.
+            let released = self.released.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            let held = self
+                .lock()
+                .threads
+                .get(thread)
+                .map_or(0, |ch| ch.held.len());
+            if held < MAX_HELD_DELTAS {
+                return;
+            }
+            released.await;
         }
     }
 

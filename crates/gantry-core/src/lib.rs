@@ -34,8 +34,10 @@ mod turn;
 mod writer;
 
 pub use actor::ExternalTaskInfo;
+// The bounds between a turn and its thread's actor, each documented with why.
+pub use actor::{STEER_CAPACITY, TURN_CHANNEL_CAPACITY};
 pub use agents_api::{AgentSpec, Agents};
-pub use bus::{Notification, Subscription};
+pub use bus::{MAX_HELD_DELTAS, Notification, Subscription};
 pub use clock::{Clock, SystemClock};
 pub use command_env::CommandEnvSource;
 pub use config::{EngineConfig, ModelResolver, SingleModel};

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use gantry_core::{EngineError, IfBusy, Notification};
+use gantry_core::{EngineError, IfBusy, Notification, STEER_CAPACITY};
 use gantry_testkit::Step;
 use gantry_types::{DeltaKind, EventPayload, ItemKind, ItemStatus, TurnStatus};
 use serde_json::json;
@@ -68,6 +68,80 @@ async fn steer_reaches_the_model_before_its_next_request() {
         .collect();
     assert_eq!(users.len(), 2, "the steer is an item of the turn");
     assert_eq!(view.turns.len(), 1);
+}
+
+#[tokio::test]
+async fn steering_past_the_capacity_is_refused_clearly_and_every_earlier_steer_arrives() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("gate");
+    make_fifo(&fifo);
+    let h = Harness::new(vec![blocked_shell(&fifo), Step::text("steered answer")]).await;
+    let (mut sub, turn) = h.start_turn("start").await;
+    wait_ready(&mut sub).await;
+
+    // The turn takes steers after its command: until then they wait.
+    let steers: Vec<String> = (0..STEER_CAPACITY).map(|i| format!("steer {i}")).collect();
+    for steer in &steers {
+        let steered = h
+            .engine
+            .turns()
+            .steer(&h.thread.id, steer.as_str())
+            .await
+            .unwrap();
+        assert_eq!(steered, turn);
+    }
+    let err = h
+        .engine
+        .turns()
+        .steer(&h.thread.id, "one too many")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::NotSteerable { .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!("{STEER_CAPACITY} steering inputs waiting"))
+            && message.contains("try again"),
+        "{message}"
+    );
+    // A message sent to steer if busy gets the same answer.
+    let busy = h
+        .engine
+        .turns()
+        .send(&h.thread.id, "one too many", IfBusy::Steer)
+        .await;
+    assert!(
+        matches!(&busy, Err(EngineError::NotSteerable { .. })),
+        "{busy:?}"
+    );
+
+    std::fs::write(&fifo, "go\n").unwrap();
+    let seen = until_turn_ends(&mut sub, &turn).await;
+    assert_eq!(turn_status(&seen), TurnStatus::Completed);
+
+    // The model's next request has every steer, in order, and no other.
+    let messages = h.llm.requests()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let users: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    let mut expected = vec!["start"];
+    expected.extend(steers.iter().map(String::as_str));
+    assert_eq!(users, expected);
+    // Each is an item of the turn, in order.
+    let view = h.view().await;
+    let items: Vec<&str> = view.turns[0]
+        .items
+        .iter()
+        .filter_map(|i| match &i.kind {
+            ItemKind::UserMessage { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(items, expected);
 }
 
 #[tokio::test]

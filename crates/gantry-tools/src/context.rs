@@ -1,7 +1,9 @@
 //! What a tool call gets from the engine besides its arguments.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,8 +11,21 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sandbox::SandboxPolicy;
 
-/// Receives streaming output (command output chunks) while a tool runs.
-pub type OutputSink = Arc<dyn Fn(&str) + Send + Sync>;
+/// Receives streaming output (command output chunks) while a tool runs. The
+/// tool awaits each chunk before reading more: a receiver that cannot keep
+/// up slows the tool down (back-pressure) instead of buffering without limit.
+pub type OutputSink = Arc<dyn Fn(String) -> OutputTaken + Send + Sync>;
+
+/// What an [`OutputSink`] returns: ready once the chunk is taken.
+pub type OutputTaken = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// An [`OutputSink`] that takes each chunk at once (a collector, a log).
+pub fn output_sink(take: impl Fn(&str) + Send + Sync + 'static) -> OutputSink {
+    Arc::new(move |chunk: String| {
+        take(&chunk);
+        Box::pin(std::future::ready(()))
+    })
+}
 
 /// Limits applied to tool calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +77,7 @@ impl ToolContext {
         Self {
             workspace,
             cancel: CancellationToken::new(),
-            output: Arc::new(|_| {}),
+            output: output_sink(|_| {}),
             limits: ToolLimits::default(),
             sandbox: SandboxPolicy::danger_full_access(),
             env: Arc::default(),

@@ -22,7 +22,7 @@ mod walk;
 pub mod workspace_path;
 mod write_file;
 
-pub use context::{OutputSink, ToolContext, ToolLimits};
+pub use context::{OutputSink, OutputTaken, ToolContext, ToolLimits, output_sink};
 pub use edit_file::EditFileTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;

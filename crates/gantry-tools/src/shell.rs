@@ -272,7 +272,7 @@ async fn run_command(
             status = child.wait() => break End::Exited(status?),
             read = reader.read(&mut buf), if !eof => match read {
                 Ok(0) | Err(_) => eof = true,
-                Ok(n) => out.push(&buf[..n]),
+                Ok(n) => out.push(&buf[..n]).await,
             },
         }
     };
@@ -299,13 +299,13 @@ async fn run_command(
             _ = &mut grace => break,
             read = reader.read(&mut buf) => match read {
                 Ok(0) | Err(_) => eof = true,
-                Ok(n) => out.push(&buf[..n]),
+                Ok(n) => out.push(&buf[..n]).await,
             },
         }
     }
 
     let elapsed = started.elapsed();
-    let mut output = out.finish();
+    let mut output = out.finish().await;
     let exit_code = match end {
         End::Exited(_) => status.and_then(|s| s.code()),
         End::TimedOut | End::Cancelled => None,
@@ -397,7 +397,8 @@ impl OutputCollector {
         }
     }
 
-    fn push(&mut self, bytes: &[u8]) {
+    /// Keeps `bytes` and streams them; waits until the sink has taken them.
+    async fn push(&mut self, bytes: &[u8]) {
         self.buffer.push(bytes);
         if self.streaming_stopped {
             return;
@@ -405,32 +406,33 @@ impl OutputCollector {
         let room = self.cap - self.streamed;
         if bytes.len() <= room {
             self.streamed += bytes.len();
-            self.emit(bytes);
+            self.emit(bytes).await;
         } else {
-            self.emit(&bytes[..room]);
+            self.emit(&bytes[..room]).await;
             // A character cut by the cap is dropped rather than shown as U+FFFD.
             self.decoder.pending.clear();
             self.streamed = self.cap;
             self.streaming_stopped = true;
-            (self.sink)(&format!(
+            (self.sink)(format!(
                 "\n[... output exceeds {} bytes; live output stops here, the final output keeps the head and tail ...]\n",
                 self.cap
-            ));
+            ))
+            .await;
         }
     }
 
-    fn emit(&mut self, bytes: &[u8]) {
+    async fn emit(&mut self, bytes: &[u8]) {
         let text = self.decoder.decode(bytes);
         if !text.is_empty() {
-            (self.sink)(&text);
+            (self.sink)(text).await;
         }
     }
 
-    fn finish(mut self) -> String {
+    async fn finish(mut self) -> String {
         if !self.streaming_stopped {
             let rest = self.decoder.finish();
             if !rest.is_empty() {
-                (self.sink)(&rest);
+                (self.sink)(rest).await;
             }
         }
         self.buffer.finish()

@@ -225,7 +225,7 @@ async fn cancel_kills_children_and_grandchildren() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let mut c = c;
     let collected = deltas.clone();
-    c.output = std::sync::Arc::new(move |s: &str| {
+    c.output = gantry_tools::output_sink(move |s: &str| {
         collected.lock().unwrap().push(s.to_string());
         let _ = tx.send(s.to_string());
     });
@@ -278,7 +278,7 @@ async fn output_streams_before_the_command_ends() {
     );
     let (mut c, _) = ctx_collecting(dir.path());
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    c.output = std::sync::Arc::new(move |s: &str| {
+    c.output = gantry_tools::output_sink(move |s: &str| {
         let _ = tx.send(s.to_string());
     });
     // The command cannot finish until the test writes the fifo, which it

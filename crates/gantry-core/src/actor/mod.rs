@@ -15,6 +15,7 @@ use skills::discover_skills;
 pub use pending::ExternalTaskInfo;
 pub(crate) use pending::{Resolution, Waiting};
 pub(crate) use structured::StructuredCommand;
+pub use turns::{STEER_CAPACITY, TURN_CHANNEL_CAPACITY};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -121,10 +122,16 @@ pub(crate) type ActorHandle = mpsc::Sender<Command>;
 struct RunningTurn {
     id: TurnId,
     cancel: CancellationToken,
-    steer: mpsc::UnboundedSender<Input>,
+    /// Steering inputs to the turn; only ever `try_send`: the actor never
+    /// waits on its turn (which may be waiting for room in `rx`).
+    steer: mpsc::Sender<Input>,
     /// Keys of steered messages the turn has not recorded yet.
     steered_keys: Vec<String>,
-    rx: mpsc::UnboundedReceiver<TurnMsg>,
+    rx: mpsc::Receiver<TurnMsg>,
+    /// The bus holds as many of this turn's deltas as it may (the events
+    /// they follow are not stored yet): nothing more is taken from `rx`
+    /// until it has room, so the turn itself waits.
+    bus_full: bool,
     interrupt_waiters: Vec<oneshot::Sender<Option<TurnId>>>,
     /// The turn said it stopped for the goal's token budget.
     budget_limited: bool,
@@ -200,14 +207,27 @@ impl ThreadActor {
         let idle = tokio::time::sleep(idle_time.unwrap_or(Duration::MAX));
         tokio::pin!(idle);
         loop {
+            // While the store is behind, a turn's output waits in its
+            // channel and then in the turn; commands are still handled, and
+            // an interrupted turn is drained whatever the bus holds, so the
+            // interrupt gets through (what it still sends is bounded).
+            let wait_for_bus = self
+                .turn
+                .as_ref()
+                .is_some_and(|t| t.bus_full && !t.cancel.is_cancelled());
             tokio::select! {
                 cmd = mailbox.recv() => match cmd {
                     Some(cmd) => self.handle(cmd).await,
                     None => break,
                 },
-                msg = next_turn_msg(&mut self.turn) => match msg {
+                msg = next_turn_msg(&mut self.turn), if !wait_for_bus => match msg {
                     Some(msg) => self.on_turn_msg(msg).await,
                     None => self.on_turn_exit().await,
+                },
+                () = self.shared.bus.room_for_deltas(&self.view.thread.id), if wait_for_bus => {
+                    if let Some(turn) = &mut self.turn {
+                        turn.bus_full = false;
+                    }
                 },
                 () = &mut idle, if idle_time.is_some() => {
                     if self.evictable() && self.evict(&mut mailbox, &cell).await {

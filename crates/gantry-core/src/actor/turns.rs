@@ -3,6 +3,32 @@
 
 use super::*;
 
+/// Messages a turn may have on their way to its actor. A turn produces in
+/// bursts (a model's tokens, a command's output chunks) while its actor
+/// now and then waits to queue an event for the store: this absorbs such a
+/// burst so a healthy turn rarely waits, and is all a turn can get ahead of
+/// a slow actor: past it the turn waits for room (back-pressure).
+pub const TURN_CHANNEL_CAPACITY: usize = 256;
+
+/// The steer capacity as a literal, for the refusal's text.
+macro_rules! steer_capacity {
+    () => {
+        32
+    };
+}
+
+/// Steering inputs a running turn may have waiting. It takes them between
+/// model rounds, so only a client steering far faster than the turn works
+/// fills this; the next steer is then refused, never dropped, and the actor
+/// never waits on its turn (the turn may be waiting on the actor).
+pub const STEER_CAPACITY: usize = steer_capacity!();
+
+const STEER_FULL: &str = concat!(
+    "the running turn already has ",
+    steer_capacity!(),
+    " steering inputs waiting (it takes them between model rounds); try again shortly"
+);
+
 impl ThreadActor {
     pub(super) async fn send(
         &mut self,
@@ -79,12 +105,17 @@ impl ThreadActor {
             });
         }
         let key = input.key.clone();
-        match turn.steer.send(input) {
+        // Never `send().await`: the turn may be waiting for the actor.
+        match turn.steer.try_send(input) {
             Ok(()) => {
                 turn.steered_keys.extend(key);
                 Ok(turn.id.clone())
             }
-            Err(_) => Err(EngineError::NotSteerable {
+            Err(mpsc::error::TrySendError::Full(_)) => Err(EngineError::NotSteerable {
+                thread,
+                reason: STEER_FULL,
+            }),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(EngineError::NotSteerable {
                 thread,
                 reason: "the running turn is finishing; queue the message instead",
             }),
@@ -153,8 +184,8 @@ impl ThreadActor {
             self.emit_user_message(&id, input).await;
         }
 
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (steer_tx, steer_rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(TURN_CHANNEL_CAPACITY);
+        let (steer_tx, steer_rx) = mpsc::channel(STEER_CAPACITY);
         let cancel = CancellationToken::new();
         let thread = &self.view.thread;
         let spec = TurnSpec {
@@ -187,6 +218,7 @@ impl ThreadActor {
             steer: steer_tx,
             steered_keys: Vec::new(),
             rx,
+            bus_full: false,
             interrupt_waiters: Vec::new(),
             budget_limited: false,
         });
@@ -214,13 +246,18 @@ impl ThreadActor {
                 turn_id,
                 item_id,
                 kind,
-            } => self.shared.bus.publish_delta(Delta {
-                thread_id: self.view.thread.id.clone(),
-                turn_id,
-                item_id,
-                after_seq: self.view.thread.last_seq,
-                kind,
-            }),
+            } => {
+                let full = self.shared.bus.publish_delta(Delta {
+                    thread_id: self.view.thread.id.clone(),
+                    turn_id,
+                    item_id,
+                    after_seq: self.view.thread.last_seq,
+                    kind,
+                });
+                if let Some(turn) = &mut self.turn {
+                    turn.bus_full = full;
+                }
+            }
             TurnMsg::Await { id, waiting, reply } => self.pending.register(id, waiting, reply),
             TurnMsg::Expire { id } => self.pending.expire(&id),
             TurnMsg::Flush(done) => self.shared.writer.flush_then(done).await,

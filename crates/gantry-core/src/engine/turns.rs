@@ -57,7 +57,9 @@ impl Turns<'_> {
     }
 
     /// Injects a message into the running turn; the model sees it before its
-    /// next request. Refused when no turn runs or the turn is finishing.
+    /// next request. Refused (`NotSteerable`, saying why) when no turn runs,
+    /// the turn is finishing, or [`crate::STEER_CAPACITY`] steers already
+    /// wait for it to take them (try again shortly).
     pub async fn steer(
         &self,
         thread: &ThreadId,

@@ -119,7 +119,8 @@ impl Loop<'_> {
         };
         let mut item = self
             .em
-            .start_item(self.rounds, kind(String::new(), Vec::new(), 0));
+            .start_item(self.rounds, kind(String::new(), Vec::new(), 0))
+            .await;
         let summary = match self.summarise(client, limit).await {
             Ok(summary) => summary,
             Err(outcome) => {
@@ -127,7 +128,7 @@ impl Loop<'_> {
                     Outcome::Interrupted => ItemStatus::Interrupted,
                     _ => ItemStatus::Failed,
                 };
-                self.em.complete_item(item, status);
+                self.em.complete_item(item, status).await;
                 return Err(outcome);
             }
         };
@@ -139,7 +140,7 @@ impl Loop<'_> {
         self.messages = Arc::new(messages);
         self.known = None;
         item.kind = kind(summary, kept, after);
-        self.em.complete_item(item, ItemStatus::Completed);
+        self.em.complete_item(item, ItemStatus::Completed).await;
         Ok(())
     }
 

@@ -108,20 +108,23 @@ impl Loop<'_> {
         let approval_id = new_id();
         // Held before it is announced: a client answering the event at once
         // must find it pending.
-        let answer = self.hold(&approval_id, waiting);
-        let mut item = self.em.start_item(
-            self.rounds,
-            ItemKind::Approval {
-                approval_id: approval_id.clone(),
-                request: ask,
-                decision: None,
-                resolved_by: None,
-            },
-        );
+        let answer = self.hold(&approval_id, waiting).await;
+        let mut item = self
+            .em
+            .start_item(
+                self.rounds,
+                ItemKind::Approval {
+                    approval_id: approval_id.clone(),
+                    request: ask,
+                    decision: None,
+                    resolved_by: None,
+                },
+            )
+            .await;
         let Some(Resolution::Approval { decision, by }) =
             self.wait(&approval_id, answer, timeout_ms).await
         else {
-            self.em.complete_item(item, ItemStatus::Interrupted);
+            self.em.complete_item(item, ItemStatus::Interrupted).await;
             return Gate::Stop;
         };
         if let ItemKind::Approval {
@@ -133,7 +136,7 @@ impl Loop<'_> {
             *d = Some(decision.clone());
             *resolved_by = Some(by);
         }
-        self.em.complete_item(item, ItemStatus::Completed);
+        self.em.complete_item(item, ItemStatus::Completed).await;
         let outcome = {
             let mut grants = self.grants.lock().unwrap_or_else(|p| p.into_inner());
             gantry_policy::resolve(&mut grants, request, &decision)
@@ -180,8 +183,8 @@ impl Loop<'_> {
             started: Some(Instant::now()),
         };
         // Held before it is announced, like an approval.
-        let answer = self.hold(&task_id, Waiting::Task(info));
-        self.em.announce(&item);
+        let answer = self.hold(&task_id, Waiting::Task(info)).await;
+        self.em.announce(&item).await;
         let outcome = match self.wait(&task_id, answer, handler.timeout_ms).await {
             Some(Resolution::Task(result)) => result,
             _ => Err("interrupted".to_owned()),
@@ -204,13 +207,15 @@ impl Loop<'_> {
 
     /// Registers a pending request with the actor; the receiver gets its
     /// resolution.
-    fn hold(&self, id: &str, waiting: Waiting) -> oneshot::Receiver<Resolution> {
+    async fn hold(&self, id: &str, waiting: Waiting) -> oneshot::Receiver<Resolution> {
         let (tx, rx) = oneshot::channel();
-        self.em.send(TurnMsg::Await {
-            id: id.to_owned(),
-            waiting,
-            reply: tx,
-        });
+        self.em
+            .send(TurnMsg::Await {
+                id: id.to_owned(),
+                waiting,
+                reply: tx,
+            })
+            .await;
         rx
     }
 
@@ -228,7 +233,7 @@ impl Loop<'_> {
             () = tokio::time::sleep(Duration::from_millis(timeout_ms)) => {}
         }
         // Time is up: the actor resolves it, unless an answer got there first.
-        self.em.send(TurnMsg::Expire { id: id.to_owned() });
+        self.em.send(TurnMsg::Expire { id: id.to_owned() }).await;
         tokio::select! {
             resolution = rx => resolution.ok(),
             () = self.cancel.cancelled() => None,

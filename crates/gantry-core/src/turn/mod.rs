@@ -174,8 +174,8 @@ pub(crate) async fn run(
     shared: Arc<Shared>,
     spec: TurnSpec,
     cancel: CancellationToken,
-    mut steer: mpsc::UnboundedReceiver<Input>,
-    tx: mpsc::UnboundedSender<TurnMsg>,
+    mut steer: mpsc::Receiver<Input>,
+    tx: mpsc::Sender<TurnMsg>,
 ) {
     let em = Emitter::new(tx, shared.clock.clone(), spec.turn_id.clone());
     let tools = registry::turn_tools(&shared, &spec).await;
@@ -205,14 +205,14 @@ pub(crate) async fn run(
         Outcome::Completed => (TurnStatus::Completed, None),
         Outcome::Interrupted => (TurnStatus::Interrupted, None),
         Outcome::Failed(kind, message) => {
-            em.error_item(lp.rounds, message.clone());
+            em.error_item(lp.rounds, message.clone()).await;
             (TurnStatus::Failed, Some((kind, message)))
         }
         // A budget stop is not a failure: the turn completes, an item says
         // why it stopped, and the actor marks the goal `budget_limited`.
         Outcome::BudgetLimited(message) => {
-            em.error_item(lp.rounds, message);
-            em.send(TurnMsg::BudgetLimited);
+            em.error_item(lp.rounds, message).await;
+            em.send(TurnMsg::BudgetLimited).await;
             (TurnStatus::Completed, None)
         }
     };
@@ -232,7 +232,8 @@ pub(crate) async fn run(
             _ => None,
         },
         failure: failure.map(|(kind, _)| kind),
-    });
+    })
+    .await;
 }
 
 /// Why a model error fails a turn, for clients.
@@ -246,7 +247,7 @@ pub(super) fn failure_of(error: &gantry_llm::ModelError) -> TurnFailure {
 }
 
 impl Loop<'_> {
-    async fn drive(&mut self, steer: &mut mpsc::UnboundedReceiver<Input>) -> Outcome {
+    async fn drive(&mut self, steer: &mut mpsc::Receiver<Input>) -> Outcome {
         let client = match self.spec.client(self.shared) {
             Ok(c) => c,
             Err(reason) => return Outcome::Failed(TurnFailure::ModelUnusable, reason),
@@ -280,7 +281,7 @@ impl Loop<'_> {
                 // Final answer, unless a steer arrived meanwhile: closing the
                 // channel first means no steer is accepted and then dropped.
                 steer.close();
-                if !self.take_steers(steer) {
+                if !self.take_steers(steer).await {
                     return Outcome::Completed;
                 }
                 continue;
@@ -293,7 +294,7 @@ impl Loop<'_> {
             if let Some(outcome) = self.store_failed() {
                 return outcome;
             }
-            self.take_steers(steer);
+            self.take_steers(steer).await;
         }
     }
 
@@ -383,10 +384,10 @@ impl Loop<'_> {
     }
 
     /// Moves steered messages into the conversation; true if there were any.
-    pub(super) fn take_steers(&mut self, steer: &mut mpsc::UnboundedReceiver<Input>) -> bool {
+    pub(super) async fn take_steers(&mut self, steer: &mut mpsc::Receiver<Input>) -> bool {
         let mut any = false;
         while let Ok(Input { text, key }) = steer.try_recv() {
-            self.em.user_item(self.rounds, text.clone(), key);
+            self.em.user_item(self.rounds, text.clone(), key).await;
             Arc::make_mut(&mut self.messages).push(Message::User { text });
             any = true;
         }

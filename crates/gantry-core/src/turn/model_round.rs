@@ -34,32 +34,45 @@ struct Streaming {
 }
 
 impl Streaming {
-    fn start(em: &Emitter, round: u32, kind: ItemKind) -> Self {
+    async fn start(em: &Emitter, round: u32, kind: ItemKind) -> Self {
         Streaming {
-            item: em.start_item(round, kind),
+            item: em.start_item(round, kind).await,
             text: String::new(),
         }
     }
 
-    fn push(&mut self, em: &Emitter, delta: String) {
+    /// The item in `slot`, started (announced) if there is none yet.
+    async fn open<'a>(
+        slot: &'a mut Option<Streaming>,
+        em: &Emitter,
+        round: u32,
+        kind: impl FnOnce() -> ItemKind,
+    ) -> &'a mut Streaming {
+        match slot {
+            Some(streaming) => streaming,
+            None => slot.insert(Streaming::start(em, round, kind()).await),
+        }
+    }
+
+    async fn push(&mut self, em: &Emitter, delta: String) {
         self.text.push_str(&delta);
         let kind = match self.item.kind {
             ItemKind::AgentMessage { .. } => DeltaKind::AgentText(delta),
             ItemKind::StructuredOutput { .. } => DeltaKind::StructuredOutput(delta),
             _ => DeltaKind::Reasoning(delta),
         };
-        em.delta(&self.item.id, kind);
+        em.delta(&self.item.id, kind).await;
     }
 
     /// Completes the item with the text streamed so far.
-    fn finish(mut self, em: &Emitter, status: ItemStatus) -> String {
+    async fn finish(mut self, em: &Emitter, status: ItemStatus) -> String {
         match &mut self.item.kind {
             ItemKind::AgentMessage { text } | ItemKind::Reasoning { text, .. } => {
                 text.clone_from(&self.text);
             }
             _ => {}
         }
-        em.complete_item(self.item, status);
+        em.complete_item(self.item, status).await;
         self.text
     }
 }
@@ -107,32 +120,34 @@ impl Loop<'_> {
                 event = stream.next() => event,
             };
             match event {
-                Some(Ok(ModelEvent::TextDelta(t))) => text
-                    .get_or_insert_with(|| {
-                        Streaming::start(
-                            em,
-                            round,
-                            ItemKind::AgentMessage {
-                                text: String::new(),
-                            },
-                        )
-                    })
-                    .push(em, t),
-                Some(Ok(ModelEvent::ReasoningDelta(t))) => thinking
-                    .get_or_insert_with(|| Streaming::start(em, round, reasoning_kind()))
-                    .push(em, t),
+                Some(Ok(ModelEvent::TextDelta(t))) => {
+                    let agent_message = || ItemKind::AgentMessage {
+                        text: String::new(),
+                    };
+                    Streaming::open(&mut text, em, round, agent_message)
+                        .await
+                        .push(em, t)
+                        .await;
+                }
+                Some(Ok(ModelEvent::ReasoningDelta(t))) => {
+                    Streaming::open(&mut thinking, em, round, reasoning_kind)
+                        .await
+                        .push(em, t)
+                        .await;
+                }
                 Some(Ok(ModelEvent::ReasoningEnd { signature, opaque })) => {
                     // Ends the current block (or stands alone for blocks
                     // without text); the next deltas start a new item.
-                    let mut block = thinking
-                        .take()
-                        .unwrap_or_else(|| Streaming::start(em, round, reasoning_kind()));
+                    let mut block = match thinking.take() {
+                        Some(block) => block,
+                        None => Streaming::start(em, round, reasoning_kind()).await,
+                    };
                     block.item.kind = ItemKind::Reasoning {
                         text: String::new(),
                         signature: signature.clone(),
                         opaque: opaque.clone(),
                     };
-                    let text = block.finish(em, ItemStatus::Completed);
+                    let text = block.finish(em, ItemStatus::Completed).await;
                     reasoning.push(ReasoningBlock {
                         text,
                         signature,
@@ -148,12 +163,12 @@ impl Loop<'_> {
                         let at = match writing.iter().position(|(i, _)| *i == index) {
                             Some(at) => at,
                             None => {
-                                let item = Streaming::start(em, round, tool.kind.clone());
+                                let item = Streaming::start(em, round, tool.kind.clone()).await;
                                 writing.push((index, item));
                                 writing.len() - 1
                             }
                         };
-                        writing[at].1.push(em, arguments);
+                        writing[at].1.push(em, arguments).await;
                     }
                 }
                 Some(Ok(ModelEvent::ToolCall(call))) => {
@@ -193,13 +208,16 @@ impl Loop<'_> {
             Some(_) => ItemStatus::Failed,
         };
         if let Some(block) = thinking {
-            let text = block.finish(em, status);
+            let text = block.finish(em, status).await;
             reasoning.push(ReasoningBlock {
                 text,
                 ..ReasoningBlock::default()
             });
         }
-        let text = text.map(|t| t.finish(em, status)).unwrap_or_default();
+        let text = match text {
+            Some(t) => t.finish(em, status).await,
+            None => String::new(),
+        };
         // Arguments that never became a call are not a submission.
         let unfinished = if end.is_none() {
             ItemStatus::Failed
@@ -207,7 +225,7 @@ impl Loop<'_> {
             status
         };
         for (_, item) in writing {
-            em.complete_item(item.item, unfinished);
+            em.complete_item(item.item, unfinished).await;
         }
         match end {
             None => Ok(Answer {
@@ -219,7 +237,7 @@ impl Loop<'_> {
             }),
             Some(outcome) => {
                 for item in streamed.into_values() {
-                    em.complete_item(item, status);
+                    em.complete_item(item, status).await;
                 }
                 self.usage.add(&usage);
                 Err(outcome)

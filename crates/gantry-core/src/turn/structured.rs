@@ -181,7 +181,7 @@ impl Loop<'_> {
     pub(super) async fn structured(
         &mut self,
         spec: &StructuredSpec,
-        steer: &mut mpsc::UnboundedReceiver<Input>,
+        steer: &mut mpsc::Receiver<Input>,
     ) -> Outcome {
         let client = match self.spec.client(self.shared) {
             Ok(c) => c,
@@ -239,7 +239,7 @@ impl Loop<'_> {
                     let text = format!(
                         "Your answer was not accepted: call the {SUBMIT_OUTPUT} tool with it."
                     );
-                    self.em.user_item(self.rounds, text.clone(), None);
+                    self.em.user_item(self.rounds, text.clone(), None).await;
                     Arc::make_mut(&mut self.messages).push(Message::User { text });
                 }
             } else {
@@ -251,15 +251,16 @@ impl Loop<'_> {
                             Value::String(call.arguments.clone()),
                             "ignored: an earlier submission in this answer was accepted",
                         )
+                        .await
                     } else {
                         match spec.check(call) {
                             Ok((_, payload)) => {
                                 accepted = true;
-                                self.accept(spec, call, payload)
+                                self.accept(spec, call, payload).await
                             }
                             Err((args, problem)) => {
                                 invalid += 1;
-                                let output = self.reject(call, args, &problem);
+                                let output = self.reject(call, args, &problem).await;
                                 last_problem = problem;
                                 output
                             }
@@ -287,14 +288,14 @@ impl Loop<'_> {
             if self.cancel.is_cancelled() {
                 return Outcome::Interrupted;
             }
-            self.take_steers(steer);
+            self.take_steers(steer).await;
         }
     }
 
     /// Records an accepted submission as a `structured_output` item: the
     /// one its JSON streamed into, else a new one with the payload sent as
     /// one delta. Returns what the model is told.
-    fn accept(&mut self, spec: &StructuredSpec, call: &ToolCall, payload: Value) -> String {
+    async fn accept(&mut self, spec: &StructuredSpec, call: &ToolCall, payload: Value) -> String {
         let output = "accepted".to_owned();
         let mut item = match self.streamed_calls.remove(&call.id) {
             Some(item) => item,
@@ -306,9 +307,10 @@ impl Loop<'_> {
                         payload: Value::Null,
                     },
                 );
-                self.em.announce(&item);
+                self.em.announce(&item).await;
                 self.em
-                    .delta(&item.id, DeltaKind::StructuredOutput(payload.to_string()));
+                    .delta(&item.id, DeltaKind::StructuredOutput(payload.to_string()))
+                    .await;
                 item
             }
         };
@@ -317,14 +319,14 @@ impl Loop<'_> {
             schema_name: spec.name.clone(),
             payload,
         };
-        self.em.complete_item(item, ItemStatus::Completed);
+        self.em.complete_item(item, ItemStatus::Completed).await;
         output
     }
 
     /// Records a rejected submission: the `structured_output` item its JSON
     /// streamed into fails (so a streaming client drops the partial text),
     /// else a failed tool call item is recorded. Returns what the model is told.
-    fn reject(&mut self, call: &ToolCall, arguments: Value, problem: &str) -> String {
+    async fn reject(&mut self, call: &ToolCall, arguments: Value, problem: &str) -> String {
         let output = format!("error: {problem}");
         let mut item = match self.streamed_calls.remove(&call.id) {
             Some(mut item) => {
@@ -343,12 +345,12 @@ impl Loop<'_> {
                         error: Some(problem.to_owned()),
                     },
                 );
-                self.em.announce(&item);
+                self.em.announce(&item).await;
                 item
             }
         };
         item.tool_call = Some(origin(call, &output));
-        self.em.complete_item(item, ItemStatus::Failed);
+        self.em.complete_item(item, ItemStatus::Failed).await;
         output
     }
 }

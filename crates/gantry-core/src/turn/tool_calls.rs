@@ -35,7 +35,15 @@ impl Loop<'_> {
     // model saw; lane priority needs no reordering here since all run at once.
     pub(super) async fn run_tools(&mut self, calls: &[ToolCall]) -> Vec<Message> {
         let round = self.rounds;
-        let prepared: Vec<Prepared> = calls.iter().map(|c| self.prepare(round, c)).collect();
+        let mut prepared = Vec::with_capacity(calls.len());
+        for call in calls {
+            let p = self.prepare(round, call);
+            // A call that cannot run is shown at once, in call order.
+            if let Prepared::Refuse { item, .. } = &p {
+                self.em.announce(item).await;
+            }
+            prepared.push(p);
+        }
         let outputs = join_all(prepared.into_iter().map(|p| self.run_one(p))).await;
         calls
             .iter()
@@ -47,6 +55,7 @@ impl Loop<'_> {
             .collect()
     }
 
+    /// Checks a call; a `Refuse` is for the caller to announce.
     fn prepare(&self, round: u32, call: &ToolCall) -> Prepared {
         let origin = ToolCallOrigin {
             call_id: call.id.clone(),
@@ -72,7 +81,6 @@ impl Loop<'_> {
                 result: None,
                 error: None,
             });
-            self.em.announce(&item);
             Prepared::Refuse { item, error }
         };
         let Some(tool) = self.tools.get(&call.name).cloned() else {
@@ -123,10 +131,12 @@ impl Loop<'_> {
         let mode = self.live.borrow().policy.sandbox;
         ctx.sandbox = self.shared.config.sandbox_policy(mode, &self.spec.cwd);
         if let Some(item) = item {
-            let em = self.em.clone();
-            let id = item.id.clone();
-            ctx.output = Arc::new(move |chunk: &str| {
-                em.delta(&id, DeltaKind::CommandOutput(chunk.to_owned()))
+            // The tool waits for each chunk to be taken: a command's output
+            // is back-pressured like a model's tokens, never buffered here.
+            let to = Arc::new((self.em.clone(), item.id.clone()));
+            ctx.output = Arc::new(move |chunk: String| {
+                let to = to.clone();
+                Box::pin(async move { to.0.delta(&to.1, DeltaKind::CommandOutput(chunk)).await })
             });
         }
         ctx
@@ -134,7 +144,7 @@ impl Loop<'_> {
 
     async fn run_one(&self, prepared: Prepared) -> String {
         let (tool, name, call_id, args, item) = match prepared {
-            Prepared::Refuse { item, error } => return self.refuse(item, &error),
+            Prepared::Refuse { item, error } => return self.refuse(item, &error).await,
             Prepared::Run {
                 tool,
                 name,
@@ -144,18 +154,22 @@ impl Loop<'_> {
             } => (tool, name, call_id, args, item),
         };
         if !self.wait_unpaused().await {
-            self.em.announce(&item);
-            return self.refuse_as(item, "interrupted before it ran", ItemStatus::Interrupted);
+            self.em.announce(&item).await;
+            return self
+                .refuse_as(item, "interrupted before it ran", ItemStatus::Interrupted)
+                .await;
         }
         match self.check(&name, &call_id, &args).await {
             Gate::Run => {}
             Gate::Refuse(refusal) => {
-                self.em.announce(&item);
-                return self.refused(item, refusal);
+                self.em.announce(&item).await;
+                return self.refused(item, refusal).await;
             }
             Gate::Stop => {
-                self.em.announce(&item);
-                return self.refuse_as(item, "interrupted before it ran", ItemStatus::Interrupted);
+                self.em.announce(&item).await;
+                return self
+                    .refuse_as(item, "interrupted before it ran", ItemStatus::Interrupted)
+                    .await;
             }
         }
         let handler = self.live.borrow().handler(gantry_policy::lane_of(&name));
@@ -163,30 +177,33 @@ impl Loop<'_> {
             Some(h) if h.mode == HandlerMode::External => {
                 let (mut item, status, output) = self.external(h, &name, &args, item).await;
                 set_output(&mut item, &output);
-                self.em.complete_item(item, status);
+                self.em.complete_item(item, status).await;
                 output
             }
             Some(h) => {
                 // Hybrid: clients see the call as a task; the engine runs it.
-                let note = self.em.start_item(
-                    self.rounds,
-                    ItemKind::ExternalTask {
-                        task_id: gantry_types::new_id(),
-                        lane: h.lane,
-                        tool: name.clone(),
-                        mode: HandlerMode::Hybrid,
-                        payload: args.clone(),
-                        timeout_ms: h.timeout_ms,
-                        result: None,
-                        error: None,
-                    },
-                );
+                let note = self
+                    .em
+                    .start_item(
+                        self.rounds,
+                        ItemKind::ExternalTask {
+                            task_id: gantry_types::new_id(),
+                            lane: h.lane,
+                            tool: name.clone(),
+                            mode: HandlerMode::Hybrid,
+                            payload: args.clone(),
+                            timeout_ms: h.timeout_ms,
+                            result: None,
+                            error: None,
+                        },
+                    )
+                    .await;
                 let (output, status, _) = self.run_internal(tool, args, item, false).await;
                 let mut note = note;
                 if let ItemKind::ExternalTask { result, .. } = &mut note.kind {
                     *result = Some(output.clone());
                 }
-                self.em.complete_item(note, status);
+                self.em.complete_item(note, status).await;
                 output
             }
             None => {
@@ -223,7 +240,7 @@ impl Loop<'_> {
         mut item: Item,
         unsandboxed: bool,
     ) -> (String, ItemStatus, bool) {
-        self.em.announce(&item);
+        self.em.announce(&item).await;
         let mut ctx = self.tool_context(Some(&item));
         if let (Some(source), ItemKind::CommandExecution { command, .. }) =
             (&self.shared.command_env_source, &item.kind)
@@ -244,7 +261,7 @@ impl Loop<'_> {
         if let Err(e) = self.em.durable().await {
             let _ = self.store_failure.set(e.0.clone());
             let refusal = Refusal::StoreUnavailable { reason: e.0 };
-            return (self.refused(item, refusal), ItemStatus::Failed, false);
+            return (self.refused(item, refusal).await, ItemStatus::Failed, false);
         }
         let out = tool.run(args, ctx).await;
         let failed_in_sandbox = sandboxed
@@ -256,17 +273,17 @@ impl Loop<'_> {
             ToolStatus::Error => ItemStatus::Failed,
             ToolStatus::Interrupted => ItemStatus::Interrupted,
         };
-        self.em.complete_item(item, status);
+        self.em.complete_item(item, status).await;
         (out.model_output, status, failed_in_sandbox)
     }
 
     /// Answers a call that did not run; the item (already announced) fails.
-    fn refuse(&self, item: Item, error: &str) -> String {
-        self.refuse_as(item, error, ItemStatus::Failed)
+    async fn refuse(&self, item: Item, error: &str) -> String {
+        self.refuse_as(item, error, ItemStatus::Failed).await
     }
 
     /// Answers a call the engine refused, recording why as a type.
-    fn refused(&self, mut item: Item, refusal: Refusal) -> String {
+    async fn refused(&self, mut item: Item, refusal: Refusal) -> String {
         let error = match &refusal {
             Refusal::PolicyDenied { reason, .. } => format!("denied by policy: {reason}"),
             Refusal::ApprovalDenied { reason } => reason.clone(),
@@ -277,16 +294,16 @@ impl Loop<'_> {
         if let Some(origin) = &mut item.tool_call {
             origin.refused = Some(refusal);
         }
-        self.refuse(item, &error)
+        self.refuse(item, &error).await
     }
 
-    fn refuse_as(&self, mut item: Item, error: &str, status: ItemStatus) -> String {
+    async fn refuse_as(&self, mut item: Item, error: &str, status: ItemStatus) -> String {
         if let ItemKind::ToolCall { error: e, .. } = &mut item.kind {
             *e = Some(error.to_owned());
         }
         let output = format!("error: {error}");
         set_output(&mut item, &output);
-        self.em.complete_item(item, status);
+        self.em.complete_item(item, status).await;
         output
     }
 }

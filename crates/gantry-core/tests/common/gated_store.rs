@@ -1,5 +1,6 @@
 //! A store that holds reads of one thread's log until the test opens the
-//! gate: a thread whose load is stuck on I/O, on demand.
+//! gate: a thread whose load is stuck on I/O, on demand. It can also hold
+//! every commit (a store that has stopped writing, on demand).
 
 use std::sync::Arc;
 
@@ -14,16 +15,21 @@ use gantry_types::memory::{
 use gantry_types::{Agent, AgentId, Event, ProviderConfig, Thread, ThreadId};
 use tokio::sync::watch;
 
-/// Delegates to `inner`; `events` of the gated thread waits for the gate.
+/// Delegates to `inner`; `events` of the gated thread waits for the gate,
+/// and every commit for `commits` when there is one.
 pub struct GatedStore {
     pub inner: Arc<dyn Store>,
     pub thread: ThreadId,
     pub open: watch::Receiver<bool>,
+    pub commits: Option<watch::Receiver<bool>>,
 }
 
 #[async_trait]
 impl Store for GatedStore {
     async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
+        if let Some(commits) = &self.commits {
+            let _ = commits.clone().wait_for(|o| *o).await;
+        }
         self.inner.commit(commit).await
     }
     async fn events(&self, thread: &ThreadId, from_seq: u64) -> Result<Vec<Event>, StoreError> {

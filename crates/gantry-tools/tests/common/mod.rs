@@ -21,7 +21,7 @@ pub fn ctx_collecting(dir: &Path) -> (ToolContext, Arc<Mutex<Vec<String>>>) {
     let mut c = ctx(dir);
     let deltas = Arc::new(Mutex::new(Vec::new()));
     let d = deltas.clone();
-    c.output = Arc::new(move |s: &str| d.lock().unwrap().push(s.to_string()));
+    c.output = gantry_tools::output_sink(move |s: &str| d.lock().unwrap().push(s.to_string()));
     (c, deltas)
 }
 
