@@ -1,0 +1,1 @@
+//! Holds only the workspace's architecture tests (`tests/it/`); there is no library code.

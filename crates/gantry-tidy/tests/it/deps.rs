@@ -1,0 +1,216 @@
+//! What each crate may depend on: the architecture at a glance.
+//!
+//! Rules bind what a crate's users build too: `[dependencies]` and
+//! `[build-dependencies]`, target-specific ones included.
+//! `[dev-dependencies]` are free: tests may use anything.
+//! Patterns are crate names where `*` matches any run of characters.
+
+use std::collections::BTreeSet;
+
+use crate::manifest::Manifest;
+
+/// The engine and every crate it depends on. A crate `gantry-core` starts
+/// to depend on joins this list (the check fails until it does), so the
+/// engine's rules bind everything the engine builds.
+pub const ENGINE: &[&str] = &[
+    "gantry-core",
+    "gantry-types",
+    "gantry-policy",
+    "gantry-llm",
+    "gantry-tools",
+    "gantry-store",
+];
+
+/// Wire formats and the crates that speak them.
+const WIRE: &[&str] = &[
+    "proto-*",
+    "gantry-grpc",
+    "gantry-cli",
+    "tonic",
+    "tonic-*",
+    "prost",
+    "prost-*",
+    "axum",
+    "axum-*",
+];
+
+pub struct Rule {
+    /// The crates bound.
+    pub crates: &'static [&'static str],
+    /// What they may not depend on.
+    pub forbidden: &'static [&'static str],
+    /// The message's tail: the reason, and what to do instead.
+    pub why: &'static str,
+}
+
+pub const RULES: &[Rule] = &[
+    // 1. The engine and everything under it.
+    Rule {
+        crates: ENGINE,
+        forbidden: WIRE,
+        why: "the engine knows no wire format (ARCHITECTURE.md, Invariants)",
+    },
+    // 2. Adapters.
+    Rule {
+        crates: &["proto-*"],
+        forbidden: &["proto-*"],
+        why: "an adapter never uses another adapter; share code through \
+              gantry-core or gantry-grpc (ARCHITECTURE.md, Invariants)",
+    },
+    Rule {
+        crates: &["proto-*"],
+        forbidden: &["gantry-store"],
+        why: "adapters go through the engine; use what gantry-core exports \
+              (ARCHITECTURE.md, Invariants)",
+    },
+    // 3. The control plane (once it is its own crate).
+    Rule {
+        crates: &["gantry-control-plane"],
+        forbidden: &["gantry-core"],
+        why: "the control plane keeps no engine; runners dial it over gRPC \
+              (ARCHITECTURE.md, Bird's-eye view)",
+    },
+    // 4. The testkit.
+    Rule {
+        crates: &["*"],
+        forbidden: &["gantry-testkit"],
+        why: "the testkit is for tests; move it to [dev-dependencies] \
+              (ARCHITECTURE.md, crates/gantry-testkit)",
+    },
+    // 5. The pure crates.
+    Rule {
+        crates: &["gantry-policy", "gantry-types"],
+        forbidden: &["tokio", "tokio-*"],
+        why: "gantry-policy and gantry-types are pure: no I/O, no async; \
+              leave the runtime to the engine (ARCHITECTURE.md, code map)",
+    },
+];
+
+/// Crates the rules name that may not exist yet: a rule about one of them
+/// binds nothing until it does. Any other name a rule spells must be a
+/// crate of the workspace, so a typo is not a rule that never fires.
+pub const PLANNED: &[&str] = &["gantry-control-plane"];
+
+/// Known violations, each being fixed: (crate, dependency). An entry that
+/// no longer matches a violation fails the check, so the list only shrinks.
+pub const ALLOWED: &[(&str, &str)] = &[
+    // `gantry exec --model scripted:FILE` serves the testkit's script
+    // in-process. Remove when the scripted model is its own crate.
+    ("gantry-cli", "gantry-testkit"),
+    // `service/lifecycle.rs` imports `gantry_store::ThreadQuery`, which
+    // gantry-core re-exports. Remove when it imports it from gantry-core.
+    ("proto-code-agent", "gantry-store"),
+    // The control plane's storage (`src/control_plane/`). Remove when the
+    // control plane is its own crate (gantry-control-plane, rule 3).
+    ("proto-runner-control", "gantry-store"),
+];
+
+/// Every broken rule in `manifests` not in `allowed`, and every entry of
+/// `allowed` that matches nothing.
+pub fn check(manifests: &[Manifest], allowed: &[(&str, &str)]) -> Vec<String> {
+    let mut found: Vec<(&str, &str, String)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for manifest in manifests {
+        for rule in RULES
+            .iter()
+            .filter(|r| any_matches(r.crates, &manifest.name))
+        {
+            for dep in manifest.shipped() {
+                if any_matches(rule.forbidden, &dep.name)
+                    && seen.insert((&manifest.name, &dep.name))
+                {
+                    let message = format!(
+                        "{} depends on {}{}: {}",
+                        manifest.name,
+                        dep.name,
+                        where_(&dep.section),
+                        rule.why
+                    );
+                    found.push((&manifest.name, &dep.name, message));
+                }
+            }
+        }
+    }
+    // The engine's rules bind every crate of ours it builds.
+    let ours: BTreeSet<&str> = manifests.iter().map(|m| m.name.as_str()).collect();
+    for manifest in manifests
+        .iter()
+        .filter(|m| ENGINE.contains(&m.name.as_str()))
+    {
+        for dep in manifest.shipped() {
+            let new_to_engine =
+                ours.contains(dep.name.as_str()) && !ENGINE.contains(&dep.name.as_str());
+            if new_to_engine && seen.insert((&manifest.name, &dep.name)) {
+                let message = format!(
+                    "{} depends on {}{}: the engine's rules bind every crate it builds; \
+                     add {} to ENGINE in crates/gantry-tidy/tests/it/deps.rs",
+                    manifest.name,
+                    dep.name,
+                    where_(&dep.section),
+                    dep.name
+                );
+                found.push((&manifest.name, &dep.name, message));
+            }
+        }
+    }
+
+    let mut failures = Vec::new();
+    for (krate, dep, message) in &found {
+        if !allowed.contains(&(*krate, *dep)) {
+            failures.push(message.clone());
+        }
+    }
+    for (krate, dep) in allowed {
+        if !found.iter().any(|(k, d, _)| k == krate && d == dep) {
+            failures.push(format!(
+                "{krate} no longer breaks a rule by depending on {dep}: \
+                 remove ({krate:?}, {dep:?}) from ALLOWED in crates/gantry-tidy/tests/it/deps.rs"
+            ));
+        }
+    }
+    failures
+}
+
+/// Every crate of ours a rule names (`gantry-*`, `proto-*`, no `*`) that is
+/// not in `manifests` nor in [`PLANNED`].
+pub fn unknown_crates(manifests: &[Manifest]) -> Vec<String> {
+    let names = RULES
+        .iter()
+        .flat_map(|r| r.crates.iter().chain(r.forbidden))
+        .filter(|p| !p.contains('*') && (p.starts_with("gantry-") || p.starts_with("proto-")));
+    let mut unknown: BTreeSet<String> = BTreeSet::new();
+    for name in names {
+        if !PLANNED.contains(name) && !manifests.iter().any(|m| m.name == *name) {
+            unknown.insert(format!(
+                "a rule in crates/gantry-tidy/tests/it/deps.rs names {name}, which is no crate here: \
+                 fix the name, or list it in PLANNED if it is to come"
+            ));
+        }
+    }
+    unknown.into_iter().collect()
+}
+
+fn where_(section: &str) -> String {
+    if section == "[dependencies]" {
+        String::new()
+    } else {
+        format!(" (in {section})")
+    }
+}
+
+fn any_matches(patterns: &[&str], name: &str) -> bool {
+    patterns.iter().any(|p| glob(p, name))
+}
+
+/// `*` matches any run of characters (none included); all else itself.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((head, tail)) => {
+            let Some(rest) = name.strip_prefix(head) else {
+                return false;
+            };
+            (0..=rest.len()).any(|i| rest.is_char_boundary(i) && glob(tail, &rest[i..]))
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! The workspace's architecture tests, in the style of rust-analyzer's
+//! `tidy.rs`: the rules ARCHITECTURE.md states, checked on the files of the
+//! tree (manifests, sources, the code map) without running cargo.
+//!
+//! `deps.rs` is the table of what each crate may depend on, `file_size.rs`
+//! the size limits, `code_map.rs` the code map against `crates/`.
+//! `fixtures.rs` shows each rule fail on a small made-up workspace;
+//! `workspace.rs` runs them all on this one.
+
+mod code_map;
+mod deps;
+mod file_size;
+mod fixtures;
+mod manifest;
+mod workspace;
