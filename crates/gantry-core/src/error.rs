@@ -69,6 +69,12 @@ pub enum EngineError {
         /// The turn's failure, when it failed.
         failure: Option<TurnFailure>,
     },
+    /// What the command needs is not on this machine, or cannot do it: a
+    /// language server that is not installed or lacks the feature asked for.
+    /// Not the request's fault, and retrying will not help until the
+    /// machine changes.
+    #[error("{0}")]
+    Unsupported(String),
     /// Something outside the engine that the command needs (a language
     /// server) is not running, failed, or did not answer in time.
     #[error("{0}")]

@@ -26,6 +26,7 @@ mod lsp_api;
 mod mcp_api;
 mod memory;
 mod plans;
+pub mod projection;
 mod providers;
 mod skills_api;
 mod structured_api;

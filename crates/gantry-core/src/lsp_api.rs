@@ -222,10 +222,11 @@ fn lsp_error(e: LspError) -> EngineError {
         },
         e @ (LspError::UnknownLanguage { .. }
         | LspError::NoLanguageFor { .. }
-        | LspError::NotInstalled { .. }
         | LspError::InvalidRoot { .. }
-        | LspError::InvalidPath(_)
-        | LspError::Unsupported { .. }) => EngineError::InvalidInput(e.to_string()),
+        | LspError::InvalidPath(_)) => EngineError::InvalidInput(e.to_string()),
+        e @ (LspError::NotInstalled { .. } | LspError::Unsupported { .. }) => {
+            EngineError::Unsupported(e.to_string())
+        }
         e @ (LspError::Spawn { .. }
         | LspError::Crashed { .. }
         | LspError::Timeout { .. }

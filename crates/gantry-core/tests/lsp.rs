@@ -222,7 +222,7 @@ async fn hover_definition_references_and_diagnostics_come_from_a_real_server() {
     // pylsp has no workspace symbol search: said plainly.
     let err = s.engine.lsp().symbols("greet", 0).await.unwrap_err();
     assert!(
-        matches!(&err, EngineError::InvalidInput(m) if m.contains("pylsp") && m.contains("does not support workspace symbols")),
+        matches!(&err, EngineError::Unsupported(m) if m.contains("pylsp") && m.contains("does not support workspace symbols")),
         "{err}"
     );
 
@@ -322,6 +322,10 @@ async fn a_missing_server_is_named_and_a_crashed_one_is_reported_and_restarts() 
         .start_server("python", &s.ws)
         .await
         .unwrap_err();
+    assert!(
+        matches!(&err, EngineError::Unsupported(_)),
+        "a missing server is the machine's lack, not a bad request: {err:?}"
+    );
     let msg = err.to_string();
     assert!(
         msg.contains("`gantry-no-such-pylsp`") && msg.contains("not installed"),

@@ -30,9 +30,9 @@ pub(crate) fn status(error: EngineError) -> Status {
         EngineError::Archived(id) => {
             Status::failed_precondition(format!("session {id} was destroyed"))
         }
-        EngineError::Busy { .. } | EngineError::NotSteerable { .. } => {
-            Status::failed_precondition(message)
-        }
+        EngineError::Busy { .. }
+        | EngineError::NotSteerable { .. }
+        | EngineError::Unsupported(_) => Status::failed_precondition(message),
         EngineError::Structured { .. } => Status::aborted(message),
         EngineError::Unavailable(_)
         | EngineError::StoreUnavailable(_)

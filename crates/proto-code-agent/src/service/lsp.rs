@@ -9,7 +9,6 @@
 
 use std::path::PathBuf;
 
-use gantry_core::EngineError;
 use gantry_grpc::clip;
 use gantry_types::lsp::{LspLocation, LspRange, LspServerInfo};
 use tonic::Status;
@@ -36,7 +35,7 @@ pub(crate) async fn start_lsp_server(
         .lsp()
         .start_server(language, &root)
         .await
-        .map_err(lsp_status)?;
+        .map_err(status)?;
     Ok(pb::StartLspServerResponse {
         success: true,
         message: format!(
@@ -59,7 +58,7 @@ pub(crate) async fn stop_lsp_server(
         .lsp()
         .stop_server(language, None)
         .await
-        .map_err(lsp_status)?;
+        .map_err(status)?;
     if !stopped {
         return Err(Status::not_found(format!(
             "no {language} language server is running",
@@ -97,7 +96,7 @@ pub(crate) async fn lsp_hover(
         .lsp()
         .hover(&file, req.line, req.column)
         .await
-        .map_err(lsp_status)?;
+        .map_err(status)?;
     Ok(pb::LspHoverResponse {
         found: hover.found,
         content: hover.content,
@@ -116,7 +115,7 @@ pub(crate) async fn lsp_definition(
         .lsp()
         .definition(&file, req.line, req.column)
         .await
-        .map_err(lsp_status)?;
+        .map_err(status)?;
     Ok(pb::LspDefinitionResponse {
         locations: found.into_iter().map(location).collect(),
     })
@@ -134,7 +133,7 @@ pub(crate) async fn lsp_references(
         .lsp()
         .references(&file, req.line, req.column, req.include_declaration)
         .await
-        .map_err(lsp_status)?;
+        .map_err(status)?;
     Ok(pb::LspReferencesResponse {
         locations: found.into_iter().map(location).collect(),
     })
@@ -152,7 +151,7 @@ pub(crate) async fn lsp_symbols(
         .lsp()
         .symbols(req.query.trim(), req.limit)
         .await
-        .map_err(lsp_status)?;
+        .map_err(status)?;
     let symbols = found
         .into_iter()
         .map(|s| pb::LspSymbol {
@@ -181,7 +180,7 @@ pub(crate) async fn lsp_diagnostics(
         .lsp()
         .diagnostics(file.as_deref())
         .await
-        .map_err(lsp_status)?;
+        .map_err(status)?;
     let diagnostics = found
         .into_iter()
         .map(|d| pb::LspDiagnostic {
@@ -259,23 +258,6 @@ fn percent_decode(s: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
-}
-
-/// The status of a language-server error. The engine reports a server
-/// that is not installed, or lacks the feature asked for, as invalid input;
-/// neither is the request's fault, so they are `FAILED_PRECONDITION` (told
-/// apart by the language-server errors' own wording, as the engine keeps no
-/// finer kind).
-fn lsp_status(error: EngineError) -> Status {
-    match &error {
-        EngineError::InvalidInput(message)
-            if message.contains("language server is not installed")
-                || message.contains("does not support") =>
-        {
-            Status::failed_precondition(message.clone())
-        }
-        _ => status(error),
-    }
 }
 
 /// A server as the proto shows it.

@@ -22,7 +22,7 @@ use serde_json::{Value, to_value};
 
 use crate::pb;
 use crate::pb::agent_event::EventType;
-use crate::views::conversation::tool_failed;
+use gantry_core::projection::tool_outcome;
 
 /// One `AgentEvent` under construction.
 struct Out {
@@ -451,7 +451,7 @@ fn tool_completed(item: &Item) -> Vec<Out> {
         return Vec::new();
     };
     let output = call.output.as_deref().unwrap_or("");
-    let success = !tool_failed(item);
+    let success = !tool_outcome(item).is_failure();
     let exit_code = match &item.kind {
         ItemKind::CommandExecution { exit_code, .. } => *exit_code,
         _ => None,

@@ -12,7 +12,7 @@ use gantry_types::{
 };
 
 use crate::pb;
-use crate::views::conversation::tool_failed;
+use gantry_core::projection::tool_outcome;
 
 /// What happened in the turn.
 pub(super) enum Update {
@@ -238,7 +238,7 @@ pub(super) fn tool_result(item: &Item) -> pb::ToolResult {
         .as_ref()
         .and_then(|o| o.output.clone())
         .unwrap_or_default();
-    let success = !tool_failed(item);
+    let success = !tool_outcome(item).is_failure();
     let mut metadata = HashMap::from([("item_type".to_owned(), item.kind.name().to_owned())]);
     if let ItemKind::CommandExecution {
         exit_code: Some(code),

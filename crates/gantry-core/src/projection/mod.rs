@@ -1,0 +1,10 @@
+//! What protocols need to know, derived from a thread's view: the
+//! conversation as messages, each tool call with its result and outcome.
+//! Every adapter projects through here instead of reading items (or their
+//! text) its own way, so two protocols never disagree on what happened.
+
+mod conversation;
+mod tool_calls;
+
+pub use conversation::{Message, Part, Role, conversation};
+pub use tool_calls::{ToolOutcome, tool_outcome};
