@@ -65,6 +65,7 @@ async fn a_thread_whose_load_blocks_does_not_delay_another_thread() {
         thread: slow.clone(),
         open,
         commits: None,
+        log: None,
     });
     let mut llm_config = gantry_llm::ClientConfig::new(llm.base_url());
     llm_config.retry = fast_retries();

@@ -402,6 +402,7 @@ impl SlowStore {
             thread: ThreadId::from("no-thread-s-reads-wait"),
             open: watch::channel(true).1,
             commits: Some(commits_rx),
+            log: None,
         };
         // Room for every delta: a subscriber that lags is not under test.
         let config = EngineConfig {

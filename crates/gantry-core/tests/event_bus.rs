@@ -248,6 +248,66 @@ async fn an_all_threads_subscriber_far_behind_catches_up_page_by_page_seeing_eac
     assert_eq!(all.resume_from(), 20_001);
 }
 
+/// `VmHWM` (peak RSS) of this process, in MiB (nextest runs each test in
+/// its own process).
+fn peak_rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb / 1024)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_all_threads_subscriber_a_million_events_behind_catches_up_in_bounded_memory() {
+    const EVENTS: u64 = 1_000_000;
+    let log = Arc::new(common::gated_store::SyntheticLog {
+        events: EVENTS,
+        threads: 100,
+        ..Default::default()
+    });
+    let store = Arc::new(common::gated_store::GatedStore {
+        inner: Arc::new(gantry_store::MemoryStore::new()),
+        thread: ThreadId::from("none"),
+        open: tokio::sync::watch::channel(true).1,
+        commits: None,
+        log: Some(log.clone()),
+    });
+    // Never asked: the feed only reads the store.
+    let client = gantry_llm::openai_chat::OpenAiChatClient::new(gantry_llm::ClientConfig::new(
+        "http://127.0.0.1:9",
+    ))
+    .unwrap();
+    let engine = gantry_core::EngineBuilder::new(
+        store,
+        Arc::new(gantry_core::SingleModel(Arc::new(client))),
+    )
+    .start()
+    .await
+    .unwrap();
+    let before = peak_rss_mib();
+    let mut all = engine.feeds().follow_all(1).await.unwrap();
+    let mut per_thread: std::collections::HashMap<ThreadId, u64> = Default::default();
+    for next in 1..=EVENTS {
+        let Some(Notification::Event(e)) = all.next().await.unwrap() else {
+            panic!("only events are stored");
+        };
+        assert_eq!(e.cursor, next, "every event once, in commit order");
+        let seq = per_thread.entry(e.thread_id.clone()).or_insert(0);
+        assert_eq!(e.seq, *seq + 1, "each thread's events in seq order");
+        *seq = e.seq;
+    }
+    assert_eq!(all.resume_from(), EVENTS + 1);
+    // Bounded memory: the store is read a page at a time, and the process
+    // grew by far less than the log (about 200 MiB as events in memory).
+    let page = log.largest_read.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(page <= 1024, "read {page} events at once");
+    let grew = peak_rss_mib().saturating_sub(before);
+    assert!(grew < 64, "peak RSS grew by {grew} MiB while catching up");
+}
+
 #[tokio::test]
 async fn an_all_threads_feed_that_falls_behind_picks_up_by_cursor_without_gap_or_duplicate() {
     let config = gantry_core::EngineConfig {

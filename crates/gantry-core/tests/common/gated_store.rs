@@ -1,8 +1,10 @@
 //! A store that holds reads of one thread's log until the test opens the
 //! gate: a thread whose load is stuck on I/O, on demand. It can also hold
-//! every commit (a store that has stopped writing, on demand).
+//! every commit (a store that has stopped writing, on demand), or serve a
+//! synthetic all-threads log of any length without holding it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use gantry_store::{
@@ -12,7 +14,7 @@ use gantry_types::cron::{CronExecution, CronJob};
 use gantry_types::memory::{
     MemoryId, MemoryItem, MemoryScope, MemorySearchResult, MemoryStats, MemoryType,
 };
-use gantry_types::{Agent, AgentId, Event, ProviderConfig, Thread, ThreadId};
+use gantry_types::{Agent, AgentId, Event, EventPayload, ProviderConfig, Thread, ThreadId};
 use tokio::sync::watch;
 
 /// Delegates to `inner`; `events` of the gated thread waits for the gate,
@@ -22,6 +24,35 @@ pub struct GatedStore {
     pub thread: ThreadId,
     pub open: watch::Receiver<bool>,
     pub commits: Option<watch::Receiver<bool>>,
+    /// When set, the all-threads log (`events_after`, `last_cursor`) is
+    /// this one, computed on demand.
+    pub log: Option<Arc<SyntheticLog>>,
+}
+
+/// A stored log of `events` events spread over `threads` threads, made up
+/// as it is read: a log far longer than memory would hold, for free.
+#[derive(Debug, Default)]
+pub struct SyntheticLog {
+    pub events: u64,
+    pub threads: u64,
+    /// The most events one read asked for.
+    pub largest_read: AtomicUsize,
+}
+
+impl SyntheticLog {
+    /// The event at commit cursor `cursor` (1-based).
+    pub fn event(&self, cursor: u64) -> Event {
+        let n = cursor - 1;
+        Event {
+            thread_id: ThreadId::from(format!("thread-{:03}", n % self.threads).as_str()),
+            seq: n / self.threads + 1,
+            ts: 0,
+            turn_id: None,
+            item_id: None,
+            payload: EventPayload::ThreadArchived,
+            cursor,
+        }
+    }
 }
 
 #[async_trait]
@@ -40,10 +71,18 @@ impl Store for GatedStore {
         self.inner.events(thread, from_seq).await
     }
     async fn events_after(&self, after: u64, limit: usize) -> Result<Vec<Event>, StoreError> {
-        self.inner.events_after(after, limit).await
+        let Some(log) = &self.log else {
+            return self.inner.events_after(after, limit).await;
+        };
+        log.largest_read.fetch_max(limit, Ordering::Relaxed);
+        let end = log.events.min(after.saturating_add(limit as u64));
+        Ok((after + 1..=end).map(|c| log.event(c)).collect())
     }
     async fn last_cursor(&self) -> Result<u64, StoreError> {
-        self.inner.last_cursor().await
+        match &self.log {
+            Some(log) => Ok(log.events),
+            None => self.inner.last_cursor().await,
+        }
     }
     async fn thread(&self, id: &ThreadId) -> Result<Option<Thread>, StoreError> {
         self.inner.thread(id).await
