@@ -1,0 +1,25 @@
+//! gantry-core's integration tests, in one binary (one link, not one per file).
+
+mod common;
+mod agents;
+mod cells;
+mod command_env;
+mod context;
+mod cron;
+mod durability;
+mod event_bus;
+mod keys;
+mod lsp;
+mod mcp;
+mod memory;
+mod projection;
+mod providers;
+mod reasoning;
+mod safety;
+mod settings;
+mod skills;
+mod steer_queue_interrupt;
+mod structured;
+mod threads;
+mod todos;
+mod turn_loop;

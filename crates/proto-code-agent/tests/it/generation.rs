@@ -1,0 +1,429 @@
+//! Generation over the wire: a whole turn, a streamed turn, structured
+//! output, the session's own model server, cancel, pause, and the errors.
+
+use crate::common;
+
+use common::{Server, ask, guard, shell};
+use gantry_testkit::Step;
+use proto_code_agent::pb;
+use proto_code_agent::pb::content_block::Block;
+use serde_json::{Value, json};
+use tonic::Code;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generate_returns_the_answer_tool_calls_and_usage() {
+    let mut s = Server::start(vec![shell("echo from-the-tool"), Step::text("All done.")]).await;
+    let session = s.session().await;
+    let response = s
+        .client
+        .generate(ask(&session, "run it"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(response.session_id, session);
+    let message = response.message.unwrap();
+    assert_eq!(
+        (message.role.as_str(), message.content.as_str()),
+        ("assistant", "All done.")
+    );
+    assert_eq!(response.finish_reason, "stop");
+    assert_eq!(response.tool_calls.len(), 1);
+    let call = &response.tool_calls[0];
+    assert_eq!(call.name, "shell");
+    let args: Value = serde_json::from_str(&call.arguments).unwrap();
+    assert_eq!(args["command"], "echo from-the-tool");
+    let result = call.result.as_ref().unwrap();
+    assert!(result.success, "{result:?}");
+    assert!(result.output.contains("from-the-tool"), "{result:?}");
+    let usage = response.usage.unwrap();
+    assert!(
+        usage.total_tokens > 0
+            && usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    );
+    assert_eq!(
+        response.metadata["total_tokens"],
+        usage.total_tokens.to_string()
+    );
+
+    // The conversation: the question, the call, its result, the answer.
+    let messages = s
+        .client
+        .get_messages(pb::GetMessagesRequest {
+            session_id: session.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .messages;
+    let shape: Vec<(String, &str)> = messages
+        .iter()
+        .map(|m| {
+            let kind = match m.content.first().and_then(|b| b.block.as_ref()) {
+                Some(Block::Text(_)) => "text",
+                Some(Block::ToolUse(_)) => "tool_use",
+                Some(Block::ToolResult(_)) => "tool_result",
+                None => "empty",
+            };
+            (m.role.clone(), kind)
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("user".to_owned(), "text"),
+            ("assistant".to_owned(), "tool_use"),
+            ("user".to_owned(), "tool_result"),
+            ("assistant".to_owned(), "text"),
+        ]
+    );
+    let Some(Block::ToolResult(r)) = &messages[2].content[0].block else {
+        unreachable!()
+    };
+    assert_eq!(r.tool_use_id, call.id);
+    assert!(!r.is_error);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_generate_sends_chunks_as_they_happen_then_done() {
+    let mut s = Server::start(vec![
+        shell("echo streamed").with_text("Let me look. "),
+        Step::text("It printed streamed.").with_chunk_size(4),
+    ])
+    .await;
+    let session = s.session().await;
+    let mut stream = s
+        .client
+        .stream_generate(ask(&session, "look"))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut chunks = Vec::new();
+    while let Some(chunk) = guard("a chunk", stream.message()).await.unwrap() {
+        chunks.push(chunk);
+    }
+    let kinds: Vec<&str> = chunks.iter().map(|c| c.r#type.as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"metadata"), "{kinds:?}");
+    assert_eq!(chunks[0].metadata["event"], "turn_started");
+    assert_eq!(kinds.last(), Some(&"done"), "{kinds:?}");
+    let call_at = kinds.iter().position(|k| *k == "tool_call").unwrap();
+    let result_at = kinds.iter().position(|k| *k == "tool_result").unwrap();
+    assert!(call_at < result_at, "{kinds:?}");
+    // The final answer streamed in several pieces after the tool result.
+    let after: String = chunks[result_at..]
+        .iter()
+        .filter(|c| c.r#type == "content")
+        .map(|c| c.content.as_str())
+        .collect();
+    assert_eq!(after, "It printed streamed.");
+    assert!(
+        chunks[result_at..]
+            .iter()
+            .filter(|c| c.r#type == "content")
+            .count()
+            > 1
+    );
+    let result = chunks[result_at].tool_result.as_ref().unwrap();
+    assert!(
+        result.success && result.output.contains("streamed"),
+        "{result:?}"
+    );
+    assert_eq!(result.metadata["tool_name"], "shell");
+    let done = chunks.last().unwrap();
+    assert_eq!(done.content, "It printed streamed.");
+    assert_eq!(done.finish_reason, "stop");
+    assert!(done.metadata["total_tokens"].parse::<u32>().unwrap() > 0);
+    assert!(chunks.iter().all(|c| c.session_id == session));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_llm_config_reaches_its_own_server() {
+    let mut s = Server::start(vec![Step::text("hello from the session's server")]).await;
+    let config = pb::SessionConfig {
+        llm: Some(pb::LlmConfig {
+            temperature: 0.5,
+            max_tokens: 300,
+            ..s.llm_config()
+        }),
+        system_prompt: "You are terse.".into(),
+        ..Default::default()
+    };
+    let session = s
+        .client
+        .create_session(pb::CreateSessionRequest {
+            config: Some(config),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .session_id;
+    let answer = s
+        .client
+        .generate(ask(&session, "hi"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        answer.message.unwrap().content,
+        "hello from the session's server"
+    );
+    let sent = &s.llm.requests()[0];
+    assert_eq!(sent.path, "/v1/chat/completions");
+    assert_eq!(sent.header("authorization"), Some("Bearer sk-session"));
+    assert_eq!(sent.body["model"], "gpt-4.1-mini");
+    assert_eq!(sent.body["max_tokens"], 300);
+    assert_eq!(sent.body["temperature"], 0.5);
+    assert_eq!(sent.body["messages"][0]["content"], "You are terse.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generation_errors_carry_the_right_status() {
+    let mut s = Server::start(vec![Step::text("after resume")]).await;
+    // A model server nobody listens on.
+    let unreachable = s
+        .client
+        .create_session(pb::CreateSessionRequest {
+            config: Some(pb::SessionConfig {
+                llm: Some(pb::LlmConfig {
+                    base_url: "http://127.0.0.1:9".into(),
+                    ..s.llm_config()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .session_id;
+    let err = s
+        .client
+        .generate(ask(&unreachable, "hi"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+
+    let session = s.session().await;
+    let err = s
+        .client
+        .generate(pb::GenerateRequest {
+            session_id: session.clone(),
+            messages: vec![],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().contains("messages"), "{err:?}");
+
+    s.client
+        .pause(pb::PauseRequest {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap();
+    let err = s.client.generate(ask(&session, "hi")).await.unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition);
+    assert!(err.message().contains("paused"), "{err:?}");
+    s.client
+        .resume(pb::ResumeRequest {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap();
+    let answer = s
+        .client
+        .generate(ask(&session, "hi"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(answer.message.unwrap().content, "after resume");
+
+    s.client
+        .destroy_session(pb::DestroySessionRequest {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap();
+    let err = s
+        .client
+        .stream_generate(ask(&session, "hi"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition);
+    let err = s.client.generate(ask("nope", "hi")).await.unwrap_err();
+    assert_eq!(err.code(), Code::NotFound);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_during_a_stream_ends_it_and_the_session_goes_on() {
+    let slow = Step::text("a long answer that takes its time to arrive")
+        .with_chunk_size(2)
+        .with_delay_ms(50);
+    let mut s = Server::start(vec![slow, Step::text("next turn")]).await;
+    let session = s.session().await;
+    let mut stream = s
+        .client
+        .stream_generate(ask(&session, "talk"))
+        .await
+        .unwrap()
+        .into_inner();
+    while guard("content", stream.message())
+        .await
+        .unwrap()
+        .unwrap()
+        .r#type
+        != "content"
+    {}
+    let wrong = s
+        .client
+        .cancel(pb::CancelRequest {
+            session_id: session.clone(),
+            operation_id: Some("not-the-turn".into()),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!wrong.success, "another operation id cancels nothing");
+    let cancelled = s
+        .client
+        .cancel(pb::CancelRequest {
+            session_id: session.clone(),
+            operation_id: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(cancelled.success);
+    let end = loop {
+        match guard("the stream's end", stream.message()).await {
+            Ok(Some(chunk)) => assert_ne!(chunk.r#type, "done"),
+            Ok(None) => panic!("the stream ended without a status"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(end.code(), Code::Cancelled, "{end:?}");
+    let again = s
+        .client
+        .generate(ask(&session, "again"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.message.unwrap().content, "next turn");
+    let nothing = s
+        .client
+        .cancel(pb::CancelRequest {
+            session_id: session,
+            operation_id: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!nothing.success, "nothing was running");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_a_stream_interrupts_its_turn() {
+    let slow = Step::text("nobody will read this to the end")
+        .with_chunk_size(1)
+        .with_delay_ms(50);
+    let mut s = Server::start(vec![slow]).await;
+    let session = s.session().await;
+    let mut stream = s
+        .client
+        .stream_generate(ask(&session, "talk"))
+        .await
+        .unwrap()
+        .into_inner();
+    while guard("content", stream.message())
+        .await
+        .unwrap()
+        .unwrap()
+        .r#type
+        != "content"
+    {}
+    drop(stream);
+    let id = gantry_types::ThreadId::from(session.as_str());
+    guard("the turn to end", async {
+        loop {
+            let view = s.engine.threads().read(&id).await.unwrap();
+            if let Some(turn) = view.turns.last().filter(|t| t.turn.status.is_final()) {
+                return turn.turn.status;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    let view = s.engine.threads().read(&id).await.unwrap();
+    assert_eq!(
+        view.turns.last().unwrap().turn.status,
+        gantry_types::TurnStatus::Interrupted
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_output_whole_and_streamed() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}},
+        "required": ["answer"]
+    })
+    .to_string();
+    let mut s = Server::start(vec![
+        Step::tool_call("submit_output", json!({"answer": 42})),
+        Step::tool_call("submit_output", json!({"answer": "many"})),
+        Step::tool_call("submit_output", json!({"answer": 7})),
+    ])
+    .await;
+    let session = s.session().await;
+    let request = |schema: &str| pb::GenerateStructuredRequest {
+        session_id: session.clone(),
+        messages: ask(&session, "how many?").messages,
+        schema: schema.into(),
+    };
+    let whole = s
+        .client
+        .generate_structured(request(&schema))
+        .await
+        .unwrap()
+        .into_inner();
+    let data: Value = serde_json::from_str(&whole.data).unwrap();
+    assert_eq!(data, json!({"answer": 42}));
+    assert!(whole.usage.unwrap().total_tokens > 0);
+
+    let mut stream = s
+        .client
+        .stream_generate_structured(request(&schema))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut chunks = Vec::new();
+    while let Some(chunk) = guard("a chunk", stream.message()).await.unwrap() {
+        chunks.push(chunk);
+    }
+    let last = chunks.last().unwrap();
+    assert!(last.done);
+    assert_eq!(
+        serde_json::from_str::<Value>(&last.data).unwrap(),
+        json!({"answer": 7})
+    );
+    // The rejected first submission was retracted with an empty chunk.
+    assert!(
+        chunks.iter().any(|c| !c.done && c.data.is_empty()),
+        "{chunks:?}"
+    );
+
+    for (bad, why) in [
+        ("{not json", "not JSON"),
+        (r#"{"$ref": "file:///etc/passwd"}"#, "schema"),
+        ("", "required"),
+    ] {
+        let err = s
+            .client
+            .generate_structured(request(bad))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{bad}: {err:?}");
+        assert!(err.message().contains(why), "{bad}: {err:?}");
+    }
+}
