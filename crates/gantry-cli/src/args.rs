@@ -133,8 +133,8 @@ pub struct ExecArgs {
     pub prompt: String,
 
     /// Model id: `PROVIDER/MODEL` or a plain id with a config file, or
-    /// `scripted:FILE` for a deterministic scripted model (the gantry-testkit
-    /// script format, served in-process: no key, no network)
+    /// `scripted:FILE` for a deterministic scripted model (the script format
+    /// of gantry-scripted-model, served in-process: no key, no network)
     /// [default: the config's default_model, else gpt-4.1].
     #[arg(long, short, env = "GANTRY_MODEL")]
     pub model: Option<String>,

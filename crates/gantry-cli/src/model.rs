@@ -9,7 +9,7 @@ use gantry_core::{ModelResolver, Providers, SingleModel};
 use gantry_llm::catalog::Catalog;
 use gantry_llm::openai_chat::OpenAiChatClient;
 use gantry_llm::{ClientConfig, ModelClient};
-use gantry_testkit::{MockLlm, Script};
+use gantry_scripted_model::{MockLlm, Script};
 use gantry_types::ModelInfo;
 
 use crate::args::ExecArgs;

@@ -7,7 +7,7 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use gantry_testkit::{MockLlm, Script};
+use gantry_scripted_model::{MockLlm, Script};
 
 const USAGE: &str = "usage: gantry-mock-llm --script FILE
 

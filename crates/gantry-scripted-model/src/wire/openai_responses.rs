@@ -87,7 +87,7 @@ fn frames(events: Vec<Event>, reply: &Reply) -> Vec<Frame> {
     let error = |sent: usize| {
         let error = json!({
             "type": "error", "code": "server_error",
-            "message": "gantry-testkit: scripted stream error",
+            "message": "gantry-scripted-model: scripted stream error",
             "param": null, "sequence_number": sent,
         });
         Frame::Event {

@@ -1,6 +1,6 @@
 //! Script parsing: the documented examples load, mistakes are named.
 
-use gantry_testkit::{HttpError, Reply, Script, ScriptError, Step, ToolCallSpec};
+use gantry_scripted_model::{HttpError, Reply, Script, ScriptError, Step, ToolCallSpec};
 use serde_json::json;
 
 const DOC_EXAMPLE: &str = r#"{"steps": [
@@ -96,17 +96,20 @@ fn mistakes_are_named() {
 
 #[test]
 fn file_errors_name_the_file() {
-    let missing = std::env::temp_dir().join("gantry-testkit-no-such-script.json");
+    let missing = std::env::temp_dir().join("gantry-scripted-model-no-such-script.json");
     match Script::from_file(&missing) {
         Err(ScriptError::Read { path, .. }) => assert!(path.contains("no-such-script")),
         other => panic!("expected a read error, got {other:?}"),
     }
-    let bad = std::env::temp_dir().join(format!("gantry-testkit-bad-{}.json", std::process::id()));
+    let bad = std::env::temp_dir().join(format!(
+        "gantry-scripted-model-bad-{}.json",
+        std::process::id()
+    ));
     std::fs::write(&bad, "[{\"reply\": 3}]").unwrap();
     let e = Script::from_file(&bad).unwrap_err().to_string();
     std::fs::remove_file(&bad).unwrap();
     assert!(
-        e.contains("gantry-testkit-bad-") && e.contains("invalid type"),
+        e.contains("gantry-scripted-model-bad-") && e.contains("invalid type"),
         "{e}"
     );
 }

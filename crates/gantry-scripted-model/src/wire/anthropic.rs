@@ -158,7 +158,7 @@ pub(crate) fn error_body(status: u16) -> Value {
         s if s >= 500 => "api_error",
         _ => "invalid_request_error",
     };
-    let message = format!("gantry-testkit: scripted HTTP {status}");
+    let message = format!("gantry-scripted-model: scripted HTTP {status}");
     json!({"type": "error", "error": {"type": kind, "message": message}})
 }
 

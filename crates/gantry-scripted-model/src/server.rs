@@ -210,7 +210,7 @@ async fn handle(
             first_event_at: None,
         });
         if let Err(e) = &parsed {
-            let msg = format!("gantry-testkit: request body is not JSON: {e}");
+            let msg = format!("gantry-scripted-model: request body is not JSON: {e}");
             return error_response(StatusCode::BAD_REQUEST, &msg, "invalid_request_error");
         }
         let step = state.steps.pop_front();
@@ -225,7 +225,7 @@ async fn handle(
     };
     match step {
         None => {
-            let msg = format!("gantry-testkit: script exhausted after {served} requests");
+            let msg = format!("gantry-scripted-model: script exhausted after {served} requests");
             error_response(StatusCode::BAD_REQUEST, &msg, "invalid_request_error")
         }
         Some(Step::Error(e)) => {
@@ -295,7 +295,7 @@ fn openai_error_body(status: u16) -> Value {
         s if s >= 500 => ("server_error", "server_error"),
         _ => ("invalid_request_error", "invalid_request"),
     };
-    let message = format!("gantry-testkit: scripted HTTP {status}");
+    let message = format!("gantry-scripted-model: scripted HTTP {status}");
     json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
 }
 

@@ -116,7 +116,7 @@ pub(crate) fn stream_frames(reply: &Reply, ctx: &Context) -> Vec<Frame> {
 
     let error = |_| {
         let err = json!({"error": {
-            "message": "gantry-testkit: scripted stream error",
+            "message": "gantry-scripted-model: scripted stream error",
             "type": "server_error", "code": 500,
         }});
         Frame::Data(err.to_string())

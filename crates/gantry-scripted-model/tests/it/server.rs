@@ -1,6 +1,6 @@
 //! The server over raw HTTP/1.1, so the exact bytes on the wire are checked.
 
-use gantry_testkit::{MockLlm, Step};
+use gantry_scripted_model::{MockLlm, Step};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -81,7 +81,7 @@ async fn exhausted_script_answers_400() {
     let (head, body) = post(&llm, "/v1/chat/completions", &chat(false)).await;
     assert!(head.starts_with("http/1.1 400"), "{head}");
     assert!(
-        body.contains("gantry-testkit: script exhausted after 1 requests"),
+        body.contains("gantry-scripted-model: script exhausted after 1 requests"),
         "{body}"
     );
 }
