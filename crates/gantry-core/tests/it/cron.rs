@@ -442,9 +442,13 @@ async fn a_missed_run_runs_once_after_a_restart() {
     // Witness runs since the missed run finished: once the witness ran
     // twice after it, the scheduler had every chance to run it again.
     let mut witness_runs_after = 0;
+    let mut witness_runs_before = 0;
     while missed.is_empty() || witness_runs_after < 2 {
         if let CronEvent::Finished { execution } = next_cron(&mut events).await {
-            if execution.job_id == witness.id && !missed.is_empty() {
+            if execution.job_id == witness.id && missed.is_empty() {
+                witness_runs_before += 1;
+                assert!(witness_runs_before < 10, "the missed run never ran");
+            } else if execution.job_id == witness.id {
                 witness_runs_after += 1;
             } else if execution.job_id == job.id && execution.id != stale.id {
                 missed.push(*execution);
