@@ -19,7 +19,7 @@ pub(super) struct Outcome {
 
 impl Outcome {
     /// A run that failed before it produced anything.
-    pub fn failed(error: String) -> Self {
+    pub(super) fn failed(error: String) -> Self {
         Self {
             status: ExecutionStatus::Failed,
             exit_code: None,

@@ -25,7 +25,7 @@ pub struct ParsedSchedule {
 
 /// Reads `input` as cron or English. The error says what is wrong and
 /// what is accepted.
-pub fn parse_schedule(input: &str) -> Result<ParsedSchedule, String> {
+pub(super) fn parse_schedule(input: &str) -> Result<ParsedSchedule, String> {
     let input = input.trim();
     if input.is_empty() {
         return Err(format!("the schedule is empty; {ACCEPTED}"));
@@ -66,7 +66,7 @@ pub fn parse_schedule(input: &str) -> Result<ParsedSchedule, String> {
 
 /// The first run strictly after `after_ms` (ms since the Unix epoch), in
 /// the local time zone; `None` if the expression never fires again.
-pub fn next_run_after(expression: &str, after_ms: i64) -> Option<i64> {
+pub(super) fn next_run_after(expression: &str, after_ms: i64) -> Option<i64> {
     let cron = compile(expression).ok()?;
     let after = Local.timestamp_millis_opt(after_ms).single()?;
     cron.find_next_occurrence(&after, false)

@@ -8,10 +8,10 @@ use gantry_types::{PermissionRules, RuleDecision, ThreadPolicy};
 use serde_json::{Value, json};
 
 /// The workspace every request runs in.
-pub const WS: &str = "/work/repo";
+pub(crate) const WS: &str = "/work/repo";
 
 /// An enabled rule set.
-pub fn rules(
+pub(crate) fn rules(
     allow: &[&str],
     ask: &[&str],
     deny: &[&str],
@@ -28,7 +28,7 @@ pub fn rules(
 }
 
 /// A request for `tool` in [`WS`].
-pub fn req<'a>(tool: &'a str, args: &'a Value) -> ToolRequest<'a> {
+pub(crate) fn req<'a>(tool: &'a str, args: &'a Value) -> ToolRequest<'a> {
     ToolRequest {
         tool,
         args,
@@ -37,17 +37,17 @@ pub fn req<'a>(tool: &'a str, args: &'a Value) -> ToolRequest<'a> {
 }
 
 /// What the rules say about one call.
-pub fn check(r: &PermissionRules, tool: &str, args: Value) -> (RuleDecision, Vec<String>) {
+pub(crate) fn check(r: &PermissionRules, tool: &str, args: Value) -> (RuleDecision, Vec<String>) {
     check_permission(r, &req(tool, &args))
 }
 
 /// What the rules say about a shell command line.
-pub fn sh(r: &PermissionRules, command: &str) -> RuleDecision {
+pub(crate) fn sh(r: &PermissionRules, command: &str) -> RuleDecision {
     check(r, "shell", json!({ "command": command })).0
 }
 
 /// The decision on one call.
-pub fn decide_on(
+pub(crate) fn decide_on(
     policy: &ThreadPolicy,
     grants: &SessionGrants,
     tool: &str,
@@ -57,7 +57,7 @@ pub fn decide_on(
 }
 
 /// The decision on a shell command line, with no session grants.
-pub fn shell_verdict(policy: &ThreadPolicy, command: &str) -> Verdict {
+pub(crate) fn shell_verdict(policy: &ThreadPolicy, command: &str) -> Verdict {
     decide_on(
         policy,
         &SessionGrants::default(),
@@ -67,11 +67,11 @@ pub fn shell_verdict(policy: &ThreadPolicy, command: &str) -> Verdict {
 }
 
 /// Whether the verdict asks a human.
-pub fn is_ask(v: &Verdict) -> bool {
+pub(crate) fn is_ask(v: &Verdict) -> bool {
     matches!(v, Verdict::Ask { .. })
 }
 
 /// Whether the verdict denies.
-pub fn is_deny(v: &Verdict) -> bool {
+pub(crate) fn is_deny(v: &Verdict) -> bool {
     matches!(v, Verdict::Deny { .. })
 }

@@ -4,7 +4,7 @@
 
 /// The crates the code map has a section for, in its order: the
 /// `### `crates/<name>`` headings between `## Code map` and the next `## `.
-pub fn sections(architecture_md: &str) -> Vec<String> {
+pub(crate) fn sections(architecture_md: &str) -> Vec<String> {
     architecture_md
         .lines()
         .skip_while(|l| l.trim_end() != "## Code map")
@@ -17,7 +17,7 @@ pub fn sections(architecture_md: &str) -> Vec<String> {
 
 /// What is wrong between the code map and `crate_dirs` (the directories
 /// under `crates/` holding a `Cargo.toml`).
-pub fn check(architecture_md: &str, crate_dirs: &[String]) -> Vec<String> {
+pub(crate) fn check(architecture_md: &str, crate_dirs: &[String]) -> Vec<String> {
     let sections = sections(architecture_md);
     let mut failures = Vec::new();
     if !architecture_md

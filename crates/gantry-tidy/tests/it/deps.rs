@@ -12,7 +12,7 @@ use crate::manifest::Manifest;
 /// The engine and every crate it depends on. A crate `gantry-core` starts
 /// to depend on joins this list (the check fails until it does), so the
 /// engine's rules bind everything the engine builds.
-pub const ENGINE: &[&str] = &[
+pub(crate) const ENGINE: &[&str] = &[
     "gantry-core",
     "gantry-types",
     "gantry-policy",
@@ -34,7 +34,7 @@ const WIRE: &[&str] = &[
     "axum-*",
 ];
 
-pub struct Rule {
+pub(crate) struct Rule {
     /// The crates bound.
     pub crates: &'static [&'static str],
     /// What they may not depend on.
@@ -43,7 +43,7 @@ pub struct Rule {
     pub why: &'static str,
 }
 
-pub const RULES: &[Rule] = &[
+pub(crate) const RULES: &[Rule] = &[
     // 1. The engine and everything under it.
     Rule {
         crates: ENGINE,
@@ -89,11 +89,11 @@ pub const RULES: &[Rule] = &[
 /// Crates the rules name that may not exist yet: a rule about one of them
 /// binds nothing until it does. Any other name a rule spells must be a
 /// crate of the workspace, so a typo is not a rule that never fires.
-pub const PLANNED: &[&str] = &["gantry-control-plane"];
+pub(crate) const PLANNED: &[&str] = &["gantry-control-plane"];
 
 /// Known violations, each being fixed: (crate, dependency). An entry that
 /// no longer matches a violation fails the check, so the list only shrinks.
-pub const ALLOWED: &[(&str, &str)] = &[
+pub(crate) const ALLOWED: &[(&str, &str)] = &[
     // `service/lifecycle.rs` imports `gantry_store::ThreadQuery`, which
     // gantry-core re-exports. Remove when it imports it from gantry-core.
     ("proto-code-agent", "gantry-store"),
@@ -104,7 +104,7 @@ pub const ALLOWED: &[(&str, &str)] = &[
 
 /// Every broken rule in `manifests` not in `allowed`, and every entry of
 /// `allowed` that matches nothing.
-pub fn check(manifests: &[Manifest], allowed: &[(&str, &str)]) -> Vec<String> {
+pub(crate) fn check(manifests: &[Manifest], allowed: &[(&str, &str)]) -> Vec<String> {
     let mut found: Vec<(&str, &str, String)> = Vec::new();
     let mut seen = BTreeSet::new();
     for manifest in manifests {
@@ -170,7 +170,7 @@ pub fn check(manifests: &[Manifest], allowed: &[(&str, &str)]) -> Vec<String> {
 
 /// Every crate of ours a rule names (`gantry-*`, `proto-*`, no `*`) that is
 /// not in `manifests` nor in [`PLANNED`].
-pub fn unknown_crates(manifests: &[Manifest]) -> Vec<String> {
+pub(crate) fn unknown_crates(manifests: &[Manifest]) -> Vec<String> {
     let names = RULES
         .iter()
         .flat_map(|r| r.crates.iter().chain(r.forbidden))
@@ -200,7 +200,7 @@ fn any_matches(patterns: &[&str], name: &str) -> bool {
 }
 
 /// `*` matches any run of characters (none included); all else itself.
-pub fn glob(pattern: &str, name: &str) -> bool {
+pub(crate) fn glob(pattern: &str, name: &str) -> bool {
     match pattern.split_once('*') {
         None => pattern == name,
         Some((head, tail)) => {

@@ -4,7 +4,7 @@ use crate::deps::glob;
 
 /// Lines a file may have, by directory (`*` stands for one path
 /// component); the first directory that holds a file applies to it.
-pub const LIMITS: &[(&str, usize)] = &[
+pub(crate) const LIMITS: &[(&str, usize)] = &[
     // The engine and the pure crates: read most, changed most.
     ("crates/gantry-core/src", 500),
     ("crates/gantry-policy/src", 500),
@@ -15,7 +15,7 @@ pub const LIMITS: &[(&str, usize)] = &[
 /// Files over their limit today, each with its line count when it was
 /// listed: it may not grow past that, and once it is within its limit its
 /// entry must go, so the list only shrinks. Split them by subject.
-pub const OVERSIZED: &[(&str, usize)] = &[
+pub(crate) const OVERSIZED: &[(&str, usize)] = &[
     // The `exec --json` line types and the mapping onto them.
     ("crates/gantry-cli/src/exec_json.rs", 956),
     // Engine events to A3S `AgentEvent`s.
@@ -25,7 +25,7 @@ pub const OVERSIZED: &[(&str, usize)] = &[
     ),
 ];
 
-pub struct SourceFile {
+pub(crate) struct SourceFile {
     /// Relative to the workspace root, with `/`.
     pub path: String,
     pub lines: usize,
@@ -34,7 +34,7 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
-    pub fn new(path: impl Into<String>, text: &str) -> SourceFile {
+    pub(crate) fn new(path: impl Into<String>, text: &str) -> SourceFile {
         SourceFile {
             path: path.into(),
             lines: text.lines().count(),
@@ -45,7 +45,7 @@ impl SourceFile {
 
 /// Every file over its limit and not in `oversized` (or grown past its
 /// entry there), and every entry of `oversized` that is no longer needed.
-pub fn check(files: &[SourceFile], oversized: &[(&str, usize)]) -> Vec<String> {
+pub(crate) fn check(files: &[SourceFile], oversized: &[(&str, usize)]) -> Vec<String> {
     let mut failures = Vec::new();
     for file in files.iter().filter(|f| !f.generated) {
         let Some((dir, max)) = limit_of(&file.path) else {

@@ -11,7 +11,7 @@ use crate::file_size::SourceFile;
 
 /// Which table of a manifest a dependency was found in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Normal,
     Build,
     Dev,
@@ -26,7 +26,7 @@ impl Kind {
 }
 
 #[derive(Debug)]
-pub struct Dependency {
+pub(crate) struct Dependency {
     /// The package depended on: what `package =` says (in the crate's entry
     /// or the workspace's it inherits), else the key.
     pub name: String,
@@ -37,7 +37,7 @@ pub struct Dependency {
 }
 
 #[derive(Debug)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     /// The package name.
     pub name: String,
     pub dependencies: Vec<Dependency>,
@@ -46,13 +46,13 @@ pub struct Manifest {
 impl Manifest {
     /// What the crate's users build too: every dependency but the
     /// dev-dependencies (tests may use anything).
-    pub fn shipped(&self) -> impl Iterator<Item = &Dependency> {
+    pub(crate) fn shipped(&self) -> impl Iterator<Item = &Dependency> {
         self.dependencies.iter().filter(|d| d.kind != Kind::Dev)
     }
 }
 
 /// The root manifest's `[workspace.dependencies]` (empty if it has none).
-pub fn workspace_dependencies(root_manifest: &str) -> Result<Table, String> {
+pub(crate) fn workspace_dependencies(root_manifest: &str) -> Result<Table, String> {
     let root: Table = root_manifest.parse().map_err(|e| format!("{e}"))?;
     Ok(root
         .get("workspace")
@@ -64,7 +64,7 @@ pub fn workspace_dependencies(root_manifest: &str) -> Result<Table, String> {
 
 /// Parses one crate's manifest; `workspace` is the root's
 /// `[workspace.dependencies]`, for entries with `workspace = true`.
-pub fn parse(text: &str, workspace: &Table) -> Result<Manifest, String> {
+pub(crate) fn parse(text: &str, workspace: &Table) -> Result<Manifest, String> {
     let table: Table = text.parse().map_err(|e| format!("{e}"))?;
     let name = table
         .get("package")
@@ -127,7 +127,7 @@ fn collect(
 }
 
 /// The workspace this crate lives in, as read from disk.
-pub struct Workspace {
+pub(crate) struct Workspace {
     pub root: PathBuf,
     /// The directories under `crates/` that hold a `Cargo.toml`, sorted.
     pub crate_dirs: Vec<String>,
@@ -135,7 +135,7 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    pub fn load() -> Workspace {
+    pub(crate) fn load() -> Workspace {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let root = root.canonicalize().unwrap_or(root);
         let workspace = workspace_dependencies(&read(&root.join("Cargo.toml")))
@@ -160,7 +160,7 @@ impl Workspace {
     }
 
     /// Every `.rs` file under `crates/*/src`, paths relative to the root.
-    pub fn source_files(&self) -> Vec<SourceFile> {
+    pub(crate) fn source_files(&self) -> Vec<SourceFile> {
         let mut files = Vec::new();
         for dir in &self.crate_dirs {
             let src = Path::new("crates").join(dir).join("src");
@@ -169,7 +169,7 @@ impl Workspace {
         files
     }
 
-    pub fn architecture_md(&self) -> String {
+    pub(crate) fn architecture_md(&self) -> String {
         read(&self.root.join("ARCHITECTURE.md"))
     }
 }

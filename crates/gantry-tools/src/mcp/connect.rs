@@ -31,18 +31,18 @@ pub(crate) struct Connection {
 impl Connection {
     /// Whether the connection is gone (process exited, stream closed, or
     /// we closed it).
-    pub fn is_closed(&self) -> bool {
+    pub(super) fn is_closed(&self) -> bool {
         self.service.is_closed() || self.service.peer().is_transport_closed()
     }
 
     /// `msg` with the server's last stderr line appended, when there is one.
-    pub fn explain(&self, msg: String) -> String {
+    pub(super) fn explain(&self, msg: String) -> String {
         with_stderr(msg, self.stderr_tail.as_ref())
     }
 
     /// Stops the client; for stdio this kills the server process (rmcp's
     /// child guard kills it when the transport is dropped).
-    pub fn close(&self) {
+    pub(super) fn close(&self) {
         self.service.cancellation_token().cancel();
     }
 }

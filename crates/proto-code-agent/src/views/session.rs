@@ -13,13 +13,13 @@ use crate::pb;
 /// Thread metadata keys for `SessionConfig` fields the engine does not use.
 pub(crate) mod keys {
     /// `LLMConfig.provider` as the client named it.
-    pub const PROVIDER: &str = "a3s.provider";
+    pub(crate) const PROVIDER: &str = "a3s.provider";
     /// `SessionConfig.max_context_length`.
-    pub const MAX_CONTEXT: &str = "a3s.max_context_length";
+    pub(crate) const MAX_CONTEXT: &str = "a3s.max_context_length";
     /// `SessionConfig.auto_compact`.
-    pub const AUTO_COMPACT: &str = "a3s.auto_compact";
+    pub(crate) const AUTO_COMPACT: &str = "a3s.auto_compact";
     /// `SessionConfig.storage_type`.
-    pub const STORAGE: &str = "a3s.storage_type";
+    pub(crate) const STORAGE: &str = "a3s.storage_type";
 }
 
 /// The session of `view`, with its context usage.

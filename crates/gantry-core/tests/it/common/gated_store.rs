@@ -19,7 +19,7 @@ use tokio::sync::watch;
 
 /// Delegates to `inner`; `events` of the gated thread waits for the gate,
 /// and every commit for `commits` when there is one.
-pub struct GatedStore {
+pub(crate) struct GatedStore {
     pub inner: Arc<dyn Store>,
     pub thread: ThreadId,
     pub open: watch::Receiver<bool>,
@@ -32,7 +32,7 @@ pub struct GatedStore {
 /// A stored log of `events` events spread over `threads` threads, made up
 /// as it is read: a log far longer than memory would hold, for free.
 #[derive(Debug, Default)]
-pub struct SyntheticLog {
+pub(crate) struct SyntheticLog {
     pub events: u64,
     pub threads: u64,
     /// The most events one read asked for.
@@ -41,7 +41,7 @@ pub struct SyntheticLog {
 
 impl SyntheticLog {
     /// The event at commit cursor `cursor` (1-based).
-    pub fn event(&self, cursor: u64) -> Event {
+    pub(crate) fn event(&self, cursor: u64) -> Event {
         let n = cursor - 1;
         Event {
             thread_id: ThreadId::from(format!("thread-{:03}", n % self.threads).as_str()),

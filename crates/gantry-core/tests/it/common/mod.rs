@@ -2,7 +2,7 @@
 //! the scripted model server over HTTP.
 #![allow(dead_code)]
 
-pub mod gated_store;
+pub(crate) mod gated_store;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use gantry_store::SqliteStore;
 use gantry_testkit::{MockLlm, Script, Step};
 use gantry_types::{Event, EventPayload, ItemKind, Thread, ThreadView, TurnId, TurnStatus};
 
-pub struct Harness {
+pub(crate) struct Harness {
     pub engine: Engine,
     pub llm: MockLlm,
     pub dir: tempfile::TempDir,
@@ -26,11 +26,11 @@ pub struct Harness {
 }
 
 impl Harness {
-    pub async fn new(steps: Vec<Step>) -> Self {
+    pub(crate) async fn new(steps: Vec<Step>) -> Self {
         Self::with_config(steps, EngineConfig::default()).await
     }
 
-    pub async fn with_config(steps: Vec<Step>, config: EngineConfig) -> Self {
+    pub(crate) async fn with_config(steps: Vec<Step>, config: EngineConfig) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(dir.path().join("ws")).expect("workspace");
         let llm = MockLlm::start(Script::new(steps)).expect("mock llm");
@@ -54,19 +54,19 @@ impl Harness {
         }
     }
 
-    pub fn workspace(&self) -> PathBuf {
+    pub(crate) fn workspace(&self) -> PathBuf {
         self.dir.path().join("ws")
     }
 
     /// Subscribes to the whole thread and sends `text`; the subscription
     /// and the turn the message started.
-    pub async fn start_turn(&self, text: &str) -> (Subscription, TurnId) {
+    pub(crate) async fn start_turn(&self, text: &str) -> (Subscription, TurnId) {
         self.send_from(1, text).await
     }
 
     /// Subscribes from the thread's next seq, sends `text`, and collects every
     /// notification until the turn ends.
-    pub async fn run_turn(&self, text: &str) -> (TurnId, Vec<Notification>) {
+    pub(crate) async fn run_turn(&self, text: &str) -> (TurnId, Vec<Notification>) {
         let view = self
             .engine
             .threads()
@@ -95,7 +95,7 @@ impl Harness {
         (sub, turn)
     }
 
-    pub async fn view(&self) -> Arc<ThreadView> {
+    pub(crate) async fn view(&self) -> Arc<ThreadView> {
         self.engine
             .threads()
             .read(&self.thread.id)
@@ -105,7 +105,7 @@ impl Harness {
 }
 
 /// An engine over the SQLite file in `dir`, talking to `llm` with fast retries.
-pub async fn engine_at(dir: &Path, llm: &MockLlm, config: EngineConfig) -> Engine {
+pub(crate) async fn engine_at(dir: &Path, llm: &MockLlm, config: EngineConfig) -> Engine {
     let mut llm_config = ClientConfig::new(llm.base_url());
     llm_config.retry = fast_retries();
     let client = OpenAiChatClient::new(llm_config).expect("client");
@@ -113,7 +113,7 @@ pub async fn engine_at(dir: &Path, llm: &MockLlm, config: EngineConfig) -> Engin
 }
 
 /// An engine over the SQLite file in `dir` with the given model resolver.
-pub async fn engine_with(
+pub(crate) async fn engine_with(
     dir: &Path,
     models: Arc<dyn ModelResolver>,
     config: EngineConfig,
@@ -129,7 +129,7 @@ pub async fn engine_with(
 }
 
 /// What the model was told by the last tool result in request `n`.
-pub fn last_tool_result(llm: &MockLlm, n: usize) -> String {
+pub(crate) fn last_tool_result(llm: &MockLlm, n: usize) -> String {
     let body = &llm.requests()[n].body;
     let tool = body["messages"]
         .as_array()
@@ -139,7 +139,7 @@ pub fn last_tool_result(llm: &MockLlm, n: usize) -> String {
 }
 
 /// The tool names offered in request `n`.
-pub fn offered_tools(llm: &MockLlm, n: usize) -> Vec<String> {
+pub(crate) fn offered_tools(llm: &MockLlm, n: usize) -> Vec<String> {
     llm.requests()[n].body["tools"]
         .as_array()
         .map(|tools| {
@@ -151,7 +151,7 @@ pub fn offered_tools(llm: &MockLlm, n: usize) -> Vec<String> {
         .unwrap_or_default()
 }
 
-pub fn fast_retries() -> RetryPolicy {
+pub(crate) fn fast_retries() -> RetryPolicy {
     RetryPolicy {
         max_retries: 2,
         base_delay: std::time::Duration::from_millis(1),
@@ -161,7 +161,7 @@ pub fn fast_retries() -> RetryPolicy {
 }
 
 /// Collects notifications until `turn` completes (inclusive).
-pub async fn until_turn_ends(sub: &mut Subscription, turn: &TurnId) -> Vec<Notification> {
+pub(crate) async fn until_turn_ends(sub: &mut Subscription, turn: &TurnId) -> Vec<Notification> {
     let mut seen = Vec::new();
     while let Some(n) = sub.next().await {
         let done = matches!(&n, Notification::Event(e)
@@ -175,7 +175,7 @@ pub async fn until_turn_ends(sub: &mut Subscription, turn: &TurnId) -> Vec<Notif
 }
 
 /// Waits for the first notification matching `pred`.
-pub async fn wait_for(
+pub(crate) async fn wait_for(
     sub: &mut Subscription,
     mut pred: impl FnMut(&Notification) -> bool,
 ) -> Notification {
@@ -187,7 +187,7 @@ pub async fn wait_for(
     panic!("subscription ended before the awaited notification");
 }
 
-pub fn events(seen: &[Notification]) -> Vec<Arc<Event>> {
+pub(crate) fn events(seen: &[Notification]) -> Vec<Arc<Event>> {
     seen.iter()
         .filter_map(|n| match n {
             Notification::Event(e) => Some(e.clone()),
@@ -197,7 +197,7 @@ pub fn events(seen: &[Notification]) -> Vec<Arc<Event>> {
 }
 
 /// The status a turn ended with, from its turn_completed event.
-pub fn turn_status(seen: &[Notification]) -> TurnStatus {
+pub(crate) fn turn_status(seen: &[Notification]) -> TurnStatus {
     events(seen)
         .iter()
         .find_map(|e| match &e.payload {
@@ -208,7 +208,7 @@ pub fn turn_status(seen: &[Notification]) -> TurnStatus {
 }
 
 /// Completed items' kinds, in order.
-pub fn completed_kinds(seen: &[Notification]) -> Vec<ItemKind> {
+pub(crate) fn completed_kinds(seen: &[Notification]) -> Vec<ItemKind> {
     events(seen)
         .iter()
         .filter_map(|e| match &e.payload {

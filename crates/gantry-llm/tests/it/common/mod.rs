@@ -11,7 +11,7 @@ use gantry_llm::{
 use gantry_types::Usage;
 
 /// A retry policy with millisecond backoff, so retry tests run fast.
-pub fn fast_retry(max_retries: u32) -> RetryPolicy {
+pub(crate) fn fast_retry(max_retries: u32) -> RetryPolicy {
     RetryPolicy {
         max_retries,
         base_delay: Duration::from_millis(1),
@@ -21,7 +21,7 @@ pub fn fast_retry(max_retries: u32) -> RetryPolicy {
 }
 
 /// A request saying "hello" to `model`.
-pub fn hello(model: &str) -> ModelRequest {
+pub(crate) fn hello(model: &str) -> ModelRequest {
     ModelRequest {
         model: model.into(),
         messages: vec![Message::User {
@@ -33,7 +33,7 @@ pub fn hello(model: &str) -> ModelRequest {
 }
 
 /// Every event until the end, and the error that ended it, if any.
-pub async fn run(
+pub(crate) async fn run(
     client: &dyn ModelClient,
     request: ModelRequest,
 ) -> (Vec<ModelEvent>, Option<ModelError>) {
@@ -51,7 +51,7 @@ pub async fn run(
     (events, None)
 }
 
-pub fn text_of(events: &[ModelEvent]) -> String {
+pub(crate) fn text_of(events: &[ModelEvent]) -> String {
     events
         .iter()
         .filter_map(|e| match e {
@@ -61,7 +61,7 @@ pub fn text_of(events: &[ModelEvent]) -> String {
         .collect()
 }
 
-pub fn reasoning_of(events: &[ModelEvent]) -> String {
+pub(crate) fn reasoning_of(events: &[ModelEvent]) -> String {
     events
         .iter()
         .filter_map(|e| match e {
@@ -71,7 +71,7 @@ pub fn reasoning_of(events: &[ModelEvent]) -> String {
         .collect()
 }
 
-pub fn calls_of(events: &[ModelEvent]) -> Vec<ToolCall> {
+pub(crate) fn calls_of(events: &[ModelEvent]) -> Vec<ToolCall> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -81,7 +81,7 @@ pub fn calls_of(events: &[ModelEvent]) -> Vec<ToolCall> {
         .collect()
 }
 
-pub fn usage_of(events: &[ModelEvent]) -> Vec<Usage> {
+pub(crate) fn usage_of(events: &[ModelEvent]) -> Vec<Usage> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -91,7 +91,7 @@ pub fn usage_of(events: &[ModelEvent]) -> Vec<Usage> {
         .collect()
 }
 
-pub fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+pub(crate) fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
     ToolCall {
         id: id.into(),
         name: name.into(),
@@ -99,7 +99,7 @@ pub fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
     }
 }
 
-pub fn finished(reason: &str) -> ModelEvent {
+pub(crate) fn finished(reason: &str) -> ModelEvent {
     ModelEvent::Finished {
         finish_reason: Some(reason.into()),
     }

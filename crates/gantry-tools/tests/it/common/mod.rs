@@ -8,16 +8,16 @@ use gantry_tools::{Tool, ToolContext, ToolOutput};
 use serde_json::Value;
 
 /// A context for `dir`, canonicalized as the engine would.
-pub fn ctx(dir: &Path) -> ToolContext {
+pub(crate) fn ctx(dir: &Path) -> ToolContext {
     ToolContext::new(canon(dir))
 }
 
-pub fn canon(dir: &Path) -> PathBuf {
+pub(crate) fn canon(dir: &Path) -> PathBuf {
     std::fs::canonicalize(dir).unwrap()
 }
 
 /// A context whose streamed output is collected.
-pub fn ctx_collecting(dir: &Path) -> (ToolContext, Arc<Mutex<Vec<String>>>) {
+pub(crate) fn ctx_collecting(dir: &Path) -> (ToolContext, Arc<Mutex<Vec<String>>>) {
     let mut c = ctx(dir);
     let deltas = Arc::new(Mutex::new(Vec::new()));
     let d = deltas.clone();
@@ -25,7 +25,7 @@ pub fn ctx_collecting(dir: &Path) -> (ToolContext, Arc<Mutex<Vec<String>>>) {
     (c, deltas)
 }
 
-pub async fn call(tool: &dyn Tool, dir: &Path, args: Value) -> ToolOutput {
+pub(crate) async fn call(tool: &dyn Tool, dir: &Path, args: Value) -> ToolOutput {
     let c = ctx(dir);
     // start_item must never panic either, whatever the arguments.
     let _ = tool.start_item(&args, &c);
@@ -33,7 +33,7 @@ pub async fn call(tool: &dyn Tool, dir: &Path, args: Value) -> ToolOutput {
 }
 
 /// The `result` of a ToolCall item (panics otherwise).
-pub fn result_text(out: &ToolOutput) -> String {
+pub(crate) fn result_text(out: &ToolOutput) -> String {
     match &out.item {
         gantry_types::ItemKind::ToolCall {
             result: Some(r), ..

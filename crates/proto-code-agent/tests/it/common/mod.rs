@@ -24,12 +24,12 @@ use tonic::codec::Streaming;
 use tonic::transport::Channel;
 
 /// Fails a test that waits for something that never comes, instead of hanging.
-pub const HANG_GUARD: Duration = Duration::from_secs(30);
+pub(crate) const HANG_GUARD: Duration = Duration::from_secs(30);
 
 /// The name of the provider the engine has configured for the mock.
-pub const PROVIDER: &str = "mock";
+pub(crate) const PROVIDER: &str = "mock";
 
-pub struct Server {
+pub(crate) struct Server {
     pub client: CodeAgentServiceClient<Channel>,
     pub engine: Engine,
     pub llm: MockLlm,
@@ -40,7 +40,7 @@ pub struct Server {
 
 impl Server {
     /// A server whose model answers with `steps`, in order.
-    pub async fn start(steps: Vec<Step>) -> Self {
+    pub(crate) async fn start(steps: Vec<Step>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(dir.path().join("ws")).expect("workspace");
         let llm = MockLlm::start(Script::new(steps)).expect("mock llm");
@@ -112,7 +112,7 @@ impl Server {
     }
 
     /// The server's default workspace.
-    pub fn workspace(&self) -> PathBuf {
+    pub(crate) fn workspace(&self) -> PathBuf {
         self.dir
             .path()
             .join("ws")
@@ -121,7 +121,7 @@ impl Server {
     }
 
     /// A new session on the engine's default model (the mock); its id.
-    pub async fn session(&mut self) -> String {
+    pub(crate) async fn session(&mut self) -> String {
         self.client
             .create_session(pb::CreateSessionRequest::default())
             .await
@@ -132,7 +132,7 @@ impl Server {
 
     /// An `LLMConfig` that reaches the mock as its own OpenAI-compatible
     /// server, the way A3S clients give it (base URL without `/v1`).
-    pub fn llm_config(&self) -> pb::LlmConfig {
+    pub(crate) fn llm_config(&self) -> pb::LlmConfig {
         pb::LlmConfig {
             provider: "openai".into(),
             model: "gpt-4.1-mini".into(),
@@ -153,14 +153,14 @@ impl Drop for Server {
 }
 
 /// Awaits `f`, failing the test after [`HANG_GUARD`].
-pub async fn guard<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+pub(crate) async fn guard<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(HANG_GUARD, f)
         .await
         .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
 }
 
 /// A generation request for the user message `text`.
-pub fn ask(session: &str, text: &str) -> pb::GenerateRequest {
+pub(crate) fn ask(session: &str, text: &str) -> pb::GenerateRequest {
     pb::GenerateRequest {
         session_id: session.into(),
         messages: vec![pb::Message {
@@ -172,13 +172,13 @@ pub fn ask(session: &str, text: &str) -> pb::GenerateRequest {
 }
 
 /// The model's call of `shell` running `command`.
-pub fn shell(command: &str) -> Step {
+pub(crate) fn shell(command: &str) -> Step {
     Step::tool_call("shell", serde_json::json!({ "command": command }))
 }
 
 /// Subscribes to the events of `session` (every session's when `None`) of
 /// the given types (all when empty).
-pub async fn subscribe(
+pub(crate) async fn subscribe(
     s: &mut Server,
     session: Option<&str>,
     types: &[&str],
@@ -194,7 +194,7 @@ pub async fn subscribe(
 }
 
 /// The next event of type `kind`, skipping others.
-pub async fn next_of(events: &mut Streaming<pb::AgentEvent>, kind: EventType) -> pb::AgentEvent {
+pub(crate) async fn next_of(events: &mut Streaming<pb::AgentEvent>, kind: EventType) -> pb::AgentEvent {
     guard(kind.as_str_name(), async {
         loop {
             let event = events
@@ -212,7 +212,7 @@ pub async fn next_of(events: &mut Streaming<pb::AgentEvent>, kind: EventType) ->
 
 /// Runs `Generate` on a task of its own (it may wait for the test to
 /// answer an approval or an external task).
-pub fn spawn_generate(
+pub(crate) fn spawn_generate(
     s: &Server,
     session: &str,
     text: &str,
