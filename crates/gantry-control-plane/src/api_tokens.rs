@@ -3,11 +3,9 @@
 //! `gantry control-plane create-token` / `revoke-token` (another process
 //! than the server, so the server reads them from the store per request).
 
-use gantry_store::StoreError;
-use gantry_store::control_plane::{ApiTokenRecord, ControlPlaneStore};
-
-use super::auth::{hash, new_token, same};
-use super::now_ms;
+use crate::auth::{hash, new_token, same};
+use crate::now_ms;
+use crate::store::{ApiTokenRecord, ControlPlaneStore, StoreError};
 
 /// Longest token name accepted.
 const MAX_NAME_LEN: usize = 128;

@@ -4,13 +4,12 @@
 
 use std::sync::{Arc, RwLock};
 
-use gantry_store::StoreError;
-use gantry_store::control_plane::{ControlPlaneStore, RunnerRecord};
 use sha2::{Digest, Sha256};
 use tonic::Status;
 use tonic::metadata::MetadataMap;
 
-use super::now_ms;
+use crate::now_ms;
+use crate::store::{ControlPlaneStore, RunnerRecord, StoreError};
 
 /// Bytes of randomness in a token.
 const TOKEN_BYTES: usize = 32;

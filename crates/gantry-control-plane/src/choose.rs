@@ -3,9 +3,8 @@
 
 use std::collections::HashMap;
 
-use gantry_store::control_plane::RunnerLoad;
-
-use super::offers::{SdkOffer, includes};
+use crate::offers::{SdkOffer, includes};
+use crate::store::RunnerLoad;
 
 /// The least loaded of `connected` runners that offer `sdk` (and `model`):
 /// fewest running turns, then fewest agents, then lowest id (stable).
@@ -33,7 +32,7 @@ pub(crate) fn least_loaded(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control_plane::offers::ModelOffer;
+    use crate::offers::ModelOffer;
 
     fn runner(id: &str, sdk: &str, models: &[&str]) -> (String, Vec<SdkOffer>) {
         let models = models

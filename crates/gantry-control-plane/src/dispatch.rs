@@ -7,11 +7,11 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::client_message::Payload;
 use tokio::sync::oneshot;
 
-use super::registry::{Outbox, Registry};
-use crate::pb;
-use crate::pb::client_message::Payload;
+use crate::registry::{Outbox, Registry};
 
 /// Why a request got no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,9 +1,8 @@
 //! Why an API operation failed, in terms a caller can act on; the HTTP layer
 //! maps each kind to its status code.
 
-use gantry_store::StoreError;
-
-use super::dispatch::DispatchError;
+use crate::dispatch::DispatchError;
+use crate::store::StoreError;
 
 /// An API operation's failure.
 #[derive(Debug, thiserror::Error)]

@@ -1,12 +1,12 @@
 //! Following a thread: its update log after a seq, replayed from the store,
 //! then live, with no gap and no duplicate.
 
-use gantry_store::control_plane::{ControlPlaneStore, ThreadUpdateRecord};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::ControlPlane;
+use crate::ControlPlane;
+use crate::store::{ControlPlaneStore, ThreadUpdateRecord};
 
 /// Entries read from the store at a time while catching up.
 const PAGE: i64 = 256;

@@ -12,9 +12,14 @@
 //! - `tracking`: runners' updates applied to agents, threads, turns and
 //!   items, each thread change appended to the thread's log and broadcast.
 //! - `ops`: what the API does; `http`: its routes; `service`: the gRPC side.
+//! - [`github`]: the GitHub App that mints installation tokens for runners.
+//! - [`store`]: where all of it is kept.
 //!
 //! State lives in a [`ControlPlaneStore`] (SQLite by default), so a restart
 //! keeps runners, agents, threads and history; runners reconnect by themselves.
+//!
+//! The control plane keeps no engine: runners dial it over gRPC
+//! (`gantry-runner-protocol`), and it depends on no crate of the engine's.
 
 mod api_tokens;
 mod auth;
@@ -22,7 +27,7 @@ mod choose;
 mod dispatch;
 mod error;
 mod follow;
-mod github;
+pub mod github;
 mod http;
 mod offers;
 mod ops;
@@ -30,6 +35,7 @@ mod registry;
 mod requests;
 mod serve;
 mod service;
+pub mod store;
 mod tracking;
 mod views;
 
@@ -38,10 +44,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use gantry_store::StoreError;
-use gantry_store::control_plane::{
-    ApiTokenRecord, ControlPlaneStore, RunnerRecord, SqliteControlPlaneStore,
-};
+use gantry_runner_protocol::pb::agent_runner_control_service_server::AgentRunnerControlServiceServer;
 use tokio_util::sync::CancellationToken;
 
 pub use api_tokens::{ApiTokenError, create_api_token, revoke_api_token};
@@ -51,7 +54,9 @@ pub use serve::{ServeError, serve};
 pub use service::ControlService;
 
 use crate::github::GithubInstallations;
-use crate::pb::agent_runner_control_service_server::AgentRunnerControlServiceServer;
+use crate::store::{
+    ApiTokenRecord, ControlPlaneStore, RunnerRecord, SqliteControlPlaneStore, StoreError,
+};
 
 /// How long a runner gets to answer a request by default.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,9 +1,8 @@
 //! What a runner offers: the agent SDKs and models of its registration,
 //! kept as JSON in the store and shown by the API.
 
+use gantry_runner_protocol::pb;
 use serde::{Deserialize, Serialize};
-
-use crate::pb;
 
 /// An agent SDK a runner runs, and its models.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

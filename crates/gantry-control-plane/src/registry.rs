@@ -16,13 +16,13 @@ use std::net::SocketAddr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use gantry_runner_protocol::pb;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
-use super::offers::SdkOffer;
-use crate::pb;
+use crate::offers::SdkOffer;
 
 /// Where messages to one connected runner go: its ControlChannel's stream.
 pub(crate) type Outbox = mpsc::Sender<Result<pb::ServerMessage, Status>>;

@@ -1,9 +1,8 @@
 //! What the store keeps of a request sent to a runner: its kind, and the
 //! parameters that recording its answer needs.
 
+use gantry_runner_protocol::pb::server_message::Request;
 use serde::{Deserialize, Serialize};
-
-use crate::pb::server_message::Request;
 
 /// `CreateAgentRequest`.
 pub(crate) const CREATE_AGENT: &str = "create_agent";

@@ -9,7 +9,7 @@ use gantry_grpc::{GuardLayer, incoming};
 use tokio::net::TcpListener;
 use tonic::transport::Server;
 
-use super::ControlPlane;
+use crate::ControlPlane;
 
 /// How long connections get to close after the stop, before serve returns anyway.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
@@ -44,7 +44,9 @@ pub async fn serve(
             let served = Server::builder()
                 // Refuses what is not gRPC with protobuf, and unary calls
                 // carrying more than one message.
-                .layer(GuardLayer::new(crate::pb::SINGLE_MESSAGE_METHODS))
+                .layer(GuardLayer::new(
+                    gantry_runner_protocol::pb::SINGLE_MESSAGE_METHODS,
+                ))
                 .http2_keepalive_interval(Some(keepalive))
                 .http2_keepalive_timeout(Some(keepalive))
                 .add_service(cp.grpc_service())

@@ -3,17 +3,18 @@
 
 use std::net::SocketAddr;
 
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::agent_runner_control_service_server::AgentRunnerControlService;
+use gantry_runner_protocol::validate::Validate;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::auth::RunnerIdentity;
-use super::registry::Busy;
-use super::{ControlPlane, github, now_ms, offers};
-use crate::pb;
-use crate::pb::agent_runner_control_service_server::AgentRunnerControlService;
-use crate::validate::Validate;
+use crate::auth::RunnerIdentity;
+use crate::github::rpcs as github;
+use crate::registry::Busy;
+use crate::{ControlPlane, now_ms, offers};
 
 /// Requests queued for a runner before sending waits for it to read.
 const OUTBOX_CAPACITY: usize = 64;

@@ -1,12 +1,10 @@
 //! The JSON shapes of the HTTP API and of the thread update log, built from
 //! the store's records.
 
-use gantry_store::control_plane::{
-    AgentRecord, ItemRecord, RunnerRecord, SkillRecord, ThreadRecord, TurnRecord,
-};
 use serde::{Deserialize, Serialize};
 
-use super::offers::SdkOffer;
+use crate::offers::SdkOffer;
+use crate::store::{AgentRecord, ItemRecord, RunnerRecord, SkillRecord, ThreadRecord, TurnRecord};
 
 /// A runner, as `GET /v1/runners` lists it.
 #[derive(Debug, Serialize)]

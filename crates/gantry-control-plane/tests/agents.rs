@@ -1,17 +1,17 @@
 //! Agents and threads through the HTTP API: requests reach the runner with
 //! a request id, its answers (or refusals, or silence) decide the response.
 
-mod control_plane_support;
+mod support;
 
 use std::time::Duration;
 
-use control_plane_support::{
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::server_message::Request as RunnerRequest;
+use serde_json::json;
+use support::{
     FakeRunner, Harness, agent_update, answer, offering, request_error, runner_with_thread,
     thread_update,
 };
-use proto_runner_control::pb;
-use proto_runner_control::pb::server_message::Request as RunnerRequest;
-use serde_json::json;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -86,7 +86,7 @@ async fn without_a_runner_id_the_least_loaded_runner_offering_the_model_gets_the
     let (id, _) = busy.next_request().await;
     busy.send(
         Some(&id),
-        control_plane_support::turn_update("turn-1", pb::TurnStatus::Running),
+        support::turn_update("turn-1", pb::TurnStatus::Running),
     )
     .await;
     assert_eq!(answer(call).await.0, 202);
@@ -127,7 +127,7 @@ async fn no_runner_offering_the_sdk_is_400_naming_what_was_asked() {
     let _runner = FakeRunner::connect(h.grpc, &token, offering("gantry", &["m1"])).await;
 
     // No runner offers it, connected or not: the request is wrong (an
-    // offline runner offering it is 503, see control_plane_security.rs).
+    // offline runner offering it is 503, see tests/security.rs).
     let (status, body) = h.post("/v1/agents", json!({"sdk": "codex"})).await;
     assert_eq!(status, 400);
     assert!(

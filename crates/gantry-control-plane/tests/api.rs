@@ -1,12 +1,12 @@
 //! The HTTP API's contract: the OpenAPI document lists every route, and
 //! errors are JSON with the status that says why.
 
-mod control_plane_support;
+mod support;
 
 use std::time::Duration;
 
-use control_plane_support::Harness;
 use serde_json::json;
+use support::Harness;
 
 /// Every route the API serves (method, path).
 const ROUTES: &[(&str, &str)] = &[

@@ -2,20 +2,20 @@
 //! the control plane; a user creates an agent and a thread over HTTP, sends
 //! a message, and follows the turn to its end over SSE.
 
-mod control_plane_support;
+mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use control_plane_support::{GUARD, Harness, guarded};
 use futures_util::StreamExt;
 use gantry_core::{EngineBuilder, SingleModel};
 use gantry_llm::ClientConfig;
 use gantry_llm::openai_chat::OpenAiChatClient;
 use gantry_store::SqliteStore;
 use gantry_testkit::{MockLlm, Script, Step};
-use proto_runner_control::runner::{self, Backoff, ControlPlaneUrl, RunnerOptions};
+use proto_runner_control::{self as runner, Backoff, ControlPlaneUrl, RunnerOptions};
 use serde_json::{Value, json};
+use support::{GUARD, Harness, guarded};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test]

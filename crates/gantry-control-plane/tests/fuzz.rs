@@ -4,14 +4,14 @@
 //! of any type. Nothing may answer 5xx (a bad body is the caller's fault)
 //! and the server must stay up.
 
-mod control_plane_support;
+mod support;
 
 use std::time::Duration;
 
-use control_plane_support::{FakeRunner, Harness, offering, runner_with_thread};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
+use support::{FakeRunner, Harness, offering, runner_with_thread};
 
 /// Cases per body kind.
 const CASES: u32 = 256;

@@ -2,17 +2,17 @@
 //! control plane, which signs in as the GitHub App and mints them from a
 //! fake GitHub API; a runner gets only the installations it is allowed.
 
-mod control_plane_support;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use control_plane_support::{Harness, client, guarded};
+use gantry_control_plane::ControlPlaneOptions;
+use gantry_control_plane::github::GithubApp;
+use gantry_runner_protocol::pb;
 use gantry_testkit::github::{APP_PRIVATE_KEY_PEM, APP_PUBLIC_KEY_PEM, FakeGithub};
-use proto_runner_control::control_plane::ControlPlaneOptions;
-use proto_runner_control::github::GithubApp;
-use proto_runner_control::pb;
-use proto_runner_control::runner::{GithubTokens, git_env};
+use proto_runner_control::{GithubTokens, git_env};
+use support::{Harness, client, guarded};
 use tonic::Code;
 
 const APP_ID: i64 = 4242;

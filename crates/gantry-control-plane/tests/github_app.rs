@@ -3,11 +3,11 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use gantry_control_plane::github::{GithubApp, GithubError, GithubInstallations};
 use gantry_testkit::github::{
     APP_PRIVATE_KEY_PEM, APP_PRIVATE_KEY_PKCS8_PEM, APP_PUBLIC_KEY_PEM, FakeGithub,
     STRANGER_PRIVATE_KEY_PEM,
 };
-use proto_runner_control::github::{GithubApp, GithubError, GithubInstallations};
 
 const APP_ID: i64 = 42;
 

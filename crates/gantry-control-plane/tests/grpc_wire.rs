@@ -1,17 +1,17 @@
 //! What reaches the control plane's gRPC server off the wire, and the
 //! runner protocol's decoders under arbitrary bytes.
 
-mod control_plane_support;
+mod support;
 
 use std::future::poll_fn;
 
 use bytes::Bytes;
-use control_plane_support::Harness;
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::validate::Validate;
 use http_body_util::BodyExt;
 use proptest::prelude::*;
 use prost::Message;
-use proto_runner_control::pb;
-use proto_runner_control::validate::Validate;
+use support::Harness;
 use tonic::Code;
 use tonic::body::Body;
 use tonic::transport::Channel;

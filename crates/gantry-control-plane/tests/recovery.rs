@@ -3,18 +3,18 @@
 //! threads and their history. One runner, one channel: a second connection
 //! with a live runner's token is refused, a reconnect is not.
 
-mod control_plane_support;
+mod support;
 
 use std::time::Duration;
 
-use control_plane_support::{
+use gantry_control_plane::ControlPlaneOptions;
+use gantry_runner_protocol::pb::server_message::Request as RunnerRequest;
+use gantry_runner_protocol::pb::{self, ItemStatus, ItemType, TurnStatus};
+use serde_json::json;
+use support::{
     FakeRunner, Harness, agent_update, answer, client, item_update, offering, take_events,
     thread_update, turn_update,
 };
-use proto_runner_control::control_plane::ControlPlaneOptions;
-use proto_runner_control::pb::server_message::Request as RunnerRequest;
-use proto_runner_control::pb::{self, ItemStatus, ItemType, TurnStatus};
-use serde_json::json;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Code;
 
@@ -217,7 +217,7 @@ async fn a_runner_whose_connection_died_unseen_is_let_back_in_once_pings_go_unan
     // The server's unanswered keepalive ping closes it; the runner, retrying
     // as it does on ALREADY_EXISTS, gets in. Each attempt waits (bounded)
     // for the old channel to end, so this loop does not spin.
-    let deadline = std::time::Instant::now() + control_plane_support::GUARD;
+    let deadline = std::time::Instant::now() + support::GUARD;
     let mut runner = loop {
         match FakeRunner::try_connect(h.grpc, &token, offering("gantry", &["m1"])).await {
             Ok(runner) => break runner,

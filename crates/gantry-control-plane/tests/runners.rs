@@ -1,16 +1,16 @@
 //! Runners connecting to the control plane: authentication, registration,
 //! the runner list, and the GitHub rpcs without an app.
 
-mod control_plane_support;
+mod support;
 
 use std::time::{Duration, Instant};
 
-use control_plane_support::{
+use futures_util::StreamExt;
+use gantry_control_plane::store::{ControlPlaneStore, SqliteControlPlaneStore};
+use gantry_runner_protocol::pb;
+use support::{
     FakeRunner, GUARD, Harness, client, guarded, offering, runner_with_thread, take_events,
 };
-use futures_util::StreamExt;
-use gantry_store::control_plane::{ControlPlaneStore, SqliteControlPlaneStore};
-use proto_runner_control::pb;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Code;
 
@@ -150,7 +150,7 @@ async fn a_runner_added_by_another_process_can_connect_at_once() {
     let h = Harness::start(dir.path(), TIMEOUT).await;
     // What `gantry control-plane add-runner` does: straight into the store.
     let store = SqliteControlPlaneStore::open_in(dir.path()).await.unwrap();
-    let (_, token) = proto_runner_control::control_plane::add_runner(&store, "late")
+    let (_, token) = gantry_control_plane::add_runner(&store, "late")
         .await
         .unwrap();
 

@@ -3,17 +3,15 @@
 //! rebinding) and come from no foreign page, and bearer tokens are needed
 //! once any exists or whenever the API listens beyond loopback.
 
-mod control_plane_support;
+mod support;
 
 use std::time::Duration;
 
-use control_plane_support::{FakeRunner, Harness, offering, runner_with_thread};
-use gantry_store::control_plane::SqliteControlPlaneStore;
-use proto_runner_control::control_plane::{
-    ControlPlaneOptions, create_api_token, revoke_api_token,
-};
-use proto_runner_control::pb::server_message::Request as RunnerRequest;
+use gantry_control_plane::store::SqliteControlPlaneStore;
+use gantry_control_plane::{ControlPlaneOptions, create_api_token, revoke_api_token};
+use gantry_runner_protocol::pb::server_message::Request as RunnerRequest;
 use serde_json::{Value, json};
+use support::{FakeRunner, Harness, offering, runner_with_thread};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 

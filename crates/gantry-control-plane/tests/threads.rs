@@ -2,17 +2,17 @@
 //! runner's updates, shown by `GET /v1/threads/{id}`, and streamed over SSE
 //! in order, with `Last-Event-ID` resume.
 
-mod control_plane_support;
+mod support;
 
 use std::time::Duration;
 
-use control_plane_support::{
+use gantry_runner_protocol::pb::server_message::Request as RunnerRequest;
+use gantry_runner_protocol::pb::{self, ItemStatus, ItemType, TurnStatus};
+use serde_json::{Value, json};
+use support::{
     FakeRunner, Harness, answer, item_update, request_error, runner_with_thread, take_events,
     turn_update,
 };
-use proto_runner_control::pb::server_message::Request as RunnerRequest;
-use proto_runner_control::pb::{self, ItemStatus, ItemType, TurnStatus};
-use serde_json::{Value, json};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 

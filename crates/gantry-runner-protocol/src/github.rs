@@ -1,21 +1,13 @@
-//! GitHub App installation tokens. The control plane holds the app's key
-//! ([`GithubApp`]) and mints short-lived installation tokens for the runners
-//! through [`GithubInstallations`]; a runner asks for them over
-//! `ListGithubInstallationsForRunner` and
+//! GitHub App installation tokens as both sides of the protocol see them.
+//! The control plane holds the app's key and mints short-lived installation
+//! tokens for the runners (`gantry_control_plane::github`); a runner asks for
+//! them over `ListGithubInstallationsForRunner` and
 //! `GetGithubInstallationAccessTokenForRunner`.
 //!
 //! A token is a credential: it lives in memory only, and is never logged
 //! ([`InstallationToken`]'s `Debug` hides it; no error message carries it).
 
-mod api;
-mod app;
-mod jwt;
-
 use std::fmt;
-
-use async_trait::async_trait;
-
-pub use app::{GithubApp, GithubAppBuilder};
 
 /// A short-lived access token for one installation of the GitHub App.
 #[derive(Clone, PartialEq, Eq)]
@@ -123,23 +115,6 @@ impl From<GithubError> for tonic::Status {
             GithubError::ControlPlane { code, message } => tonic::Status::new(code, message),
         }
     }
-}
-
-/// Installations and tokens of a GitHub App, scoped per runner.
-///
-/// `runner` is the runner as the control plane knows it (its name or id);
-/// it scopes which installations are "associated with it".
-#[async_trait]
-pub trait GithubInstallations: Send + Sync {
-    /// Ids of the installations the runner may use.
-    async fn installations(&self, runner: &str) -> Result<Vec<i64>, GithubError>;
-
-    /// A fresh token for one of them; [`GithubError::NotAllowed`] for any other.
-    async fn token(
-        &self,
-        runner: &str,
-        installation_id: i64,
-    ) -> Result<InstallationToken, GithubError>;
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
-//! `companyhelm.runner.v1.AgentRunnerControlService`: Gantry as a runner
-//! that dials a control plane and serves its requests with the engine, and
-//! Gantry's own control plane that runners dial.
+//! `companyhelm.runner.v1`, the protocol between a runner and its control
+//! plane: the messages, client and server generated from the proto, the
+//! proto's `buf.validate` rules checked by hand, and the GitHub token types
+//! both sides pass over it. Gantry's runner (`proto-runner-control`) and
+//! Gantry's control plane (`gantry-control-plane`) both use it, and neither
+//! pulls in the other through it.
 
 /// The generated messages, client and server of the runner proto.
 pub mod pb {
@@ -13,7 +16,5 @@ pub mod pb {
         include!(concat!(env!("OUT_DIR"), "/single_message_methods.rs"));
 }
 
-pub mod control_plane;
 pub mod github;
-pub mod runner;
 pub mod validate;

@@ -2,9 +2,8 @@
 //! models its providers serve and the reasoning levels each takes.
 
 use gantry_core::Engine;
+use gantry_runner_protocol::pb;
 use gantry_types::GANTRY_SDK;
-
-use crate::pb;
 
 /// Reasoning levels offered for a model that reasons.
 const REASONING_LEVELS: [&str; 3] = ["low", "medium", "high"];

@@ -6,11 +6,11 @@ use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use gantry_core::CommandEnvSource;
+use gantry_runner_protocol::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
 use gantry_types::ThreadId;
 
 use super::endpoint::Outbound;
 use super::github_tokens::{GithubTokens, git_env};
-use crate::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
 
 /// The engine's [`CommandEnvSource`] for a runner: commands that run `git`
 /// or `gh` get a token for the first installation the control plane lists

@@ -9,14 +9,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use gantry_runner_protocol::github::{GithubError, InstallationToken};
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
+use gantry_runner_protocol::validate::Validate;
 use tonic::body::Body;
 use tonic::client::GrpcService;
 use tonic::codegen::{Bytes, StdError};
-
-use crate::github::{GithubError, InstallationToken};
-use crate::pb;
-use crate::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
-use crate::validate::Validate;
 
 /// A cached token is fetched again once it has less than this left, so a
 /// command never starts with a token about to die.
@@ -170,7 +169,7 @@ fn refused(status: tonic::Status) -> GithubError {
     }
 }
 
-fn invalid(violation: crate::validate::Violation) -> GithubError {
+fn invalid(violation: gantry_runner_protocol::validate::Violation) -> GithubError {
     GithubError::InvalidResponse(format!("the control plane: {violation}"))
 }
 
@@ -193,8 +192,8 @@ mod tests {
     use tonic::{Request, Response, Status};
 
     use super::*;
-    use crate::github::{GithubApp, GithubInstallations};
-    use crate::pb::agent_runner_control_service_server::{
+    use gantry_control_plane::github::{GithubApp, GithubInstallations};
+    use gantry_runner_protocol::pb::agent_runner_control_service_server::{
         AgentRunnerControlService, AgentRunnerControlServiceServer,
     };
 

@@ -5,9 +5,8 @@
 
 use std::collections::VecDeque;
 
+use gantry_runner_protocol::pb;
 use tokio::sync::mpsc;
-
-use crate::pb;
 
 /// Messages queued while no channel is open, at most.
 pub(crate) const CAPACITY: usize = 1024;

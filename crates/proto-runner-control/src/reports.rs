@@ -7,13 +7,13 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use gantry_core::{Engine, Notification, ThreadFeed};
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::client_message::Payload;
 use gantry_types::{
     EventPayload, Item, ItemKind, ItemStatus, ThreadId, ThreadView, TurnId, TurnStatus,
 };
 
 use super::outbox::Outbox;
-use crate::pb;
-use crate::pb::client_message::Payload;
 
 /// A `TurnUpdate` for `turn`.
 pub(crate) fn turn_update(

@@ -7,13 +7,13 @@
 use std::path::PathBuf;
 
 use gantry_core::{AgentSpec, CreateThread, Engine, EngineError, IfBusy, valid_thread_id};
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::client_message::Payload;
+use gantry_runner_protocol::pb::server_message::Request;
 use gantry_types::{AgentId, ThreadId, ThreadSettingsPatch, TurnStatus};
 
 use super::outbox::{Closed, Outbox};
 use super::reports::{Followers, turn_update};
-use crate::pb;
-use crate::pb::client_message::Payload;
-use crate::pb::server_message::Request;
 
 /// Serves requests; cheap to clone.
 #[derive(Clone)]

@@ -6,6 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
+use gantry_runner_protocol::validate::Validate;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
@@ -17,9 +20,6 @@ use super::endpoint::{ControlPlaneUrl, Outbound};
 use super::github_env::GithubCommandEnv;
 use super::outbox::{UNCONFIRMED, Unconfirmed};
 use super::requests::Handler;
-use crate::pb;
-use crate::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
-use crate::validate::Validate;
 
 /// How long the control channel may take to open (response headers).
 const OPEN_TIMEOUT: Duration = Duration::from_secs(5);

@@ -2,12 +2,12 @@
 //! ([`GithubInstallations`]) for an authenticated runner. Without an app
 //! configured they answer `UNIMPLEMENTED`.
 
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::validate::Validate;
 use tonic::Status;
 
-use super::auth::RunnerIdentity;
+use crate::auth::RunnerIdentity;
 use crate::github::GithubInstallations;
-use crate::pb;
-use crate::validate::Validate;
 
 /// `UNIMPLEMENTED` when no app is configured.
 fn configured(app: Option<&dyn GithubInstallations>) -> Result<&dyn GithubInstallations, Status> {

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
-use crate::control_plane::error::ApiError;
+use crate::error::ApiError;
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {

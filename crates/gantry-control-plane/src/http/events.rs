@@ -9,10 +9,10 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::{Stream, StreamExt};
-use gantry_store::control_plane::ThreadUpdateRecord;
 
-use crate::control_plane::ControlPlane;
-use crate::control_plane::error::ApiError;
+use crate::ControlPlane;
+use crate::error::ApiError;
+use crate::store::ThreadUpdateRecord;
 
 /// The header a reconnecting `EventSource` sends.
 const LAST_EVENT_ID: &str = "last-event-id";

@@ -26,8 +26,8 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::control_plane::ControlPlane;
-use crate::control_plane::api_tokens;
+use crate::ControlPlane;
+use crate::api_tokens;
 
 /// The route that needs no token.
 const OPEN_PATH: &str = "/openapi.json";

@@ -7,10 +7,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 
 use super::error::{body, optional_body};
-use crate::control_plane::ControlPlane;
-use crate::control_plane::error::ApiError;
-use crate::control_plane::ops::{MessageAccepted, NewThread};
-use crate::control_plane::views::{AgentView, RunnerView, SkillView, ThreadDetail, ThreadView};
+use crate::ControlPlane;
+use crate::error::ApiError;
+use crate::ops::{MessageAccepted, NewThread};
+use crate::views::{AgentView, RunnerView, SkillView, ThreadDetail, ThreadView};
 
 /// What a route answers.
 type Answer<T> = Result<Json<T>, ApiError>;

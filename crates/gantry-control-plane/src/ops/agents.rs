@@ -1,19 +1,19 @@
 //! Agents: created on a chosen or the least loaded runner, deleted, given
 //! skill packages.
 
-use gantry_store::control_plane::AgentRecord;
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::client_message::Payload;
+use gantry_runner_protocol::pb::server_message::Request;
 
 use super::{NewAgent, NewSkill, Subject, unexpected};
-use crate::control_plane::ControlPlane;
-use crate::control_plane::choose::least_loaded;
-use crate::control_plane::error::{ApiError, require, require_if_given};
-use crate::control_plane::offers::includes;
-use crate::control_plane::requests::Params;
-use crate::control_plane::tracking::merge::DELETED;
-use crate::control_plane::views::{AgentView, SkillView};
-use crate::pb;
-use crate::pb::client_message::Payload;
-use crate::pb::server_message::Request;
+use crate::ControlPlane;
+use crate::choose::least_loaded;
+use crate::error::{ApiError, require, require_if_given};
+use crate::offers::includes;
+use crate::requests::Params;
+use crate::store::AgentRecord;
+use crate::tracking::merge::DELETED;
+use crate::views::{AgentView, SkillView};
 
 /// The SDK of agents that name none.
 const DEFAULT_SDK: &str = "gantry";

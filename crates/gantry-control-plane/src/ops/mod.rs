@@ -6,18 +6,19 @@ mod agents;
 mod runners;
 mod threads;
 
-use gantry_store::control_plane::RequestRecord;
 use serde::Deserialize;
+
+use crate::store::RequestRecord;
 
 pub(crate) use threads::MessageAccepted;
 
 use super::error::ApiError;
 use super::requests::{self, Params};
 use super::{ControlPlane, now_ms};
-use crate::pb;
-use crate::pb::client_message::Payload;
-use crate::pb::server_message::Request;
-use crate::validate::Validate;
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::client_message::Payload;
+use gantry_runner_protocol::pb::server_message::Request;
+use gantry_runner_protocol::validate::Validate;
 
 /// `POST /v1/agents`.
 #[derive(Debug, Default, Deserialize)]

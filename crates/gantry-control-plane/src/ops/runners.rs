@@ -2,9 +2,9 @@
 
 use std::collections::HashMap;
 
-use crate::control_plane::ControlPlane;
-use crate::control_plane::error::ApiError;
-use crate::control_plane::views::RunnerView;
+use crate::ControlPlane;
+use crate::error::ApiError;
+use crate::views::RunnerView;
 
 impl ControlPlane {
     /// Every runner, connected or not, with what it offers and its load.

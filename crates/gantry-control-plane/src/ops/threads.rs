@@ -1,19 +1,19 @@
 //! Threads: created on their agent's runner, read with their turns and
 //! items, deleted, and sent messages.
 
-use gantry_store::control_plane::ThreadRecord;
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::client_message::Payload;
+use gantry_runner_protocol::pb::server_message::Request;
 use serde::Serialize;
 
 use super::{NewMessage, NewThread, Subject, unexpected};
-use crate::control_plane::ControlPlane;
-use crate::control_plane::error::{ApiError, require, require_if_given};
-use crate::control_plane::offers::check_model;
-use crate::control_plane::requests::Params;
-use crate::control_plane::tracking::merge::DELETED;
-use crate::control_plane::views::{ThreadDetail, ThreadView};
-use crate::pb;
-use crate::pb::client_message::Payload;
-use crate::pb::server_message::Request;
+use crate::ControlPlane;
+use crate::error::{ApiError, require, require_if_given};
+use crate::offers::check_model;
+use crate::requests::Params;
+use crate::store::ThreadRecord;
+use crate::tracking::merge::DELETED;
+use crate::views::{ThreadDetail, ThreadView};
 
 /// `202` of `POST /v1/threads/{id}/messages`.
 #[derive(Debug, Serialize)]

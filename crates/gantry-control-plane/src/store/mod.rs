@@ -1,8 +1,9 @@
 //! The control plane's store: runners and their tokens' hashes, agents,
 //! threads, the requests sent to runners, turns, items, and each thread's
 //! update log. It lives in its own database (`control-plane.db`) with its own
-//! migrations (`migrations-control-plane/`), apart from the engine's.
+//! migrations (`migrations/` of this crate), apart from the engine's.
 
+mod pool;
 mod records;
 mod sql;
 mod sqlite;
@@ -15,7 +16,13 @@ pub use records::{
 };
 pub use sqlite::{CONTROL_PLANE_DB, SqliteControlPlaneStore};
 
-use crate::StoreError;
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database failed.
+    #[error("store: {0}")]
+    Database(String),
+}
 
 /// Where the control plane keeps its state.
 #[async_trait]

@@ -2,7 +2,7 @@
 //! placeholders, BIGINT, TEXT, `ON CONFLICT ... DO UPDATE`): a PostgreSQL
 //! store runs the same text.
 
-/// Columns of a runner row, in [`crate::control_plane::RunnerRecord`] order.
+/// Columns of a runner row, in [`crate::store::RunnerRecord`] order.
 macro_rules! runner_columns {
     () => {
         "id, name, token_hash, sdks, created_at, registered_at"

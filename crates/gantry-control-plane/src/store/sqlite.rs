@@ -15,14 +15,13 @@ use super::records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
     ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert,
 };
-use super::{ControlPlaneStore, sql};
-use crate::StoreError;
+use super::{ControlPlaneStore, StoreError, pool, sql};
 
 /// The database's file name in the data dir.
 pub const CONTROL_PLANE_DB: &str = "control-plane.db";
 
 /// The control plane's migrations, embedded at compile time.
-static MIGRATOR: Migrator = sqlx::migrate!("./migrations-control-plane");
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 
 /// The control plane's store on a SQLite file.
 #[derive(Debug)]
@@ -37,7 +36,7 @@ impl SqliteControlPlaneStore {
     /// Opens (creating it and its parent directories if needed) the database
     /// at `path` and brings its schema up to date.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let pool = crate::sqlite::pool::open(path, &MIGRATOR).await?;
+        let pool = pool::open(path, &MIGRATOR).await?;
         Ok(Self {
             pool,
             writer: Mutex::new(()),

@@ -1,12 +1,11 @@
 //! Agent and skill updates: plain upserts, not part of any thread's log.
 
-use gantry_store::StoreError;
-use gantry_store::control_plane::{AgentRecord, SkillRecord};
+use gantry_runner_protocol::pb;
 
 use super::Context;
 use super::merge::{DELETED, READY, lifecycle};
-use crate::control_plane::requests::{self, Params};
-use crate::pb;
+use crate::requests::{self, Params};
+use crate::store::{AgentRecord, SkillRecord, StoreError};
 
 /// An agent became ready or was deleted. A new agent is recorded only as
 /// the answer to our `CreateAgentRequest` for it.

@@ -2,9 +2,9 @@
 //! (a runner re-sends the turns that were active when its channel dropped),
 //! so every rule is idempotent and no status goes backwards.
 
-use gantry_store::control_plane::{ItemRecord, TurnRecord};
+use gantry_runner_protocol::pb;
 
-use crate::pb;
+use crate::store::{ItemRecord, TurnRecord};
 
 /// `running` / `completed` of a turn or item; `None` for an unknown status.
 pub(crate) fn turn_status(status: pb::TurnStatus) -> Option<&'static str> {

@@ -13,13 +13,12 @@ mod threads;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use gantry_store::StoreError;
-use gantry_store::control_plane::{ControlPlaneStore, RequestRecord, ThreadUpdateRecord};
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::client_message::Payload;
 use tokio::sync::{Mutex, broadcast};
 
 use super::now_ms;
-use crate::pb;
-use crate::pb::client_message::Payload;
+use crate::store::{ControlPlaneStore, RequestRecord, StoreError, ThreadUpdateRecord};
 
 /// Thread updates a slow follower may fall behind before it rereads the store.
 const BROADCAST_CAPACITY: usize = 1024;

@@ -1,18 +1,16 @@
 //! Thread, turn and item updates, and refused requests: each change is one
 //! row written with one log entry.
 
-use gantry_store::StoreError;
-use gantry_store::control_plane::{
-    ItemRecord, RequestRecord, ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert,
-};
+use gantry_runner_protocol::pb;
 
 use super::Context;
 use super::merge::{self, DELETED, READY, lifecycle};
-use crate::control_plane::requests::{self, Params};
-use crate::control_plane::views::{
-    CommandView, ErrorView, ItemView, ThreadView, TurnView, to_json,
+use crate::requests::{self, Params};
+use crate::store::{
+    ItemRecord, RequestRecord, StoreError, ThreadChange, ThreadRecord, ThreadUpdateRecord,
+    TurnRecord, Upsert,
 };
-use crate::pb;
+use crate::views::{CommandView, ErrorView, ItemView, ThreadView, TurnView, to_json};
 
 /// Log entry kinds.
 const THREAD: &str = "thread";

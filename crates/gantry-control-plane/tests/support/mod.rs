@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use eventsource_stream::Eventsource;
 use futures_util::{Stream, StreamExt};
-use proto_runner_control::control_plane::{ControlPlane, ControlPlaneOptions, serve};
-use proto_runner_control::pb;
-use proto_runner_control::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
-use proto_runner_control::pb::client_message::Payload;
-use proto_runner_control::pb::server_message::Request as RunnerRequest;
+use gantry_control_plane::{ControlPlane, ControlPlaneOptions, serve};
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
+use gantry_runner_protocol::pb::client_message::Payload;
+use gantry_runner_protocol::pb::server_message::Request as RunnerRequest;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};

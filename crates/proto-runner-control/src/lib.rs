@@ -1,6 +1,11 @@
-//! Gantry as a runner: dials a control plane, registers what it offers,
-//! serves the requests that come over the control channel with the engine,
-//! and reports every agent, thread, turn and item change back.
+//! Gantry as a runner under a control plane (`companyhelm.runner.v1`, from
+//! `gantry-runner-protocol`): dials the control plane, registers what it
+//! offers, serves the requests that come over the control channel with the
+//! engine, and reports every agent, thread, turn and item change back.
+//!
+//! An adapter over the engine (`gantry-core`); the control plane it dials
+//! is any that speaks the protocol, Gantry's own (`gantry-control-plane`)
+//! among them.
 
 mod backoff;
 mod catalog;
