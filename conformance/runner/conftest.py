@@ -28,7 +28,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from harness import HANG_GUARD, MockLlm, binary, read_line  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PROTO_DIR = ROOT / "crates" / "proto-runner-control" / "proto"
+PROTO_DIR = ROOT / "crates" / "gantry-runner-protocol" / "proto"
 PROTOS = ["companyhelm/runner/v1/runner.proto", "buf/validate/validate.proto"]
 SERVICE = "companyhelm.runner.v1.AgentRunnerControlService"
 # The token the control plane knows this runner by.

@@ -500,11 +500,11 @@ mod runner {
 
     use anyhow::{Context, Result, anyhow};
     use futures_util::stream;
-    use proto_runner_control::pb;
-    use proto_runner_control::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
-    use proto_runner_control::pb::client_message::Payload;
-    use proto_runner_control::pb::server_message::Request as RunnerRequest;
-    use proto_runner_control::validate::Validate;
+    use gantry_runner_protocol::pb;
+    use gantry_runner_protocol::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
+    use gantry_runner_protocol::pb::client_message::Payload;
+    use gantry_runner_protocol::pb::server_message::Request as RunnerRequest;
+    use gantry_runner_protocol::validate::Validate;
     use tokio::sync::mpsc;
     use tonic::metadata::{Ascii, MetadataValue};
     use tonic::service::Interceptor;

@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use gantry_store::control_plane::{ControlPlaneStore, SqliteControlPlaneStore};
-use proto_runner_control::control_plane::{
-    self, ControlPlane, ControlPlaneOptions, DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR,
+use gantry_control_plane::github::{GithubApp, GithubInstallations};
+use gantry_control_plane::store::{ControlPlaneStore, SqliteControlPlaneStore};
+use gantry_control_plane::{
+    self as control_plane, ControlPlane, ControlPlaneOptions, DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR,
 };
-use proto_runner_control::github::{GithubApp, GithubInstallations};
 use tokio::net::TcpListener;
 
 use crate::signals::stop_signal;

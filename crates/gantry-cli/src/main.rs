@@ -26,7 +26,9 @@ fn main() -> ExitCode {
     gantry_tools::sandbox::child_env::pass(cli.global.pass_env.iter().cloned());
     // The daemons say when they connect and lose their peers.
     let default_log = match cli.command {
-        Command::Runner(_) | Command::ControlPlane(_) => "warn,proto_runner_control=info",
+        Command::Runner(_) | Command::ControlPlane(_) => {
+            "warn,proto_runner_control=info,gantry_control_plane=info"
+        }
         _ => "warn",
     };
     init_tracing(default_log);

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use proto_runner_control::runner::{
-    self, Backoff, ControlPlaneUrl, GithubCommandEnv, RunnerOptions,
+use proto_runner_control::{
+    self as runner, Backoff, ControlPlaneUrl, GithubCommandEnv, RunnerOptions,
 };
 use tokio_util::sync::CancellationToken;
 

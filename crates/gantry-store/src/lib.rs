@@ -8,7 +8,6 @@
 #![warn(missing_docs)]
 
 mod codec;
-pub mod control_plane;
 mod jobs;
 mod memories;
 pub mod memory;

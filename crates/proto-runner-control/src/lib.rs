@@ -1,19 +1,133 @@
-//! `companyhelm.runner.v1.AgentRunnerControlService`: Gantry as a runner
-//! that dials a control plane and serves its requests with the engine, and
-//! Gantry's own control plane that runners dial.
+//! Gantry as a runner under a control plane (`companyhelm.runner.v1`, from
+//! `gantry-runner-protocol`): dials the control plane, registers what it
+//! offers, serves the requests that come over the control channel with the
+//! engine, and reports every agent, thread, turn and item change back.
+//!
+//! An adapter over the engine (`gantry-core`); the control plane it dials
+//! is any that speaks the protocol, Gantry's own (`gantry-control-plane`)
+//! among them.
 
-/// The generated messages, client and server of the runner proto.
-pub mod pb {
-    #![allow(missing_docs, clippy::all, clippy::pedantic)]
-    tonic::include_proto!("companyhelm.runner.v1");
+mod backoff;
+mod catalog;
+mod endpoint;
+mod github_env;
+mod github_tokens;
+mod outbox;
+mod reports;
+mod requests;
+mod session;
 
-    /// The methods whose request is one message (unary and
-    /// server-streaming), as `/package.Service/Method` paths.
-    pub const SINGLE_MESSAGE_METHODS: &[&str] =
-        include!(concat!(env!("OUT_DIR"), "/single_message_methods.rs"));
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use gantry_core::Engine;
+use tokio_util::sync::CancellationToken;
+
+pub use backoff::Backoff;
+pub use endpoint::ControlPlaneUrl;
+pub use github_env::GithubCommandEnv;
+pub use github_tokens::{GithubTokens, git_env};
+
+use outbox::{Outbox, Unconfirmed};
+use reports::Followers;
+use requests::Handler;
+use session::Session;
+
+/// How to reach the control plane and where threads work.
+#[derive(Debug, Clone)]
+pub struct RunnerOptions {
+    /// The control plane (`http(s)://host:port[/prefix]`).
+    pub url: ControlPlaneUrl,
+    /// The runner's secret, sent as a bearer token on every call.
+    pub token: String,
+    /// Extra CA certificate (PEM) to trust for a TLS control plane.
+    pub ca_pem: Option<Vec<u8>>,
+    /// Each thread gets its own directory under this one.
+    pub workspaces: PathBuf,
+    /// Reconnect delays.
+    pub backoff: Backoff,
+    /// Where `git`/`gh` commands get their GitHub token; the same source
+    /// must be given to the engine ([`gantry_core::EngineBuilder::command_env_source`]).
+    pub github: Option<Arc<GithubCommandEnv>>,
 }
 
-pub mod control_plane;
-pub mod github;
-pub mod runner;
-pub mod validate;
+/// Why the runner stopped before it was asked to.
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    /// The control plane refused the runner's token.
+    #[error("the control plane refused this runner ({0}); check the token")]
+    Refused(String),
+    /// The workspaces directory cannot be used.
+    #[error("workspaces directory {path}: {error}")]
+    Workspaces {
+        /// The directory.
+        path: PathBuf,
+        /// What went wrong.
+        error: std::io::Error,
+    },
+}
+
+/// Runs the runner until `shutdown` is cancelled, reconnecting whenever the
+/// channel drops; threads created under earlier runs are reported again.
+pub async fn run(
+    engine: Engine,
+    options: RunnerOptions,
+    shutdown: CancellationToken,
+) -> Result<(), RunnerError> {
+    tokio::fs::create_dir_all(&options.workspaces)
+        .await
+        .map_err(|error| RunnerError::Workspaces {
+            path: options.workspaces.clone(),
+            error,
+        })?;
+    let (outbox, queued) = Outbox::new();
+    let handler = Handler {
+        engine: engine.clone(),
+        workspaces: options.workspaces,
+        outbox: outbox.clone(),
+        followers: Followers::default(),
+    };
+    // Beside the session: restating threads may fill the outbox, which
+    // only the session drains.
+    tokio::spawn(follow_existing_threads(handler.clone()));
+    let session = Session {
+        url: options.url,
+        token: options.token,
+        ca_pem: options.ca_pem,
+        backoff: options.backoff,
+        github: options.github,
+        handler,
+        outbox: queued,
+        unconfirmed: Unconfirmed::default(),
+    };
+    session.run(shutdown).await
+}
+
+/// The runner's threads from earlier runs (threads of an agent, not
+/// archived) are followed again, so their turns are reported, each first
+/// saying where its last turn stands.
+async fn follow_existing_threads(handler: Handler) {
+    let mut query = gantry_core::ThreadQuery {
+        archived: Some(false),
+        ..Default::default()
+    };
+    loop {
+        let page = match handler.engine.threads().list(&query).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list threads to follow");
+                return;
+            }
+        };
+        for thread in page.threads.iter().filter(|t| t.agent_id.is_some()) {
+            handler
+                .followers
+                .resume(&handler.engine, &thread.id, &handler.outbox)
+                .await;
+        }
+        match page.next_cursor {
+            Some(cursor) => query.cursor = Some(cursor),
+            None => return,
+        }
+    }
+}

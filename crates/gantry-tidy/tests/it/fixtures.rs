@@ -88,8 +88,20 @@ fn a_workspace_that_follows_the_rules_passes() {
     let manifests = [
         depending_on("gantry-types", &["serde"]),
         depending_on("gantry-core", &["gantry-types", "tokio"]),
-        depending_on("proto-a", &["gantry-core", "gantry-grpc", "tonic", "axum"]),
-        depending_on("gantry-control-plane", &["gantry-store", "axum"]),
+        depending_on(
+            "proto-a",
+            &[
+                "gantry-core",
+                "gantry-grpc",
+                "gantry-runner-protocol",
+                "tonic",
+            ],
+        ),
+        depending_on("gantry-runner-protocol", &["gantry-grpc", "tonic", "prost"]),
+        depending_on(
+            "gantry-control-plane",
+            &["gantry-runner-protocol", "gantry-grpc", "axum", "sqlx"],
+        ),
         manifest(
             "gantry-cli",
             "[dev-dependencies]\ngantry-testkit = \"0.1\"\n",
@@ -180,19 +192,54 @@ fn an_adapter_may_not_reach_the_store() {
     );
 }
 
-// Rule 3: the control plane keeps no engine.
+// Rule 3: the control plane keeps no engine, and the protocol it shares
+// with the runner pulls in neither side.
 
 #[test]
 fn the_control_plane_may_not_depend_on_the_engine() {
     let manifests = [depending_on(
         "gantry-control-plane",
-        &["gantry-store", "gantry-core"],
+        &["gantry-runner-protocol", "gantry-core"],
     )];
     assert_eq!(
         check(&manifests),
         [
             "gantry-control-plane depends on gantry-core: the control plane keeps no engine; \
           runners dial it over gRPC (ARCHITECTURE.md, Bird's-eye view)"
+        ]
+    );
+}
+
+#[test]
+fn the_control_plane_keeps_its_own_store() {
+    let manifests = [depending_on("gantry-control-plane", &["gantry-store"])];
+    assert_eq!(
+        check(&manifests),
+        [
+            "gantry-control-plane depends on gantry-store: the control plane keeps its own \
+          store (its src/store/); gantry-store is the engine's (ARCHITECTURE.md, \
+          crates/gantry-control-plane)"
+        ]
+    );
+}
+
+#[test]
+fn the_runner_protocol_pulls_in_neither_side() {
+    let manifests = [depending_on(
+        "gantry-runner-protocol",
+        &[
+            "gantry-grpc",
+            "gantry-control-plane",
+            "proto-runner-control",
+        ],
+    )];
+    let why = "the runner protocol is shared by the runner and the control plane, so it \
+               pulls in neither (ARCHITECTURE.md, crates/gantry-runner-protocol)";
+    assert_eq!(
+        check(&manifests),
+        [
+            format!("gantry-runner-protocol depends on gantry-control-plane: {why}"),
+            format!("gantry-runner-protocol depends on proto-runner-control: {why}"),
         ]
     );
 }
@@ -264,7 +311,10 @@ fn an_allowed_violation_passes_and_a_stale_entry_fails() {
 
 #[test]
 fn a_rule_naming_no_crate_fails_unless_planned() {
-    let unknown = deps::unknown_crates(&[depending_on("gantry-core", &[])]);
+    let unknown = deps::unknown_crates(
+        &[depending_on("gantry-core", &[])],
+        &["gantry-control-plane"],
+    );
     assert!(
         unknown
             .iter()
@@ -272,6 +322,13 @@ fn a_rule_naming_no_crate_fails_unless_planned() {
     );
     assert!(!unknown.iter().any(|m| m.contains("gantry-core,")));
     assert!(!unknown.iter().any(|m| m.contains("gantry-control-plane")));
+    // Once it is no longer planned, a rule naming it must find it.
+    let unplanned = deps::unknown_crates(&[depending_on("gantry-core", &[])], &[]);
+    assert!(
+        unplanned
+            .iter()
+            .any(|m| m.contains(" names gantry-control-plane, which is no crate here"))
+    );
 }
 
 // Rule 6: file sizes.

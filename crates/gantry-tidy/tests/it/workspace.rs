@@ -40,7 +40,7 @@ fn rules_name_crates_that_exist() {
     let workspace = Workspace::load();
     assert_none(
         "rules naming no crate",
-        deps::unknown_crates(&workspace.manifests),
+        deps::unknown_crates(&workspace.manifests, deps::PLANNED),
     );
 }
 

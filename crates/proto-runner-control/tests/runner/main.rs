@@ -12,13 +12,13 @@ use fake_plane::{Conn, FakePlane, TOKEN};
 use gantry_core::{Engine, EngineBuilder, SingleModel};
 use gantry_llm::ClientConfig;
 use gantry_llm::openai_chat::OpenAiChatClient;
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::client_message::Payload;
+use gantry_runner_protocol::pb::server_message::Request;
 use gantry_store::SqliteStore;
 use gantry_testkit::{MockLlm, Script, Step};
-use proto_runner_control::pb;
-use proto_runner_control::pb::client_message::Payload;
-use proto_runner_control::pb::server_message::Request;
-use proto_runner_control::runner::{
-    self, Backoff, ControlPlaneUrl, GithubCommandEnv, RunnerError, RunnerOptions,
+use proto_runner_control::{
+    self as runner, Backoff, ControlPlaneUrl, GithubCommandEnv, RunnerError, RunnerOptions,
 };
 use serde_json::json;
 use tokio::task::JoinHandle;

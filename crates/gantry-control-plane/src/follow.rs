@@ -1,0 +1,94 @@
+//! Following a thread: its update log after a seq, replayed from the store,
+//! then live, with no gap and no duplicate.
+
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::ControlPlane;
+use crate::store::{ControlPlaneStore, ThreadUpdateRecord};
+
+/// Entries read from the store at a time while catching up.
+const PAGE: i64 = 256;
+
+/// Entries buffered for a follower that reads slower than they come.
+const BUFFER: usize = 64;
+
+/// The follower went away (or the store failed): stop following.
+struct Stop;
+
+impl ControlPlane {
+    /// The thread's updates with `seq > after`, in order, then every new one
+    /// as it is applied, until the caller drops the stream or the control
+    /// plane stops.
+    pub(crate) fn follow(
+        &self,
+        thread_id: String,
+        after: i64,
+    ) -> ReceiverStream<ThreadUpdateRecord> {
+        let (tx, rx) = mpsc::channel(BUFFER);
+        // Subscribed before the store is read: an update applied meanwhile
+        // is in both, and the seq check drops the second copy.
+        let mut live = self.inner.tracker.subscribe();
+        let cp = self.clone();
+        tokio::spawn(async move {
+            let inner = &cp.inner;
+            let mut last = after;
+            if catch_up(inner.store.as_ref(), &thread_id, &mut last, &tx)
+                .await
+                .is_err()
+            {
+                return;
+            }
+            loop {
+                let received = tokio::select! {
+                    received = live.recv() => received,
+                    () = tx.closed() => return,
+                    () = inner.stop.cancelled() => return,
+                };
+                let caught_up = match received {
+                    Ok(entry) if entry.thread_id != thread_id || entry.seq <= last => Ok(()),
+                    Ok(entry) if entry.seq == last + 1 => {
+                        last = entry.seq;
+                        tx.send(entry).await.map_err(|_| Stop)
+                    }
+                    // A gap (or updates dropped because this follower fell
+                    // behind): the store has them all.
+                    Ok(_) | Err(RecvError::Lagged(_)) => {
+                        catch_up(inner.store.as_ref(), &thread_id, &mut last, &tx).await
+                    }
+                    Err(RecvError::Closed) => return,
+                };
+                if caught_up.is_err() {
+                    return;
+                }
+            }
+        });
+        ReceiverStream::new(rx)
+    }
+}
+
+/// Sends every stored entry after `last`, advancing it.
+async fn catch_up(
+    store: &dyn ControlPlaneStore,
+    thread_id: &str,
+    last: &mut i64,
+    tx: &mpsc::Sender<ThreadUpdateRecord>,
+) -> Result<(), Stop> {
+    loop {
+        let page = store
+            .thread_updates(thread_id, *last, PAGE)
+            .await
+            .map_err(|e| {
+                tracing::error!(thread = thread_id, error = %e, "cannot replay thread updates");
+                Stop
+            })?;
+        if page.is_empty() {
+            return Ok(());
+        }
+        for entry in page {
+            *last = entry.seq;
+            tx.send(entry).await.map_err(|_| Stop)?;
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! Gantry's own control plane: the server side of
+//! `companyhelm.runner.v1.AgentRunnerControlService`, which runners dial,
+//! and a JSON API over HTTP for users, which creates agents and threads on
+//! the runners, sends messages, and follows threads live.
+//!
+//! - `auth`: runners authenticate with bearer tokens of which only the
+//!   SHA-256 is stored ([`add_runner`] mints one); `api_tokens`: the same
+//!   for the HTTP API's users ([`create_api_token`]).
+//! - `registry`: connected runners and what they offer.
+//! - `dispatch`: requests over a runner's channel, answered by `request_id`,
+//!   re-sent after a reconnect, abandoned after a timeout.
+//! - `tracking`: runners' updates applied to agents, threads, turns and
+//!   items, each thread change appended to the thread's log and broadcast.
+//! - `ops`: what the API does; `http`: its routes; `service`: the gRPC side.
+//! - [`github`]: the GitHub App that mints installation tokens for runners.
+//! - [`store`]: where all of it is kept.
+//!
+//! State lives in a [`ControlPlaneStore`] (SQLite by default), so a restart
+//! keeps runners, agents, threads and history; runners reconnect by themselves.
+//!
+//! The control plane keeps no engine: runners dial it over gRPC
+//! (`gantry-runner-protocol`), and it depends on no crate of the engine's.
+
+mod api_tokens;
+mod auth;
+mod choose;
+mod dispatch;
+mod error;
+mod follow;
+pub mod github;
+mod http;
+mod offers;
+mod ops;
+mod registry;
+mod requests;
+mod serve;
+mod service;
+pub mod store;
+mod tracking;
+mod views;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use gantry_runner_protocol::pb::agent_runner_control_service_server::AgentRunnerControlServiceServer;
+use tokio_util::sync::CancellationToken;
+
+pub use api_tokens::{ApiTokenError, create_api_token, revoke_api_token};
+pub use auth::{AddRunnerError, RunnerIdentity, add_runner};
+pub use offers::{ModelOffer, SdkOffer};
+pub use serve::{ServeError, serve};
+pub use service::ControlService;
+
+use crate::github::GithubInstallations;
+use crate::store::{
+    ApiTokenRecord, ControlPlaneStore, RunnerRecord, SqliteControlPlaneStore, StoreError,
+};
+
+/// How long a runner gets to answer a request by default.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The default gRPC listen address (runners dial it).
+pub const DEFAULT_GRPC_ADDR: &str = "127.0.0.1:7400";
+
+/// The default HTTP listen address (users call it).
+pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:7401";
+
+/// How often the control plane pings a runner's connection (HTTP/2 PING),
+/// and how long it waits for the answer before closing it, by default.
+pub const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// How the control plane behaves.
+#[derive(Clone)]
+pub struct ControlPlaneOptions {
+    /// How long a runner gets to answer a request (pending requests are
+    /// re-sent when the runner reconnects within it).
+    pub request_timeout: Duration,
+    /// The GitHub App that mints installation tokens for runners; without
+    /// one, the GitHub rpcs answer `UNIMPLEMENTED`.
+    pub github: Option<Arc<dyn GithubInstallations>>,
+    /// Host names the HTTP API answers to besides the listen address's
+    /// (and the loopback names when it listens on loopback).
+    pub allowed_hosts: Vec<String>,
+    /// Runner connections are pinged this often and closed when a ping is
+    /// not answered within as long: a dead runner's channel ends, so the
+    /// runner can connect again (a live one's second connection is refused).
+    pub keepalive: Duration,
+}
+
+impl Default for ControlPlaneOptions {
+    fn default() -> Self {
+        Self {
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            github: None,
+            allowed_hosts: Vec::new(),
+            keepalive: DEFAULT_KEEPALIVE,
+        }
+    }
+}
+
+impl std::fmt::Debug for ControlPlaneOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControlPlaneOptions")
+            .field("request_timeout", &self.request_timeout)
+            .field("github", &self.github.is_some())
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("keepalive", &self.keepalive)
+            .finish()
+    }
+}
+
+/// The control plane: cheap to clone, every clone is the same one.
+#[derive(Clone)]
+pub struct ControlPlane {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn ControlPlaneStore>,
+    tokens: auth::Tokens,
+    registry: registry::Registry,
+    dispatcher: dispatch::Dispatcher,
+    tracker: tracking::Tracker,
+    github: Option<Arc<dyn GithubInstallations>>,
+    allowed_hosts: Vec<String>,
+    keepalive: Duration,
+    /// Cancelled by [`ControlPlane::shutdown`]: ends channels and live streams.
+    stop: CancellationToken,
+}
+
+impl ControlPlane {
+    /// A control plane over `store`, knowing its runners and what they
+    /// offered when they last registered.
+    pub async fn open(
+        store: Arc<dyn ControlPlaneStore>,
+        options: ControlPlaneOptions,
+    ) -> Result<Self, StoreError> {
+        let tokens = auth::Tokens::load(store.clone()).await?;
+        let registry = registry::Registry::default();
+        for runner in store.runners().await? {
+            registry.set_offers(&runner.id, offers::parse(&runner.sdks));
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                tracker: tracking::Tracker::new(store.clone()),
+                store,
+                tokens,
+                registry,
+                dispatcher: dispatch::Dispatcher::new(options.request_timeout),
+                github: options.github,
+                allowed_hosts: options.allowed_hosts,
+                keepalive: options.keepalive,
+                stop: CancellationToken::new(),
+            }),
+        })
+    }
+
+    /// A control plane over `control-plane.db` in `data_dir`.
+    pub async fn open_in(
+        data_dir: &Path,
+        options: ControlPlaneOptions,
+    ) -> Result<Self, StoreError> {
+        let store = SqliteControlPlaneStore::open_in(data_dir).await?;
+        Self::open(Arc::new(store), options).await
+    }
+
+    /// Adds a runner; returns it with its token, shown this once.
+    pub async fn add_runner(&self, name: &str) -> Result<(RunnerRecord, String), AddRunnerError> {
+        let added = add_runner(self.inner.store.as_ref(), name).await?;
+        self.inner.tokens.reload().await?;
+        Ok(added)
+    }
+
+    /// The gRPC service runners dial.
+    pub fn grpc_service(&self) -> AgentRunnerControlServiceServer<ControlService> {
+        AgentRunnerControlServiceServer::new(ControlService::new(self.clone()))
+    }
+
+    /// Creates an HTTP API token; returns it with the token, shown this once.
+    pub async fn create_api_token(
+        &self,
+        name: &str,
+    ) -> Result<(ApiTokenRecord, String), ApiTokenError> {
+        create_api_token(self.inner.store.as_ref(), name).await
+    }
+
+    /// Whether any HTTP API token exists (then every call needs one).
+    pub async fn has_api_tokens(&self) -> Result<bool, StoreError> {
+        Ok(!self.inner.store.api_tokens().await?.is_empty())
+    }
+
+    /// The HTTP JSON API (and its OpenAPI document at `/openapi.json`) as
+    /// served on `listen`: the address decides the names it answers to and
+    /// whether it may run without tokens (see the README).
+    pub fn http_router(&self, listen: SocketAddr) -> axum::Router {
+        let access = http::Access::new(listen, &self.inner.allowed_hosts);
+        http::router(self.clone(), access)
+    }
+
+    /// Closes every runner channel and live thread stream, so servers can
+    /// stop; pending requests fail with their timeout.
+    pub fn shutdown(&self) {
+        self.inner.stop.cancel();
+        self.inner.registry.close_all();
+    }
+}
+
+/// Now, in milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

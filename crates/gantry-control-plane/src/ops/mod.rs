@@ -1,0 +1,139 @@
+//! What the API does, apart from HTTP: each operation checks its input and
+//! the state, asks the runner through [`ControlPlane::ask`], and answers
+//! with what the runner's reply recorded in the store.
+
+mod agents;
+mod runners;
+mod threads;
+
+use serde::Deserialize;
+
+use crate::store::RequestRecord;
+
+pub(crate) use threads::MessageAccepted;
+
+use super::error::ApiError;
+use super::requests::{self, Params};
+use super::{ControlPlane, now_ms};
+use gantry_runner_protocol::pb;
+use gantry_runner_protocol::pb::client_message::Payload;
+use gantry_runner_protocol::pb::server_message::Request;
+use gantry_runner_protocol::validate::Validate;
+
+/// `POST /v1/agents`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewAgent {
+    /// Id to give the agent (default: a new UUIDv7).
+    pub agent_id: Option<String>,
+    /// SDK to run it with (default `gantry`).
+    pub sdk: Option<String>,
+    /// Runner to put it on (default: the least loaded that offers sdk and model).
+    pub runner_id: Option<String>,
+    /// Default model of its threads.
+    pub model: Option<String>,
+}
+
+/// `POST /v1/agents/{id}/skills`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewSkill {
+    /// Package coordinate the runner installs.
+    pub package_name: String,
+}
+
+/// `POST /v1/agents/{id}/threads`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewThread {
+    /// Model (default: the agent's).
+    pub model: Option<String>,
+    /// Reasoning level.
+    pub reasoning_level: Option<String>,
+}
+
+/// `POST /v1/threads/{id}/messages`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewMessage {
+    /// The user's text.
+    pub text: String,
+    /// Steer a running turn instead of being refused.
+    #[serde(default)]
+    pub allow_steer: bool,
+    /// Model for this message.
+    pub model: Option<String>,
+    /// Reasoning level for this message.
+    pub reasoning_level: Option<String>,
+}
+
+/// What a request concerns, recorded with it.
+#[derive(Debug, Default)]
+struct Subject<'a> {
+    agent_id: Option<&'a str>,
+    thread_id: Option<&'a str>,
+    params: Params,
+}
+
+impl ControlPlane {
+    /// Sends `request` to the runner and waits for its first reply. A
+    /// refusal (`RequestError`) is [`ApiError::Conflict`] with its text.
+    /// Returns the request's id with the reply.
+    async fn ask(
+        &self,
+        runner_id: &str,
+        request: Request,
+        subject: Subject<'_>,
+    ) -> Result<(String, Payload), ApiError> {
+        let inner = &self.inner;
+        if !inner.registry.is_connected(runner_id) {
+            return Err(ApiError::Unavailable(format!(
+                "runner {runner_id} is offline"
+            )));
+        }
+        let id = uuid::Uuid::now_v7().to_string();
+        let kind = requests::kind(&request);
+        let message = pb::ServerMessage {
+            request_id: Some(id.clone()),
+            request: Some(request),
+        };
+        message
+            .validate()
+            .map_err(|v| ApiError::BadRequest(v.to_string()))?;
+        // Recorded before it is sent: the replies are attributed through it.
+        inner
+            .store
+            .put_request(&RequestRecord {
+                id: id.clone(),
+                runner_id: runner_id.to_owned(),
+                kind: kind.to_owned(),
+                agent_id: subject.agent_id.map(str::to_owned),
+                thread_id: subject.thread_id.map(str::to_owned),
+                turn_id: None,
+                params: serde_json::to_string(&subject.params).unwrap_or_else(|_| "{}".into()),
+                created_at: now_ms(),
+            })
+            .await?;
+        let reply = inner
+            .dispatcher
+            .request(&inner.registry, runner_id, message)
+            .await?;
+        match reply {
+            Payload::RequestError(e) => Err(ApiError::Conflict(e.error_message)),
+            reply => Ok((id, reply)),
+        }
+    }
+}
+
+/// A reply that does not answer the request.
+fn unexpected(request: &str, reply: &Payload) -> ApiError {
+    let name = match reply {
+        Payload::RequestError(_) => "request_error",
+        Payload::AgentUpdate(_) => "agent_update",
+        Payload::ThreadUpdate(_) => "thread_update",
+        Payload::TurnUpdate(_) => "turn_update",
+        Payload::ItemUpdate(_) => "item_update",
+        Payload::SkillMpUpdate(_) => "skill_mp_update",
+    };
+    ApiError::BadGateway(format!("the runner answered {request} with {name}"))
+}

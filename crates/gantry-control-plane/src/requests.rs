@@ -1,0 +1,52 @@
+//! What the store keeps of a request sent to a runner: its kind, and the
+//! parameters that recording its answer needs.
+
+use gantry_runner_protocol::pb::server_message::Request;
+use serde::{Deserialize, Serialize};
+
+/// `CreateAgentRequest`.
+pub(crate) const CREATE_AGENT: &str = "create_agent";
+/// `DeleteAgentRequest`.
+pub(crate) const DELETE_AGENT: &str = "delete_agent";
+/// `CreateThreadRequest`.
+pub(crate) const CREATE_THREAD: &str = "create_thread";
+/// `DeleteThreadRequest`.
+pub(crate) const DELETE_THREAD: &str = "delete_thread";
+/// `CreateUserMessageRequest`.
+pub(crate) const CREATE_USER_MESSAGE: &str = "create_user_message";
+/// `InstallSkillsMpRequest`.
+pub(crate) const INSTALL_SKILLS_MP: &str = "install_skills_mp";
+
+/// The stored kind of a request.
+pub(crate) fn kind(request: &Request) -> &'static str {
+    match request {
+        Request::CreateAgentRequest(_) => CREATE_AGENT,
+        Request::DeleteAgentRequest(_) => DELETE_AGENT,
+        Request::CreateThreadRequest(_) => CREATE_THREAD,
+        Request::DeleteThreadRequest(_) => DELETE_THREAD,
+        Request::CreateUserMessageRequest(_) => CREATE_USER_MESSAGE,
+        Request::InstallSkillsMpRequest(_) => INSTALL_SKILLS_MP,
+    }
+}
+
+/// What recording the answer to a request needs: a new agent's SDK and
+/// default model, a new thread's model and reasoning level.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Params {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_level: Option<String>,
+}
+
+impl Params {
+    /// From the stored JSON; unreadable JSON reads as no parameters.
+    pub(crate) fn parse(json: &str) -> Self {
+        serde_json::from_str(json).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "stored request parameters are unreadable");
+            Self::default()
+        })
+    }
+}

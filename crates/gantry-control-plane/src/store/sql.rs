@@ -1,0 +1,194 @@
+//! The statements of the control plane's store. Portable on purpose (`$n`
+//! placeholders, BIGINT, TEXT, `ON CONFLICT ... DO UPDATE`): a PostgreSQL
+//! store runs the same text.
+
+/// Columns of a runner row, in [`crate::store::RunnerRecord`] order.
+macro_rules! runner_columns {
+    () => {
+        "id, name, token_hash, sdks, created_at, registered_at"
+    };
+}
+
+/// Inserts a runner.
+pub(super) const INSERT_RUNNER: &str = "INSERT INTO runners \
+     (id, name, token_hash, sdks, created_at, registered_at) VALUES ($1, $2, $3, $4, $5, $6)";
+
+/// Every runner, oldest first.
+pub(super) const RUNNERS: &str = concat!(
+    "SELECT ",
+    runner_columns!(),
+    " FROM runners ORDER BY created_at, id"
+);
+
+/// One runner by name.
+pub(super) const RUNNER_BY_NAME: &str = concat!(
+    "SELECT ",
+    runner_columns!(),
+    " FROM runners WHERE name = $1"
+);
+
+/// Records a registration.
+pub(super) const SET_RUNNER_SDKS: &str =
+    "UPDATE runners SET sdks = $2, registered_at = $3 WHERE id = $1";
+
+/// Inserts an HTTP API token.
+pub(super) const INSERT_API_TOKEN: &str =
+    "INSERT INTO api_tokens (id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)";
+
+/// Every HTTP API token, oldest first.
+pub(super) const API_TOKENS: &str =
+    "SELECT id, name, token_hash, created_at FROM api_tokens ORDER BY created_at, id";
+
+/// Deletes an HTTP API token by name.
+pub(super) const DELETE_API_TOKEN: &str = "DELETE FROM api_tokens WHERE name = $1";
+
+/// Running turns and live agents per runner.
+pub(super) const RUNNER_LOADS: &str = "SELECT r.id AS runner_id, \
+     (SELECT COUNT(*) FROM turns t JOIN threads th ON th.id = t.thread_id \
+      WHERE th.runner_id = r.id AND t.status = 'running') AS running_turns, \
+     (SELECT COUNT(*) FROM agents a WHERE a.runner_id = r.id AND a.status <> 'deleted') AS agents \
+     FROM runners r ORDER BY r.id";
+
+/// Columns of an agent row.
+macro_rules! agent_columns {
+    () => {
+        "id, runner_id, sdk, model, status, created_at, updated_at"
+    };
+}
+
+/// Inserts or updates an agent (its creation time stays).
+pub(super) const UPSERT_AGENT: &str = "INSERT INTO agents \
+     (id, runner_id, sdk, model, status, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7) \
+     ON CONFLICT (id) DO UPDATE SET runner_id = excluded.runner_id, sdk = excluded.sdk, \
+     model = excluded.model, status = excluded.status, updated_at = excluded.updated_at";
+
+/// One agent.
+pub(super) const AGENT: &str = concat!("SELECT ", agent_columns!(), " FROM agents WHERE id = $1");
+
+/// Every agent, oldest first.
+pub(super) const AGENTS: &str = concat!(
+    "SELECT ",
+    agent_columns!(),
+    " FROM agents ORDER BY created_at, id"
+);
+
+/// Inserts or updates a skill of an agent.
+pub(super) const UPSERT_SKILL: &str = "INSERT INTO agent_skills \
+     (agent_id, package_name, status, updated_at) VALUES ($1, $2, $3, $4) \
+     ON CONFLICT (agent_id, package_name) DO UPDATE SET \
+     status = excluded.status, updated_at = excluded.updated_at";
+
+/// An agent's skills, by name.
+pub(super) const SKILLS: &str = "SELECT agent_id, package_name, status, updated_at \
+     FROM agent_skills WHERE agent_id = $1 ORDER BY package_name";
+
+/// Records a request; sending the same request again changes nothing.
+pub(super) const INSERT_REQUEST: &str = "INSERT INTO requests \
+     (id, runner_id, kind, agent_id, thread_id, turn_id, params, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING";
+
+/// One request.
+pub(super) const REQUEST: &str = "SELECT id, runner_id, kind, agent_id, thread_id, turn_id, \
+     params, created_at FROM requests WHERE id = $1";
+
+/// Fills in the thread and turn of a request where they are still unknown.
+pub(super) const LINK_REQUEST: &str = "UPDATE requests SET \
+     thread_id = COALESCE(thread_id, $2), turn_id = COALESCE(turn_id, $3) WHERE id = $1";
+
+/// Columns of a thread row.
+macro_rules! thread_columns {
+    () => {
+        "id, agent_id, runner_id, model, reasoning_level, status, created_at, updated_at"
+    };
+}
+
+/// One thread.
+pub(super) const THREAD: &str =
+    concat!("SELECT ", thread_columns!(), " FROM threads WHERE id = $1");
+
+/// An agent's threads, oldest first.
+pub(super) const THREADS_OF_AGENT: &str = concat!(
+    "SELECT ",
+    thread_columns!(),
+    " FROM threads WHERE agent_id = $1 ORDER BY created_at, id"
+);
+
+/// Inserts or updates a thread (its creation time stays).
+pub(super) const UPSERT_THREAD: &str = "INSERT INTO threads \
+     (id, agent_id, runner_id, model, reasoning_level, status, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+     ON CONFLICT (id) DO UPDATE SET agent_id = excluded.agent_id, \
+     runner_id = excluded.runner_id, model = excluded.model, \
+     reasoning_level = excluded.reasoning_level, status = excluded.status, \
+     updated_at = excluded.updated_at";
+
+/// Columns of a turn row.
+macro_rules! turn_columns {
+    () => {
+        "thread_id, id, request_id, status, first_seq, created_at, updated_at"
+    };
+}
+
+/// A thread's turns, in the order they were first seen.
+pub(super) const TURNS: &str = concat!(
+    "SELECT ",
+    turn_columns!(),
+    " FROM turns WHERE thread_id = $1 ORDER BY first_seq"
+);
+
+/// One turn.
+pub(super) const TURN: &str = concat!(
+    "SELECT ",
+    turn_columns!(),
+    " FROM turns WHERE thread_id = $1 AND id = $2"
+);
+
+/// Inserts or updates a turn; `$5` (first seq), the starting request and
+/// the creation time are kept from the first insert.
+pub(super) const UPSERT_TURN: &str = "INSERT INTO turns \
+     (thread_id, id, request_id, status, first_seq, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7) \
+     ON CONFLICT (thread_id, id) DO UPDATE SET \
+     status = excluded.status, updated_at = excluded.updated_at";
+
+/// Columns of an item row.
+macro_rules! item_columns {
+    () => {
+        "thread_id, id, turn_id, item_type, status, text, command, first_seq, created_at, updated_at"
+    };
+}
+
+/// A thread's items, in the order they were first seen.
+pub(super) const ITEMS: &str = concat!(
+    "SELECT ",
+    item_columns!(),
+    " FROM items WHERE thread_id = $1 ORDER BY first_seq"
+);
+
+/// One item.
+pub(super) const ITEM: &str = concat!(
+    "SELECT ",
+    item_columns!(),
+    " FROM items WHERE thread_id = $1 AND id = $2"
+);
+
+/// Inserts or updates an item; the first seq and creation time stay.
+pub(super) const UPSERT_ITEM: &str = "INSERT INTO items \
+     (thread_id, id, turn_id, item_type, status, text, command, first_seq, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+     ON CONFLICT (thread_id, id) DO UPDATE SET turn_id = excluded.turn_id, \
+     item_type = excluded.item_type, status = excluded.status, text = excluded.text, \
+     command = excluded.command, updated_at = excluded.updated_at";
+
+/// The last seq of a thread's log (0 when empty).
+pub(super) const LAST_SEQ: &str =
+    "SELECT COALESCE(MAX(seq), 0) FROM thread_updates WHERE thread_id = $1";
+
+/// Appends one log entry.
+pub(super) const INSERT_UPDATE: &str =
+    "INSERT INTO thread_updates (thread_id, seq, ts, kind, data) VALUES ($1, $2, $3, $4, $5)";
+
+/// A page of a thread's log after a seq.
+pub(super) const UPDATES_AFTER: &str = "SELECT thread_id, seq, ts, kind, data \
+     FROM thread_updates WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3";

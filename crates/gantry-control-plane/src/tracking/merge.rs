@@ -1,0 +1,200 @@
+//! How an update folds into the state it updates. Updates may come again
+//! (a runner re-sends the turns that were active when its channel dropped),
+//! so every rule is idempotent and no status goes backwards.
+
+use gantry_runner_protocol::pb;
+
+use crate::store::{ItemRecord, TurnRecord};
+
+/// `running` / `completed` of a turn or item; `None` for an unknown status.
+pub(crate) fn turn_status(status: pb::TurnStatus) -> Option<&'static str> {
+    match status {
+        pb::TurnStatus::Running => Some(RUNNING),
+        pb::TurnStatus::Completed => Some(COMPLETED),
+        pb::TurnStatus::Unknown => None,
+    }
+}
+
+/// `running` / `completed` of an item; `None` for an unknown status.
+pub(crate) fn item_status(status: pb::ItemStatus) -> Option<&'static str> {
+    match status {
+        pb::ItemStatus::Running => Some(RUNNING),
+        pb::ItemStatus::Completed => Some(COMPLETED),
+        pb::ItemStatus::Unknown => None,
+    }
+}
+
+/// The stored name of an item type.
+pub(crate) fn item_type(item_type: pb::ItemType) -> &'static str {
+    match item_type {
+        pb::ItemType::UserMessage => "user_message",
+        pb::ItemType::AgentMessage => "agent_message",
+        pb::ItemType::Reasoning => "reasoning",
+        pb::ItemType::CommandExecution => "command_execution",
+        pb::ItemType::Unknown => UNKNOWN,
+    }
+}
+
+/// A turn or item in progress.
+pub(crate) const RUNNING: &str = "running";
+/// A turn or item that is done.
+pub(crate) const COMPLETED: &str = "completed";
+/// An agent or thread that can be used.
+pub(crate) const READY: &str = "ready";
+/// An agent or thread that is gone.
+pub(crate) const DELETED: &str = "deleted";
+/// An item type the runner did not name.
+const UNKNOWN: &str = "unknown";
+
+/// Order of progress: a status may only move up.
+fn rank(status: &str) -> u8 {
+    match status {
+        COMPLETED => 2,
+        RUNNING => 1,
+        _ => 0,
+    }
+}
+
+/// The status after `incoming`: the further of the two.
+fn progress<'a>(current: &'a str, incoming: &'a str) -> &'a str {
+    if rank(incoming) > rank(current) {
+        incoming
+    } else {
+        current
+    }
+}
+
+/// The lifecycle status (`ready` / `deleted`) after `incoming`: deleted stays deleted.
+pub(crate) fn lifecycle<'a>(current: &'a str, incoming: &'a str) -> &'a str {
+    if current == DELETED {
+        current
+    } else {
+        incoming
+    }
+}
+
+/// The turn after `incoming`, or `None` when it changes nothing.
+pub(crate) fn turn(current: Option<&TurnRecord>, incoming: TurnRecord) -> Option<TurnRecord> {
+    let Some(current) = current else {
+        return Some(incoming);
+    };
+    let status = progress(&current.status, &incoming.status);
+    if status == current.status {
+        return None;
+    }
+    Some(TurnRecord {
+        status: status.to_owned(),
+        updated_at: incoming.updated_at,
+        ..current.clone()
+    })
+}
+
+/// The item after `incoming`, or `None` when it changes nothing. A running
+/// update of a completed item is a replay and is dropped whole, so a late
+/// partial text never replaces the final one.
+pub(crate) fn item(current: Option<&ItemRecord>, incoming: ItemRecord) -> Option<ItemRecord> {
+    let Some(current) = current else {
+        return Some(incoming);
+    };
+    if rank(&incoming.status) < rank(&current.status) {
+        return None;
+    }
+    let merged = ItemRecord {
+        thread_id: current.thread_id.clone(),
+        id: current.id.clone(),
+        turn_id: current.turn_id.clone().or(incoming.turn_id),
+        item_type: if incoming.item_type == UNKNOWN {
+            current.item_type.clone()
+        } else {
+            incoming.item_type
+        },
+        status: progress(&current.status, &incoming.status).to_owned(),
+        text: incoming.text.or_else(|| current.text.clone()),
+        command: incoming.command.or_else(|| current.command.clone()),
+        first_seq: current.first_seq,
+        created_at: current.created_at,
+        updated_at: current.updated_at,
+    };
+    if merged == *current {
+        return None;
+    }
+    Some(ItemRecord {
+        updated_at: incoming.updated_at,
+        ..merged
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item_at(status: &str, text: &str, at: i64) -> ItemRecord {
+        ItemRecord {
+            thread_id: "t".into(),
+            id: "i".into(),
+            turn_id: Some("u".into()),
+            item_type: "agent_message".into(),
+            status: status.into(),
+            text: Some(text.into()),
+            command: None,
+            first_seq: 3,
+            created_at: 1,
+            updated_at: at,
+        }
+    }
+
+    fn turn_at(status: &str, at: i64) -> TurnRecord {
+        TurnRecord {
+            thread_id: "t".into(),
+            id: "u".into(),
+            request_id: "q".into(),
+            status: status.into(),
+            first_seq: 2,
+            created_at: 1,
+            updated_at: at,
+        }
+    }
+
+    #[test]
+    fn a_completed_item_ignores_a_replayed_running_update() {
+        let done = item_at(COMPLETED, "final", 5);
+        assert_eq!(item(Some(&done), item_at(RUNNING, "partial", 9)), None);
+    }
+
+    #[test]
+    fn a_repeated_update_changes_nothing() {
+        let running = item_at(RUNNING, "so far", 5);
+        assert_eq!(item(Some(&running), item_at(RUNNING, "so far", 9)), None);
+        let turn_running = turn_at(RUNNING, 5);
+        assert_eq!(turn(Some(&turn_running), turn_at(RUNNING, 9)), None);
+    }
+
+    #[test]
+    fn an_update_moves_status_and_text_forward_and_keeps_identity() {
+        let running = item_at(RUNNING, "so far", 5);
+        let mut incoming = item_at(COMPLETED, "final", 9);
+        incoming.first_seq = 0;
+        incoming.created_at = 9;
+        let merged = item(Some(&running), incoming).unwrap();
+        assert_eq!(merged.status, COMPLETED);
+        assert_eq!(merged.text.as_deref(), Some("final"));
+        assert_eq!(
+            (merged.first_seq, merged.created_at, merged.updated_at),
+            (3, 1, 9)
+        );
+    }
+
+    #[test]
+    fn a_completed_turn_stays_completed() {
+        let done = turn_at(COMPLETED, 5);
+        assert_eq!(turn(Some(&done), turn_at(RUNNING, 9)), None);
+        let merged = turn(Some(&turn_at(RUNNING, 5)), turn_at(COMPLETED, 9)).unwrap();
+        assert_eq!((merged.status.as_str(), merged.updated_at), (COMPLETED, 9));
+    }
+
+    #[test]
+    fn deleted_is_final() {
+        assert_eq!(lifecycle(DELETED, READY), DELETED);
+        assert_eq!(lifecycle(READY, DELETED), DELETED);
+    }
+}

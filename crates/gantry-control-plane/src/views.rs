@@ -1,0 +1,253 @@
+//! The JSON shapes of the HTTP API and of the thread update log, built from
+//! the store's records.
+
+use serde::{Deserialize, Serialize};
+
+use crate::offers::SdkOffer;
+use crate::store::{AgentRecord, ItemRecord, RunnerRecord, SkillRecord, ThreadRecord, TurnRecord};
+
+/// A runner, as `GET /v1/runners` lists it.
+#[derive(Debug, Serialize)]
+pub(crate) struct RunnerView {
+    pub id: String,
+    pub name: String,
+    pub connected: bool,
+    pub sdks: Vec<SdkOffer>,
+    pub running_turns: i64,
+    pub agents: i64,
+    pub created_at: i64,
+    pub registered_at: Option<i64>,
+}
+
+impl RunnerView {
+    /// The view of `runner`, offering `sdks`, with its load.
+    pub(crate) fn new(
+        runner: RunnerRecord,
+        connected: bool,
+        sdks: Vec<SdkOffer>,
+        (running_turns, agents): (i64, i64),
+    ) -> Self {
+        Self {
+            id: runner.id,
+            name: runner.name,
+            connected,
+            sdks,
+            running_turns,
+            agents,
+            created_at: runner.created_at,
+            registered_at: runner.registered_at,
+        }
+    }
+}
+
+/// An agent and its skills.
+#[derive(Debug, Serialize)]
+pub(crate) struct AgentView {
+    pub id: String,
+    pub runner_id: String,
+    pub sdk: String,
+    pub model: Option<String>,
+    pub status: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub skills: Vec<SkillView>,
+}
+
+impl AgentView {
+    /// The view of `agent` with `skills`.
+    pub(crate) fn new(agent: AgentRecord, skills: Vec<SkillRecord>) -> Self {
+        Self {
+            id: agent.id,
+            runner_id: agent.runner_id,
+            sdk: agent.sdk,
+            model: agent.model,
+            status: agent.status,
+            created_at: agent.created_at,
+            updated_at: agent.updated_at,
+            skills: skills.into_iter().map(SkillView::from).collect(),
+        }
+    }
+}
+
+/// A skill package of an agent.
+#[derive(Debug, Serialize)]
+pub(crate) struct SkillView {
+    pub package_name: String,
+    pub status: String,
+    pub updated_at: i64,
+}
+
+impl From<SkillRecord> for SkillView {
+    fn from(skill: SkillRecord) -> Self {
+        Self {
+            package_name: skill.package_name,
+            status: skill.status,
+            updated_at: skill.updated_at,
+        }
+    }
+}
+
+/// A thread, without its turns.
+#[derive(Debug, Serialize)]
+pub(crate) struct ThreadView {
+    pub id: String,
+    pub agent_id: String,
+    pub runner_id: String,
+    pub model: String,
+    pub reasoning_level: Option<String>,
+    pub status: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl From<&ThreadRecord> for ThreadView {
+    fn from(thread: &ThreadRecord) -> Self {
+        Self {
+            id: thread.id.clone(),
+            agent_id: thread.agent_id.clone(),
+            runner_id: thread.runner_id.clone(),
+            model: thread.model.clone(),
+            reasoning_level: thread.reasoning_level.clone(),
+            status: thread.status.clone(),
+            created_at: thread.created_at,
+            updated_at: thread.updated_at,
+        }
+    }
+}
+
+/// A turn, without its items.
+#[derive(Debug, Serialize)]
+pub(crate) struct TurnView {
+    pub id: String,
+    /// The request that started it.
+    pub request_id: String,
+    pub status: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl From<&TurnRecord> for TurnView {
+    fn from(turn: &TurnRecord) -> Self {
+        Self {
+            id: turn.id.clone(),
+            request_id: turn.request_id.clone(),
+            status: turn.status.clone(),
+            created_at: turn.created_at,
+            updated_at: turn.updated_at,
+        }
+    }
+}
+
+/// An item, latest state.
+#[derive(Debug, Serialize)]
+pub(crate) struct ItemView {
+    pub id: String,
+    pub turn_id: Option<String>,
+    #[serde(rename = "type")]
+    pub item_type: String,
+    pub status: String,
+    pub text: Option<String>,
+    pub command: Option<CommandView>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl From<&ItemRecord> for ItemView {
+    fn from(item: &ItemRecord) -> Self {
+        Self {
+            id: item.id.clone(),
+            turn_id: item.turn_id.clone(),
+            item_type: item.item_type.clone(),
+            status: item.status.clone(),
+            text: item.text.clone(),
+            command: item.command.as_deref().and_then(CommandView::parse),
+            created_at: item.created_at,
+            updated_at: item.updated_at,
+        }
+    }
+}
+
+/// A command execution; also the JSON kept in the item's `command` column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CommandView {
+    pub command: String,
+    pub cwd: String,
+    pub process_id: String,
+    pub output: Option<String>,
+}
+
+impl CommandView {
+    /// From the stored JSON; unreadable JSON shows as no command.
+    fn parse(json: &str) -> Option<Self> {
+        serde_json::from_str(json)
+            .inspect_err(|e| tracing::warn!(error = %e, "stored command is unreadable"))
+            .ok()
+    }
+}
+
+/// A refused request, in a thread's update log.
+#[derive(Debug, Serialize)]
+pub(crate) struct ErrorView<'a> {
+    pub request_id: &'a str,
+    pub error: &'a str,
+}
+
+/// A thread with its turns and their items, as `GET /v1/threads/{id}` shows it.
+#[derive(Debug, Serialize)]
+pub(crate) struct ThreadDetail {
+    #[serde(flatten)]
+    pub thread: ThreadView,
+    pub turns: Vec<TurnDetail>,
+    /// Items whose turn is not known (their request started no turn).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unattributed_items: Vec<ItemView>,
+}
+
+/// A turn and its items.
+#[derive(Debug, Serialize)]
+pub(crate) struct TurnDetail {
+    #[serde(flatten)]
+    pub turn: TurnView,
+    pub items: Vec<ItemView>,
+}
+
+impl ThreadDetail {
+    /// Groups `items` under their `turns`, each in first-seen order.
+    pub(crate) fn new(thread: &ThreadRecord, turns: &[TurnRecord], items: &[ItemRecord]) -> Self {
+        let mut unattributed_items = Vec::new();
+        let mut details: Vec<TurnDetail> = turns
+            .iter()
+            .map(|t| TurnDetail {
+                turn: TurnView::from(t),
+                items: Vec::new(),
+            })
+            .collect();
+        for item in items {
+            let turn = item
+                .turn_id
+                .as_deref()
+                .and_then(|id| details.iter_mut().find(|d| d.turn.id == id));
+            match turn {
+                Some(detail) => detail.items.push(ItemView::from(item)),
+                None => unattributed_items.push(ItemView::from(item)),
+            }
+        }
+        Self {
+            thread: ThreadView::from(thread),
+            turns: details,
+            unattributed_items,
+        }
+    }
+}
+
+/// The JSON of a view, for the update log. Serializing these plain structs
+/// cannot fail; should it ever, the entry says so instead of being lost.
+pub(crate) fn to_json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "cannot encode a thread update");
+        format!(
+            "{{\"encode_error\":{}}}",
+            serde_json::Value::String(e.to_string())
+        )
+    })
+}
