@@ -332,7 +332,7 @@ mod server {
     use anyhow::{Context, Result, bail};
 
     /// A running `gantry control-plane serve`, killed when dropped.
-    pub struct Server {
+    pub(crate) struct Server {
         child: Child,
         /// Where runners dial.
         pub grpc: SocketAddr,
@@ -342,7 +342,7 @@ mod server {
 
     impl Server {
         /// Serves the control plane of `data` on ephemeral loopback ports.
-        pub fn start(data: &Path) -> Result<Self> {
+        pub(crate) fn start(data: &Path) -> Result<Self> {
             let mut child = Command::new(env!("CARGO_BIN_EXE_gantry"))
                 .args(["control-plane", "serve"])
                 .args([
@@ -372,7 +372,7 @@ mod server {
 
         /// A memory figure of `/proc/PID/status` (`VmRSS`, `VmHWM`), in KiB;
         /// 0 where there is no procfs.
-        pub fn rss_kib(&self, field: &str) -> u64 {
+        pub(crate) fn rss_kib(&self, field: &str) -> u64 {
             let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
                 .unwrap_or_default();
             status
@@ -432,14 +432,14 @@ mod api {
     use serde_json::Value;
 
     /// A client of the control plane's HTTP API (keep-alive connections).
-    pub struct Api {
+    pub(crate) struct Api {
         client: reqwest::Client,
         base: String,
     }
 
     impl Api {
         /// A client of the API at `addr`.
-        pub fn new(addr: SocketAddr) -> Result<Self> {
+        pub(crate) fn new(addr: SocketAddr) -> Result<Self> {
             // reqwest builds a rustls config even for plain HTTP.
             let _ = rustls::crypto::ring::default_provider().install_default();
             let client = reqwest::Client::builder()
@@ -453,14 +453,14 @@ mod api {
         }
 
         /// `GET path`: its JSON, which must come with `200`.
-        pub async fn get(&self, path: &str) -> Result<Value> {
+        pub(crate) async fn get(&self, path: &str) -> Result<Value> {
             self.call(self.client.get(format!("{}{path}", self.base)), path, 200)
                 .await
         }
 
         /// `POST path` with `body`: the JSON answer, which must come with
         /// `status`.
-        pub async fn post(&self, path: &str, body: &Value, status: u16) -> Result<Value> {
+        pub(crate) async fn post(&self, path: &str, body: &Value, status: u16) -> Result<Value> {
             let request = self
                 .client
                 .post(format!("{}{path}", self.base))
@@ -530,13 +530,13 @@ mod runner {
     }
 
     /// The turn a runner starts for the message request `request_id`.
-    pub fn turn_id(request_id: &str) -> String {
+    pub(crate) fn turn_id(request_id: &str) -> String {
         format!("turn-{request_id}")
     }
 
     /// Registers with `token`, opens the control channel and answers its
     /// requests in a task of its own until the channel ends.
-    pub async fn connect(grpc: SocketAddr, token: &str) -> Result<()> {
+    pub(crate) async fn connect(grpc: SocketAddr, token: &str) -> Result<()> {
         let bearer: MetadataValue<Ascii> = format!("Bearer {token}")
             .parse()
             .context("the runner token is not valid metadata")?;

@@ -15,7 +15,7 @@ use clap::{Args, Parser, Subcommand};
 ///   gantry exec --model scripted:examples/demo.json "set up the project"
 #[derive(Debug, Parser)]
 #[command(name = "gantry", version, propagate_version = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(flatten)]
     pub global: Global,
     #[command(subcommand)]
@@ -24,7 +24,7 @@ pub struct Cli {
 
 /// Options every command takes.
 #[derive(Debug, Args)]
-pub struct Global {
+pub(crate) struct Global {
     /// Where threads are stored [default: $XDG_DATA_HOME/gantry, else ~/.local/share/gantry].
     #[arg(long, global = true, env = "GANTRY_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
@@ -50,7 +50,7 @@ pub struct Global {
 
 /// The commands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run one turn headless: live view on stderr, final answer on stdout.
     ///
     /// Exit code 0 when the turn completed, 1 when it failed, 130 when it was
@@ -86,7 +86,7 @@ pub enum Command {
 
 /// Where `gantry serve` keeps its state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum StorageBackend {
+pub(crate) enum StorageBackend {
     /// Nothing is written: threads live as long as the process.
     Memory,
     /// The SQLite store in the data dir.
@@ -95,7 +95,7 @@ pub enum StorageBackend {
 
 /// `gantry serve`.
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// gRPC listen address (`HOST:PORT`; port 0 picks a free one).
     #[arg(long, value_name = "HOST:PORT", default_value = proto_code_agent::DEFAULT_ADDR)]
     pub listen_addr: String,
@@ -128,7 +128,7 @@ pub struct ServeArgs {
 
 /// `gantry exec`.
 #[derive(Debug, Args)]
-pub struct ExecArgs {
+pub(crate) struct ExecArgs {
     /// What to ask the agent.
     pub prompt: String,
 
@@ -187,7 +187,7 @@ pub struct ExecArgs {
 
 /// `gantry threads ...`.
 #[derive(Debug, Subcommand)]
-pub enum ThreadsCommand {
+pub(crate) enum ThreadsCommand {
     /// List threads, newest first.
     List(ListArgs),
     /// Show one thread with its turns and items.
@@ -196,7 +196,7 @@ pub enum ThreadsCommand {
 
 /// `gantry threads list`.
 #[derive(Debug, Args)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// Only archived threads.
     #[arg(long, conflicts_with = "all")]
     pub archived: bool,
@@ -216,7 +216,7 @@ pub struct ListArgs {
 
 /// `gantry threads show`.
 #[derive(Debug, Args)]
-pub struct ShowArgs {
+pub(crate) struct ShowArgs {
     /// Thread id.
     pub id: String,
     /// Print the thread as JSON.

@@ -39,7 +39,7 @@ struct ProviderEntry {
 
 /// Loads the configuration: `explicit` (which must exist), else the default
 /// file if there is one.
-pub fn load(explicit: Option<&Path>) -> Result<ProvidersConfig> {
+pub(crate) fn load(explicit: Option<&Path>) -> Result<ProvidersConfig> {
     let (path, required) = match explicit {
         Some(p) => (p.to_path_buf(), true),
         None => match default_path() {
@@ -108,7 +108,7 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 /// The configuration file in use: `explicit`, else the default path
 /// (which may not exist). Sandboxed commands may not read it: it can hold
 /// literal keys.
-pub fn file_path(explicit: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn file_path(explicit: Option<&Path>) -> Option<PathBuf> {
     explicit.map(Path::to_path_buf).or_else(default_path)
 }
 

@@ -53,14 +53,14 @@ reconnect by themselves.";
 /// Gantry's own control plane: runners dial it, users drive it over HTTP.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
-pub struct ControlPlaneArgs {
+pub(crate) struct ControlPlaneArgs {
     #[command(subcommand)]
     pub command: ControlPlaneCommand,
 }
 
 /// `gantry control-plane ...`.
 #[derive(Debug, Subcommand)]
-pub enum ControlPlaneCommand {
+pub(crate) enum ControlPlaneCommand {
     /// Serve runners (gRPC) and users (HTTP JSON API) until SIGINT/SIGTERM.
     ///
     /// Prints one line on stderr once both listen:
@@ -90,7 +90,7 @@ pub enum ControlPlaneCommand {
 
 /// `gantry control-plane create-token`.
 #[derive(Debug, Args)]
-pub struct CreateTokenArgs {
+pub(crate) struct CreateTokenArgs {
     /// A unique name for the token (who or what uses it).
     #[arg(long)]
     pub name: String,
@@ -98,14 +98,14 @@ pub struct CreateTokenArgs {
 
 /// `gantry control-plane revoke-token`.
 #[derive(Debug, Args)]
-pub struct RevokeTokenArgs {
+pub(crate) struct RevokeTokenArgs {
     /// The token's name.
     pub name: String,
 }
 
 /// `gantry control-plane serve`.
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Address runners dial (`HOST:PORT`; port 0 picks a free one).
     #[arg(long, value_name = "HOST:PORT", default_value = DEFAULT_GRPC_ADDR)]
     pub grpc_listen: String,
@@ -165,13 +165,13 @@ fn parse_installation(text: &str) -> Result<(String, i64), String> {
 
 /// `gantry control-plane add-runner`.
 #[derive(Debug, Args)]
-pub struct AddRunnerArgs {
+pub(crate) struct AddRunnerArgs {
     /// A unique name for the runner (shown in `GET /v1/runners`).
     pub name: String,
 }
 
 /// Runs `gantry control-plane` on the control plane of `data_dir`.
-pub async fn run(data_dir: PathBuf, args: ControlPlaneArgs) -> Result<ExitCode> {
+pub(crate) async fn run(data_dir: PathBuf, args: ControlPlaneArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create data dir {}", data_dir.display()))?;
     match args.command {

@@ -20,7 +20,7 @@ use crate::render::LiveView;
 use crate::setup::DataDir;
 
 /// Runs the turn and maps its end to an exit code.
-pub async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
+pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     // The config first: its errors are the user's to fix before anything runs.
     let mut file = crate::config::load(global.config.as_deref())?;
     file.retry.max_retries = args.max_retries;

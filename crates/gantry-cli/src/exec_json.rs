@@ -44,7 +44,7 @@ use serde_json::Value;
 /// One line of `gantry exec --json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
-pub enum Line {
+pub(crate) enum Line {
     /// The thread the turn runs on; printed first, by the CLI itself (no `seq`).
     #[serde(rename = "thread.started")]
     ThreadStarted {
@@ -133,7 +133,7 @@ pub enum Line {
 
 impl Line {
     /// The line announcing the thread.
-    pub fn thread_started(thread_id: &stored::ThreadId, resumed: bool) -> Line {
+    pub(crate) fn thread_started(thread_id: &stored::ThreadId, resumed: bool) -> Line {
         Line::ThreadStarted {
             thread_id: thread_id.to_string(),
             resumed,
@@ -142,7 +142,7 @@ impl Line {
 
     /// The line for one notification of the turn's feed; `None` for those
     /// not printed (see the module docs).
-    pub fn from_notification(n: &Notification) -> Option<Line> {
+    pub(crate) fn from_notification(n: &Notification) -> Option<Line> {
         match n {
             Notification::Event(e) => Line::from_event(e),
             Notification::Delta(d) => Some(Line::from_delta(d)),
@@ -151,7 +151,7 @@ impl Line {
     }
 
     /// The line for a stored event, if it has one.
-    pub fn from_event(e: &stored::Event) -> Option<Line> {
+    pub(crate) fn from_event(e: &stored::Event) -> Option<Line> {
         use stored::EventPayload as P;
         let seq = e.seq;
         match &e.payload {
@@ -235,7 +235,7 @@ impl Line {
     }
 
     /// The line for a live delta.
-    pub fn from_delta(d: &stored::Delta) -> Line {
+    pub(crate) fn from_delta(d: &stored::Delta) -> Line {
         use stored::DeltaKind as K;
         let item_id = d.item_id.to_string();
         match &d.kind {
@@ -261,7 +261,7 @@ fn known_cost(usd: f64) -> Option<f64> {
 /// How a turn that did not fail ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum TurnStatus {
+pub(crate) enum TurnStatus {
     /// The model gave its final answer (exit code 0).
     Completed,
     /// Ctrl-C (or a crash of the process that ran it) stopped it (exit code 130).
@@ -270,7 +270,7 @@ pub enum TurnStatus {
 
 /// Why a turn failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TurnError {
+pub(crate) struct TurnError {
     /// One line, human-readable.
     pub message: String,
     /// The cause, for scripts that act on it.
@@ -280,7 +280,7 @@ pub struct TurnError {
 /// The cause of a failed turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
+pub(crate) enum ErrorKind {
     /// The model server could not be reached.
     ModelUnreachable,
     /// The model cannot be used as configured (no provider, a missing or
@@ -305,7 +305,7 @@ impl From<stored::TurnFailure> for ErrorKind {
 
 /// Tokens used, summed over the turn's model requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Usage {
+pub(crate) struct Usage {
     /// Prompt tokens, cached and cache-written ones included.
     pub input_tokens: u64,
     /// Prompt tokens served from the provider's cache (part of `input_tokens`).
@@ -332,7 +332,7 @@ impl From<&stored::Usage> for Usage {
 
 /// One unit of the turn: `id`, its `type` with that kind's fields, `status`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Item {
+pub(crate) struct Item {
     /// The item's id; its `item.started`, deltas and `item.completed` share it.
     pub id: String,
     /// The kind (serialized as `type`) and its fields.
@@ -345,7 +345,7 @@ pub struct Item {
 /// Where an item is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ItemStatus {
+pub(crate) enum ItemStatus {
     /// Started, not ended (every `item.started`).
     InProgress,
     /// Ended normally (a command with a non-zero exit code included).
@@ -370,7 +370,7 @@ impl From<stored::ItemStatus> for ItemStatus {
 /// What an item is, with the fields of its kind.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ItemDetails {
+pub(crate) enum ItemDetails {
     /// The user's input (the prompt).
     UserMessage {
         /// What the user said.
@@ -496,7 +496,7 @@ pub enum ItemDetails {
 /// What a file change did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FileChangeKind {
+pub(crate) enum FileChangeKind {
     /// A new file.
     Add,
     /// An existing file changed.
@@ -508,7 +508,7 @@ pub enum FileChangeKind {
 /// A human's (or a timeout's) answer to an approval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ApprovalDecision {
+pub(crate) enum ApprovalDecision {
     /// Run this call.
     Approve,
     /// Run this call and identical ones for the rest of the session.
@@ -522,7 +522,7 @@ pub enum ApprovalDecision {
 /// Who answered an approval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ResolvedBy {
+pub(crate) enum ResolvedBy {
     /// A client.
     Client,
     /// Its timeout, by policy.
@@ -534,7 +534,7 @@ pub enum ResolvedBy {
 /// Who runs an external task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum TaskMode {
+pub(crate) enum TaskMode {
     /// The engine (not handed out; listed for completeness).
     Internal,
     /// A client.
@@ -545,7 +545,7 @@ pub enum TaskMode {
 
 /// One task of a `todo_list`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Todo {
+pub(crate) struct Todo {
     /// Stable id, unique in the list.
     pub id: String,
     /// What to do.
@@ -559,7 +559,7 @@ pub struct Todo {
 /// Where a task is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum TodoStatus {
+pub(crate) enum TodoStatus {
     /// Not started.
     Pending,
     /// Being worked on.
@@ -573,7 +573,7 @@ pub enum TodoStatus {
 /// How much a task matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum TodoPriority {
+pub(crate) enum TodoPriority {
     /// Do first.
     High,
     /// The default.
@@ -785,7 +785,7 @@ impl From<&stored::TodoItem> for Todo {
 
 /// Prints one line on stdout. A closed stdout (e.g. `| head`) must not kill
 /// the turn, so write errors are ignored.
-pub fn print(line: &Line) {
+pub(crate) fn print(line: &Line) {
     if let Ok(text) = serde_json::to_string(line) {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{text}");

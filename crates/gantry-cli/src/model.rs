@@ -22,7 +22,7 @@ const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// A resolver for `model`, and the in-process mock server that backs it when
 /// the model is scripted (kept alive as long as the resolver is used).
-pub struct ModelSetup {
+pub(crate) struct ModelSetup {
     pub resolver: Arc<dyn ModelResolver>,
     /// Set when the config's providers serve the model: the engine manages them.
     pub registry: Option<Arc<Providers>>,
@@ -34,7 +34,7 @@ pub struct ModelSetup {
 /// configured (as before there was a config); else the config's providers.
 /// Fails with one line when the model cannot be served (unknown provider,
 /// missing key variable).
-pub fn setup(model: &str, args: &ExecArgs, registry: Arc<Providers>) -> Result<ModelSetup> {
+pub(crate) fn setup(model: &str, args: &ExecArgs, registry: Arc<Providers>) -> Result<ModelSetup> {
     if let Some(file) = model.strip_prefix(SCRIPTED) {
         let script = Script::from_file(Path::new(file))
             .with_context(|| format!("cannot load the model script {file}"))?;
@@ -100,7 +100,7 @@ impl ModelResolver for Catalogued {
 }
 
 /// For commands that run no turn: any model request is refused.
-pub struct NoModel;
+pub(crate) struct NoModel;
 
 impl ModelResolver for NoModel {
     fn resolve(&self, model: &str) -> Result<Arc<dyn gantry_llm::ModelClient>, String> {

@@ -14,7 +14,7 @@ use crate::exec_json::{self, Line};
 const OUTPUT_LINES: usize = 6;
 
 /// Renders notifications.
-pub struct LiveView {
+pub(crate) struct LiveView {
     json: bool,
     color: bool,
     /// The live view is mid-line (streamed agent text without a newline yet).
@@ -23,7 +23,7 @@ pub struct LiveView {
 
 impl LiveView {
     /// A view; `json` switches to the `--json` lines on stdout.
-    pub fn new(json: bool) -> Self {
+    pub(crate) fn new(json: bool) -> Self {
         Self {
             json,
             color: std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
@@ -33,14 +33,14 @@ impl LiveView {
 
     /// Announces the thread the turn runs on (a line of its own only in
     /// JSON: the live view names the thread in its closing line).
-    pub fn thread_started(&mut self, thread_id: &ThreadId, resumed: bool) {
+    pub(crate) fn thread_started(&mut self, thread_id: &ThreadId, resumed: bool) {
         if self.json {
             exec_json::print(&Line::thread_started(thread_id, resumed));
         }
     }
 
     /// Shows one notification.
-    pub fn show(&mut self, n: &Notification) {
+    pub(crate) fn show(&mut self, n: &Notification) {
         if self.json {
             if let Some(line) = Line::from_notification(n) {
                 exec_json::print(&line);
@@ -64,7 +64,7 @@ impl LiveView {
     }
 
     /// A one-line note from the CLI itself.
-    pub fn note(&mut self, text: &str) {
+    pub(crate) fn note(&mut self, text: &str) {
         if !self.json {
             self.line(&self.dim(text));
         }
@@ -72,7 +72,7 @@ impl LiveView {
 
     /// The closing line: status, rounds, tokens, cost (when the catalog
     /// knows the model's prices), time.
-    pub fn summary(&mut self, turn: &Turn, thread: &Thread) {
+    pub(crate) fn summary(&mut self, turn: &Turn, thread: &Thread) {
         if self.json {
             return;
         }

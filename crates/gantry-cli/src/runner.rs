@@ -18,7 +18,7 @@ use crate::setup::{DataDir, read_token};
 use crate::signals::stop_signal;
 
 /// Examples shown under `--help`.
-pub const EXAMPLES: &str = "\
+pub(crate) const EXAMPLES: &str = "\
 Examples:
   # On the control plane: allow the runner, keep its token.
   gantry control-plane add-runner builder-1 > builder-1.token
@@ -35,7 +35,7 @@ backoff when the channel drops and reports what ran meanwhile; Ctrl-C stops it."
 
 /// `gantry runner`.
 #[derive(Debug, Args)]
-pub struct RunnerArgs {
+pub(crate) struct RunnerArgs {
     /// The control plane: `http(s)://HOST:PORT[/PREFIX]`. `http://` and
     /// loopback hosts are plaintext, anything else TLS; a path prefixes
     /// every rpc path.
@@ -60,7 +60,7 @@ pub struct RunnerArgs {
 
 /// Runs the runner until SIGINT/SIGTERM, or until the control plane
 /// refuses its token.
-pub async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
+pub(crate) async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
     let url = ControlPlaneUrl::parse(&args.control_plane).map_err(anyhow::Error::msg)?;
     let token = read_token(&args.token_file)?;
     let ca_pem = match &args.tls_ca {

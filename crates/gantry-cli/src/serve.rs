@@ -16,7 +16,7 @@ use crate::setup::{DataDir, read_token};
 use crate::signals::stop_signal;
 
 /// Runs the daemon until a signal or the `Shutdown` rpc.
-pub async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
+pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     let providers_config = crate::config::load(global.config.as_deref())?;
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
@@ -88,7 +88,7 @@ pub async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
 /// The engine a daemon runs: the configured providers over `store`;
 /// `config_file` is kept from sandboxed commands like the data dir;
 /// `customize` adds to the builder.
-pub async fn daemon_engine(
+pub(crate) async fn daemon_engine(
     store: Arc<dyn Store>,
     providers_config: gantry_core::ProvidersConfig,
     data_dir: Option<std::path::PathBuf>,
@@ -111,7 +111,7 @@ pub async fn daemon_engine(
 }
 
 /// Connects the stored MCP servers without holding up the listener.
-pub fn start_background_work(engine: &Engine) {
+pub(crate) fn start_background_work(engine: &Engine) {
     let engine = engine.clone();
     tokio::spawn(async move {
         if !engine.mcp().servers().is_empty() {

@@ -11,7 +11,7 @@ use gantry_store::SqliteStore;
 use crate::args::Global;
 
 /// An open data dir. Dropping it releases the lock.
-pub struct DataDir {
+pub(crate) struct DataDir {
     pub path: PathBuf,
     pub store: Arc<SqliteStore>,
     _lock: File,
@@ -21,7 +21,7 @@ impl DataDir {
     /// Opens (creating) the data dir and takes its lock: one process owns a
     /// data dir at a time, so crash recovery never closes another live
     /// process's turns and seqs never collide.
-    pub async fn open(global: &Global) -> Result<Self> {
+    pub(crate) async fn open(global: &Global) -> Result<Self> {
         let path = data_dir_path(global)?;
         std::fs::create_dir_all(&path)
             .with_context(|| format!("cannot create data dir {}", path.display()))?;
@@ -37,7 +37,7 @@ impl DataDir {
     }
 
     /// Starts an engine over this data dir.
-    pub async fn engine(
+    pub(crate) async fn engine(
         &self,
         models: Arc<dyn ModelResolver>,
         config: EngineConfig,
@@ -70,7 +70,7 @@ fn lock(dir: &Path) -> Result<File> {
 }
 
 /// The data dir `global` names, else the default one (not opened).
-pub fn data_dir_path(global: &Global) -> Result<PathBuf> {
+pub(crate) fn data_dir_path(global: &Global) -> Result<PathBuf> {
     match &global.data_dir {
         Some(p) => Ok(p.clone()),
         None => default_data_dir(),
@@ -88,7 +88,7 @@ fn default_data_dir() -> Result<PathBuf> {
 }
 
 /// A token file's first line, which must not be empty.
-pub fn read_token(path: &std::path::Path) -> Result<String> {
+pub(crate) fn read_token(path: &std::path::Path) -> Result<String> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the token file {}", path.display()))?;
     let token = text.lines().next().unwrap_or_default().trim().to_owned();

@@ -1,7 +1,7 @@
 //! Process signals the long-running commands stop on.
 
 /// Completes on SIGINT or SIGTERM.
-pub async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -12,7 +12,7 @@ use crate::setup::DataDir;
 
 /// Runs a `threads` subcommand. The engine starts without a model, so turns
 /// left running by a crash are shown closed, as they are.
-pub async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
+pub(crate) async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
     let data = DataDir::open(&global).await?;
     let engine = data
         .engine(std::sync::Arc::new(NoModel), EngineConfig::default())

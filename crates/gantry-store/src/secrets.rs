@@ -32,7 +32,7 @@ const FIELD: &str = "api_key";
 const AAD: &[u8] = b"gantry api_key v1";
 
 /// Seals and opens the keys one store keeps.
-pub struct Sealer {
+pub(crate) struct Sealer {
     key: LessSafeKey,
     rng: SystemRandom,
 }
@@ -46,7 +46,7 @@ impl std::fmt::Debug for Sealer {
 impl Sealer {
     /// Reads the 32-byte key at `path`, creating it (mode 0600, random) if
     /// there is none.
-    pub fn load_or_create(path: &Path) -> Result<Self, StoreError> {
+    pub(crate) fn load_or_create(path: &Path) -> Result<Self, StoreError> {
         let err = |what: &str, e: std::io::Error| {
             StoreError::Database(format!("{what} {}: {e}", path.display()))
         };
@@ -82,7 +82,7 @@ impl Sealer {
     }
 
     /// `plain` sealed: `enc:v1:<base64>`.
-    pub fn seal(&self, plain: &str) -> Result<String, StoreError> {
+    pub(crate) fn seal(&self, plain: &str) -> Result<String, StoreError> {
         let mut nonce = [0u8; NONCE_LEN];
         self.rng
             .fill(&mut nonce)
@@ -102,7 +102,7 @@ impl Sealer {
 
     /// The plaintext of a value [`Sealer::seal`] made; `None` when `sealed`
     /// is not one, or not one of this key.
-    pub fn open(&self, sealed: &str) -> Option<String> {
+    pub(crate) fn open(&self, sealed: &str) -> Option<String> {
         let raw = BASE64.decode(sealed.strip_prefix(PREFIX)?).ok()?;
         let (nonce, rest) = raw.split_at_checked(NONCE_LEN)?;
         let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;

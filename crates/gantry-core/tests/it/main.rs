@@ -1,9 +1,9 @@
 //! gantry-core's integration tests, in one binary (one link, not one per file).
 
-mod common;
 mod agents;
 mod cells;
 mod command_env;
+mod common;
 mod context;
 mod cron;
 mod durability;

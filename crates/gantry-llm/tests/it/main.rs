@@ -1,6 +1,6 @@
 //! gantry-llm's integration tests, in one binary (one link, not one per file).
 
-mod common;
 mod anthropic;
+mod common;
 mod openai_chat;
 mod openai_responses;

@@ -1,7 +1,7 @@
 //! gantry-tools's integration tests, in one binary (one link, not one per file).
 
-mod common;
 mod child_env;
+mod common;
 mod files;
 mod mcp;
 mod sandbox;

@@ -18,28 +18,28 @@ use tonic::codegen::http;
 use tonic::{Request, Response, Status, Streaming};
 
 /// The path prefix the fake serves under.
-pub const PREFIX: &str = "/cp";
+pub(crate) const PREFIX: &str = "/cp";
 /// The one token the fake accepts.
-pub const TOKEN: &str = "runner-secret";
+pub(crate) const TOKEN: &str = "runner-secret";
 /// How long a test waits for something the runner should do.
 const PATIENCE: Duration = Duration::from_secs(20);
 
 /// What a registration carried.
 #[derive(Debug, Clone)]
-pub struct Registration {
+pub(crate) struct Registration {
     pub authorization: Option<String>,
     pub request: pb::RegisterRunnerRequest,
 }
 
 /// An open control channel, from the control plane's side.
-pub struct Conn {
+pub(crate) struct Conn {
     to_runner: mpsc::Sender<Result<pb::ServerMessage, Status>>,
     from_runner: Streaming<pb::ClientMessage>,
 }
 
 impl Conn {
     /// Sends a request with `request_id`.
-    pub async fn send(&self, request_id: &str, request: pb::server_message::Request) {
+    pub(crate) async fn send(&self, request_id: &str, request: pb::server_message::Request) {
         let message = pb::ServerMessage {
             request_id: Some(request_id.to_owned()),
             request: Some(request),
@@ -51,7 +51,7 @@ impl Conn {
     }
 
     /// The runner's next message.
-    pub async fn next(&mut self) -> pb::ClientMessage {
+    pub(crate) async fn next(&mut self) -> pb::ClientMessage {
         tokio::time::timeout(PATIENCE, self.from_runner.message())
             .await
             .expect("the runner said nothing")
@@ -60,7 +60,7 @@ impl Conn {
     }
 
     /// Messages until one for which `done` holds (included).
-    pub async fn until(
+    pub(crate) async fn until(
         &mut self,
         done: impl Fn(&pb::ClientMessage) -> bool,
     ) -> Vec<pb::ClientMessage> {
@@ -76,7 +76,7 @@ impl Conn {
     }
 
     /// Breaks the channel from the control plane's side.
-    pub async fn break_off(self) {
+    pub(crate) async fn break_off(self) {
         let _ = self
             .to_runner
             .send(Err(Status::unavailable("control plane going away")))
@@ -85,7 +85,7 @@ impl Conn {
 }
 
 /// GitHub answers the fake gives: installations and the token for each.
-pub type Github = Vec<(i64, String)>;
+pub(crate) type Github = Vec<(i64, String)>;
 
 #[derive(Clone)]
 struct Service {
@@ -211,7 +211,7 @@ fn chrono_now_ms() -> i64 {
 }
 
 /// The fake control plane, serving until dropped.
-pub struct FakePlane {
+pub(crate) struct FakePlane {
     pub addr: SocketAddr,
     registrations: Arc<Mutex<Vec<Registration>>>,
     conns: mpsc::Receiver<Conn>,
@@ -224,7 +224,7 @@ pub struct FakePlane {
 
 impl FakePlane {
     /// Starts on an ephemeral loopback port.
-    pub async fn start() -> FakePlane {
+    pub(crate) async fn start() -> FakePlane {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (conns_tx, conns) = mpsc::channel(8);
@@ -256,12 +256,12 @@ impl FakePlane {
     }
 
     /// The URL a runner dials.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}{PREFIX}", self.addr)
     }
 
     /// The next control channel a runner opens.
-    pub async fn accept(&mut self) -> Conn {
+    pub(crate) async fn accept(&mut self) -> Conn {
         tokio::time::timeout(PATIENCE, self.conns.recv())
             .await
             .expect("no runner connected")
@@ -269,27 +269,27 @@ impl FakePlane {
     }
 
     /// Registrations so far.
-    pub fn registrations(&self) -> Vec<Registration> {
+    pub(crate) fn registrations(&self) -> Vec<Registration> {
         self.registrations.lock().unwrap().clone()
     }
 
     /// Down: registrations fail until [`FakePlane::set_up`].
-    pub fn set_up(&self, up: bool) {
+    pub(crate) fn set_up(&self, up: bool) {
         *self.up.lock().unwrap() = up;
     }
 
     /// Refuses the next `n` channel opens with `ALREADY_EXISTS`.
-    pub fn refuse_channels(&self, n: usize) {
+    pub(crate) fn refuse_channels(&self, n: usize) {
         *self.refusals.lock().unwrap() = n;
     }
 
     /// When each channel open came, in order.
-    pub fn channel_attempts(&self) -> Vec<Instant> {
+    pub(crate) fn channel_attempts(&self) -> Vec<Instant> {
         self.channel_attempts.lock().unwrap().clone()
     }
 
     /// The installations and tokens the GitHub rpcs answer with.
-    pub fn set_github(&self, github: Github) {
+    pub(crate) fn set_github(&self, github: Github) {
         *self.github.lock().unwrap() = github;
     }
 }

@@ -194,7 +194,10 @@ pub(crate) async fn subscribe(
 }
 
 /// The next event of type `kind`, skipping others.
-pub(crate) async fn next_of(events: &mut Streaming<pb::AgentEvent>, kind: EventType) -> pb::AgentEvent {
+pub(crate) async fn next_of(
+    events: &mut Streaming<pb::AgentEvent>,
+    kind: EventType,
+) -> pb::AgentEvent {
     guard(kind.as_str_name(), async {
         loop {
             let event = events

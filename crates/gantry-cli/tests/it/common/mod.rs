@@ -1,0 +1,73 @@
+//! Runs the real `gantry` binary in a scratch home, data dir and workspace.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub(crate) struct Scratch {
+    pub dir: tempfile::TempDir,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Scratch {
+    pub(crate) fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("ws")).expect("workspace");
+        std::fs::create_dir_all(dir.path().join("home")).expect("home");
+        Self { dir }
+    }
+
+    pub(crate) fn workspace(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    /// Writes a model script and returns the `--model` value for it.
+    pub(crate) fn script(&self, name: &str, script: Value) -> String {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, script.to_string()).expect("write script");
+        format!("scripted:{}", path.display())
+    }
+
+    /// `gantry` with a clean environment pointed at this scratch dir.
+    pub(crate) fn gantry(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gantry"));
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            // A bare home: the machine's login profile stays out of `bash -lc`.
+            .env("HOME", self.dir.path().join("home"))
+            .env("GANTRY_DATA_DIR", self.dir.path().join("data"))
+            .current_dir(self.workspace());
+        cmd
+    }
+
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
+        self.gantry().args(args).output().expect("run gantry")
+    }
+}
+
+pub(crate) fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub(crate) fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The JSON lines of `gantry exec --json`.
+pub(crate) fn json_lines(o: &Output) -> Vec<Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+pub(crate) fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}

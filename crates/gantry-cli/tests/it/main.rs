@@ -1,0 +1,13 @@
+//! gantry-cli's integration tests, in one binary (one link, not one per file).
+
+mod a3s_conformance;
+mod common;
+mod config;
+mod crash;
+mod disk_full;
+mod exec;
+mod keys;
+mod pytest;
+mod runner_conformance;
+mod runner_control_plane;
+mod serve;

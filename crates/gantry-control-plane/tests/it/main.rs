@@ -1,0 +1,14 @@
+//! gantry-control-plane's integration tests, in one binary (one link, not one per file).
+
+mod agents;
+mod api;
+mod e2e;
+mod fuzz;
+mod github;
+mod github_app;
+mod grpc_wire;
+mod recovery;
+mod runners;
+mod security;
+mod support;
+mod threads;
