@@ -217,9 +217,11 @@ async fn serve(data_dir: &Path, args: ServeArgs) -> Result<ExitCode> {
             );
         }
     }
+    // Handlers first: a signal right after the line below stops it gracefully.
+    let stop = stop_signal();
     // The one line scripts wait for (the ports, when 0 was asked for).
     eprintln!("gantry: control plane gRPC on {grpc_addr}, HTTP on {http_addr}");
-    control_plane::serve(cp, grpc, http, stop_signal()).await?;
+    control_plane::serve(cp, grpc, http, stop).await?;
     eprintln!("gantry: stopped");
     Ok(ExitCode::SUCCESS)
 }

@@ -97,10 +97,12 @@ pub(crate) async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
         backoff: Backoff::default(),
         github: Some(github),
     };
+    // Handlers before the runner starts (and says it dials).
+    let signal = stop_signal();
     let running = tokio::spawn(runner::run(engine.clone(), options, stop.clone()));
     let signalled = stop.clone();
     tokio::spawn(async move {
-        stop_signal().await;
+        signal.await;
         signalled.cancel();
     });
     let result = running.await.context("the runner task failed")?;

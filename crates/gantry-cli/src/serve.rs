@@ -60,6 +60,8 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     let listener = TcpListener::bind(&args.listen_addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen_addr))?;
+    // Before the line below: a stop asked for once it is printed is graceful.
+    let stop = stop_signal();
     if let Ok(addr) = listener.local_addr() {
         if !addr.ip().is_loopback() && auth_token.is_none() {
             eprintln!(
@@ -76,7 +78,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         tls,
         grace: Duration::from_secs(args.grace_secs),
     };
-    let served = proto_code_agent::serve(engine, listener, options, stop_signal()).await;
+    let served = proto_code_agent::serve(engine, listener, options, stop).await;
     // Runs the stop cut off are recorded as cancelled before the store closes.
     scheduler.stop().await;
     served?;
