@@ -4,6 +4,7 @@
 //!
 //! `deps.rs` is the table of what each crate may depend on, `file_size.rs`
 //! the size limits, `code_map.rs` the code map against `crates/`.
+//! `test_binaries.rs` one test binary per crate.
 //! `fixtures.rs` shows each rule fail on a small made-up workspace;
 //! `workspace.rs` runs them all on this one.
 
@@ -12,4 +13,5 @@ mod deps;
 mod file_size;
 mod fixtures;
 mod manifest;
+mod test_binaries;
 mod workspace;

@@ -61,3 +61,20 @@ fn the_code_map_matches_the_tree() {
         code_map::check(&workspace.architecture_md(), &workspace.crate_dirs),
     );
 }
+
+#[test]
+fn each_crate_has_one_test_binary() {
+    let workspace = Workspace::load();
+    let crates: Vec<_> = workspace
+        .crate_dirs
+        .iter()
+        .map(|dir| {
+            let tests = workspace.root.join("crates").join(dir).join("tests");
+            (dir.clone(), tests)
+        })
+        .collect();
+    assert_none(
+        "crates with more than one test binary",
+        crate::test_binaries::check(&crates),
+    );
+}
