@@ -54,9 +54,9 @@ pub use follow::{Feed, ThreadFeed};
 // The policy, for adapters that validate rules or show a decision.
 pub use gantry_policy as policy;
 pub use gantry_store::{ThreadPage, ThreadQuery};
-// Tool-side types the engine API takes and returns.
-pub use gantry_tools::mcp::{McpServerConfig, McpTransport};
-pub use gantry_tools::skills::{Skill, SkillListing, SkillSource};
+// A parsed skill, as the engine API returns it (the shared vocabulary of
+// MCP servers and skills is in gantry_types::{mcp, skill}).
+pub use gantry_tools::skills::Skill;
 pub use lsp_api::Lsp;
 pub use mcp_api::{MCP_SERVERS_SETTING, Mcp};
 pub use memory::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, Memory, RECENT_WINDOW_MS};

@@ -112,11 +112,7 @@ pub(crate) const PLANNED: &[&str] = &[];
 
 /// Known violations, each being fixed: (crate, dependency). An entry that
 /// no longer matches a violation fails the check, so the list only shrinks.
-pub(crate) const ALLOWED: &[(&str, &str)] = &[
-    // `service/lifecycle.rs` imports `gantry_store::ThreadQuery`, which
-    // gantry-core re-exports. Remove when it imports it from gantry-core.
-    ("proto-code-agent", "gantry-store"),
-];
+pub(crate) const ALLOWED: &[(&str, &str)] = &[];
 
 /// Every broken rule in `manifests` not in `allowed`, and every entry of
 /// `allowed` that matches nothing.

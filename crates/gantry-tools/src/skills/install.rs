@@ -19,8 +19,6 @@ use std::process::Stdio;
 use std::sync::Once;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use super::archive::{self, ArchiveKind, MAX_ENTRIES, MAX_EXTRACTED_BYTES};
 use super::skill::check_name;
 use super::{Skill, SkillError, SkillSource};
@@ -33,29 +31,7 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(300);
 /// (`repo/skills/<name>/SKILL.md` is depth 2; archives add a top folder).
 const MAX_SEARCH_DEPTH: usize = 4;
 
-/// What happened to a skill package, as reported to a control plane
-/// (`SkillMpStatus` in companyhelm.runner.v1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SkillPackageStatus {
-    /// The package's skills are in the skills directory.
-    Installed,
-    /// The skill was removed.
-    Deleted,
-}
-
-/// The status event of an install or delete, for the engine to publish.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SkillPackageUpdate {
-    /// The agent whose skills directory changed.
-    pub agent_id: String,
-    /// The package coordinate (or skill name, for a delete).
-    pub package_name: String,
-    /// What happened.
-    pub status: SkillPackageStatus,
-    /// The skills installed or deleted.
-    pub skills: Vec<String>,
-}
+pub use gantry_types::skill::{SkillPackageStatus, SkillPackageUpdate};
 
 /// A classified package coordinate.
 #[derive(Debug)]

@@ -1,10 +1,7 @@
 //! A thread's skills: what exists, what the model may invoke, what is loaded.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
-
-use serde::Serialize;
 
 use super::{Skill, SkillError, SkillSource};
 
@@ -12,24 +9,7 @@ use super::{Skill, SkillError, SkillSource};
 /// lock is never held across an await.
 pub type SharedSkillSet = Arc<RwLock<SkillSet>>;
 
-/// One line of [`SkillSet::list`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SkillListing {
-    /// The skill's name.
-    pub name: String,
-    /// Its description.
-    pub description: String,
-    /// Where it came from.
-    pub source: SkillSource,
-    /// Its folder, if any.
-    pub dir: Option<PathBuf>,
-    /// Rules it allows while active.
-    pub allowed_tools: Vec<String>,
-    /// Whether the model may invoke it.
-    pub model_invocable: bool,
-    /// Whether it is loaded in this thread.
-    pub loaded: bool,
-}
+pub use gantry_types::skill::SkillListing;
 
 /// The skills of one thread. Loading a skill puts its instructions into
 /// the thread's context and its `allowed-tools` into effect; the engine

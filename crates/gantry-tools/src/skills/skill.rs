@@ -14,22 +14,7 @@ const MAX_LISTED_FILES: usize = 200;
 /// How deep the extra-file listing goes.
 const MAX_LIST_DEPTH: usize = 8;
 
-/// Where a skill came from. Earlier variants shadow later ones on a name
-/// clash during discovery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SkillSource {
-    /// `<workspace>/.gantry/skills`.
-    Workspace,
-    /// `<workspace>/.claude/skills`.
-    Claude,
-    /// `$XDG_CONFIG_HOME/gantry/skills`.
-    User,
-    /// Given as text (no folder).
-    Inline,
-    /// Installed into an agent's skills directory from a package.
-    Installed,
-}
+pub use gantry_types::skill::SkillSource;
 
 /// A parsed skill.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
+use gantry_core::ThreadQuery;
 use gantry_grpc::clip;
-use gantry_store::ThreadQuery;
 use tonic::Status;
 
 use super::Ctx;

@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 
-use gantry_core::{McpServerConfig, McpTransport};
 use gantry_grpc::clip;
+use gantry_types::mcp::{McpServerConfig, McpTransport};
 use tonic::Status;
 use tonic::codegen::http::{HeaderName, HeaderValue};
 

@@ -10,9 +10,10 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use gantry_core::{Skill, SkillListing, SkillSource};
+use gantry_core::Skill;
 use gantry_grpc::clip;
 use gantry_types::ThreadId;
+use gantry_types::skill::{SkillListing, SkillSource};
 use tonic::Status;
 
 use super::Ctx;
