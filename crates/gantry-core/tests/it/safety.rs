@@ -52,6 +52,16 @@ fn approval_id(item: &Item) -> String {
 }
 
 /// What the model was told about the tool call, in request `n`.
+/// Moves tokio's clock past `ms` from now at once, then lets it run again
+/// (the model's next request must see real time). Called once the turn
+/// waits on its timer: the turn armed it before the item that announces
+/// the wait was stored.
+async fn jump_past(ms: u64) {
+    tokio::time::pause();
+    tokio::time::advance(std::time::Duration::from_millis(ms + 1)).await;
+    tokio::time::resume();
+}
+
 fn tool_result(h: &Harness, n: usize) -> String {
     last_tool_result(&h.llm, n)
 }
@@ -156,12 +166,16 @@ async fn an_unanswered_approval_times_out_by_policy() {
         (TimeoutAction::Reject, false),
         (TimeoutAction::AutoApprove, true),
     ] {
-        let h = harness(
-            vec![write_step("a.txt"), Step::text("ok")],
-            confirm_shell(200, action),
-        )
-        .await;
-        let (_, seen) = h.run_turn("go").await;
+        // A file write (no process, so no timer of its own) that needs a
+        // confirmation nobody gives within ten minutes.
+        let mut policy = confirm_shell(600_000, action);
+        policy.confirmation.require_confirm_tools = vec!["write_file".into()];
+        let write = Step::tool_call("write_file", json!({"path": "a.txt", "content": "x"}));
+        let h = harness(vec![write, Step::text("ok")], policy).await;
+        let (mut sub, turn) = h.start_turn("go").await;
+        started(&mut sub, "approval").await;
+        jump_past(600_000).await;
+        let seen = until_turn_ends(&mut sub, &turn).await;
         assert_eq!(turn_status(&seen), TurnStatus::Completed);
         assert_eq!(h.workspace().join("a.txt").exists(), runs, "{action:?}");
         let resolved = completed_kinds(&seen)
@@ -174,7 +188,7 @@ async fn an_unanswered_approval_times_out_by_policy() {
         assert_eq!(resolved_by, Some(gantry_types::ResolvedBy::Timeout));
         if !runs {
             assert!(
-                tool_result(&h, 1).contains("no answer within 0.2 s"),
+                tool_result(&h, 1).contains("no answer within 600 s"),
                 "{}",
                 tool_result(&h, 1)
             );
@@ -314,23 +328,32 @@ async fn an_external_lane_hands_the_call_to_a_client() {
 #[tokio::test]
 async fn an_external_task_nobody_completes_fails_the_call_clearly() {
     let h = Harness::new(vec![write_step("a.txt"), Step::text("ok")]).await;
+    // Ten minutes: only the paused clock below gets the test there.
     let handler = LaneHandler {
         lane: Lane::Execute,
         mode: HandlerMode::External,
-        timeout_ms: 150,
+        timeout_ms: 600_000,
     };
     h.engine
         .safety()
         .set_lane_handler(&h.thread.id, handler)
         .await
         .unwrap();
-    let (_, seen) = h.run_turn("go").await;
+    let (mut sub, turn) = h.start_turn("go").await;
+    wait_for(&mut sub, |n| {
+        matches!(n, Notification::Event(e) if matches!(&e.payload,
+            EventPayload::ItemStarted { item } if matches!(item.kind, ItemKind::ExternalTask { .. })))
+    })
+    .await;
+    // Nobody answers.
+    jump_past(600_000).await;
+    let seen = until_turn_ends(&mut sub, &turn).await;
     assert_eq!(turn_status(&seen), TurnStatus::Completed);
     let told = tool_result(&h, 1);
+    assert!(told.contains("was not completed within 600 s"), "{told}");
     assert!(
-        told.contains("was not completed within 0.1 s")
-            || told.contains("was not completed within 0.2 s"),
-        "{told}"
+        !h.workspace().join("a.txt").exists(),
+        "the engine did not run it"
     );
 }
 
