@@ -36,7 +36,7 @@
 
 use std::io::Write;
 
-use gantry_core::Notification;
+use gantry_core::{Notification, projection};
 use gantry_types as stored;
 use serde::Serialize;
 use serde_json::Value;
@@ -626,13 +626,13 @@ impl ItemDetails {
                 error: failure(),
             },
             K::FileChange { path, diff } => {
-                let (lines_added, lines_removed) = diff_stat(diff);
+                let stat = projection::diff_stat(diff);
                 ItemDetails::FileChange {
                     path: path.clone(),
-                    change: change_kind(diff),
+                    change: stat.kind.map(FileChangeKind::from),
                     diff: diff.clone(),
-                    lines_added,
-                    lines_removed,
+                    lines_added: stat.added,
+                    lines_removed: stat.removed,
                     error: failure(),
                 }
             }
@@ -705,31 +705,14 @@ impl ItemDetails {
     }
 }
 
-/// What a unified diff does to its file, from its `---`/`+++` header.
-fn change_kind(diff: &str) -> Option<FileChangeKind> {
-    let mut lines = diff.lines();
-    let from = lines.find(|l| l.starts_with("--- "))?;
-    let to = lines.next().filter(|l| l.starts_with("+++ "))?;
-    Some(if from == "--- /dev/null" {
-        FileChangeKind::Add
-    } else if to == "+++ /dev/null" {
-        FileChangeKind::Delete
-    } else {
-        FileChangeKind::Update
-    })
-}
-
-/// Lines a unified diff adds and removes.
-fn diff_stat(diff: &str) -> (usize, usize) {
-    let added = diff
-        .lines()
-        .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
-        .count();
-    let removed = diff
-        .lines()
-        .filter(|l| l.starts_with('-') && !l.starts_with("---"))
-        .count();
-    (added, removed)
+impl From<projection::FileChangeKind> for FileChangeKind {
+    fn from(kind: projection::FileChangeKind) -> Self {
+        match kind {
+            projection::FileChangeKind::Add => Self::Add,
+            projection::FileChangeKind::Update => Self::Update,
+            projection::FileChangeKind::Delete => Self::Delete,
+        }
+    }
 }
 
 impl From<stored::ApprovalDecisionKind> for ApprovalDecision {
@@ -895,12 +878,6 @@ mod tests {
                    "diff": "", "lines_added": 0, "lines_removed": 0,
                    "error": "old_string not found", "status": "failed"})
         );
-        let diff = "--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+x\n";
-        assert_eq!(change_kind(diff), Some(FileChangeKind::Add));
-        assert_eq!(diff_stat(diff), (1, 0));
-        let diff = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-x\n+y\n";
-        assert_eq!(change_kind(diff), Some(FileChangeKind::Update));
-        assert_eq!(diff_stat(diff), (1, 1));
     }
 
     #[test]

@@ -144,17 +144,12 @@ impl LiveView {
                 self.line(&self.dim(&format!("  ({status}, {secs:.2}s)")));
             }
             ItemKind::FileChange { path, diff } => {
-                let added = diff
-                    .lines()
-                    .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
-                    .count();
-                let removed = diff
-                    .lines()
-                    .filter(|l| l.starts_with('-') && !l.starts_with("---"))
-                    .count();
+                let stat = gantry_core::projection::diff_stat(diff);
                 self.line(&format!(
-                    "{} {path} (+{added} -{removed})",
-                    self.bold("edited")
+                    "{} {path} (+{} -{})",
+                    self.bold("edited"),
+                    stat.added,
+                    stat.removed
                 ));
             }
             ItemKind::ToolCall { name, error, .. } => {

@@ -196,7 +196,7 @@ impl Jobs<'_> {
             .engine
             .shared
             .cron
-            .claim(&job.id, cancel.clone())
+            .claim(&job.id, cancel.clone(), None)
             .ok_or_else(|| {
                 EngineError::InvalidInput(format!(
                     "job `{}` is already running; wait for its run to end",

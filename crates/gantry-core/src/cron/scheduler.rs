@@ -3,7 +3,6 @@
 //! when it comes due again skips that run; runs left unfinished by a
 //! stopped server are closed as cancelled when a scheduler starts.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use gantry_types::cron::{CronEvent, ExecutionStatus, ExecutionTrigger, JobStatus};
@@ -88,13 +87,10 @@ async fn close_unfinished(engine: &Engine) -> Result<(), EngineError> {
 /// The loop: start what is due, sleep until the next due time or a change.
 async fn run(engine: Engine, stop: CancellationToken) {
     let mut runs = JoinSet::new();
-    // The due time each job's latest run was started for.
-    let mut started_for = HashMap::new();
     // Runs due before this moment came due while no scheduler ran.
     let started = engine.shared.clock.now_ms();
     loop {
-        let due = start_due(&engine, &stop, &mut runs, &mut started_for, started).await;
-        let nap = match due {
+        let nap = match start_due(&engine, &stop, &mut runs, started).await {
             Ok(next) => next.map_or(MAX_NAP, |at| {
                 let ms = at.saturating_sub(engine.shared.clock.now_ms()).max(0);
                 Duration::from_millis(u64::try_from(ms).unwrap_or(0)).min(MAX_NAP)
@@ -124,7 +120,6 @@ async fn start_due(
     engine: &Engine,
     stop: &CancellationToken,
     runs: &mut JoinSet<()>,
-    started_for: &mut HashMap<String, i64>,
     started: i64,
 ) -> Result<Option<i64>, EngineError> {
     let shared = &engine.shared;
@@ -144,9 +139,8 @@ async fn start_due(
             ExecutionTrigger::Schedule
         };
         let cancel = stop.child_token();
-        match shared.cron.claim(&job.id, cancel.clone()) {
+        match shared.cron.claim(&job.id, cancel.clone(), Some(at)) {
             Some(claim) => {
-                started_for.insert(job.id.clone(), at);
                 let engine = engine.clone();
                 runs.spawn(async move {
                     let run = execute(engine, job.id.clone(), trigger, cancel, claim);
@@ -157,7 +151,7 @@ async fn start_due(
             }
             // The run started for this very due time has not recorded
             // itself yet (a wake-up came first): it is not a late run.
-            None if started_for.get(&job.id) == Some(&at) => {}
+            None if shared.cron.runs_for(&job.id, at) => {}
             None => skip_run(engine, &job.id, now).await?,
         }
     }

@@ -1,10 +1,13 @@
 //! What protocols need to know, derived from a thread's view: the
-//! conversation as messages, each tool call with its result and outcome.
+//! conversation as messages, each tool call with its result and outcome,
+//! what each file change did.
 //! Every adapter projects through here instead of reading items (or their
 //! text) its own way, so two protocols never disagree on what happened.
 
 mod conversation;
+mod file_changes;
 mod tool_calls;
 
 pub use conversation::{Message, Part, Role, conversation};
+pub use file_changes::{DiffStat, FileChangeKind, diff_stat};
 pub use tool_calls::{ToolOutcome, tool_outcome};
