@@ -272,7 +272,14 @@ async fn run_command(
             status = child.wait() => break End::Exited(status?),
             read = reader.read(&mut buf), if !eof => match read {
                 Ok(0) | Err(_) => eof = true,
-                Ok(n) => out.push(&buf[..n]).await,
+                // A receiver that is behind holds the chunk back: the
+                // timeout and an interrupt still end the command meanwhile.
+                Ok(n) => tokio::select! {
+                    biased;
+                    () = out.push(&buf[..n]) => {}
+                    _ = ctx.cancel.cancelled() => break End::Cancelled,
+                    _ = &mut deadline => break End::TimedOut,
+                },
             },
         }
     };

@@ -219,6 +219,30 @@ async fn default_timeout_comes_from_limits() {
 }
 
 #[tokio::test]
+async fn a_receiver_that_never_takes_output_does_not_keep_a_command_past_its_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = ctx(dir.path());
+    c.limits = ToolLimits {
+        shell_timeout: Duration::from_millis(300),
+        ..ToolLimits::default()
+    };
+    // A stuck receiver (a client whose store stopped): no chunk is taken.
+    c.output = std::sync::Arc::new(|_chunk: String| -> gantry_tools::OutputTaken {
+        Box::pin(std::future::pending())
+    });
+    let out = ShellTool
+        .run(json!({"command": "echo first; sleep 60"}), c)
+        .await;
+    let res = cmd(&out);
+    assert!(
+        res.output.contains("command timed out after 0.3 s"),
+        "{}",
+        res.output
+    );
+    assert_group_gone(res.pid);
+}
+
+#[tokio::test]
 async fn cancel_kills_children_and_grandchildren() {
     let dir = tempfile::tempdir().unwrap();
     let (c, deltas) = ctx_collecting(dir.path());
