@@ -84,3 +84,55 @@ async fn a_call_the_policy_denies_is_refused_with_the_rule_not_a_failure_text() 
     };
     assert_eq!(rules, ["Bash(rm:*)"]);
 }
+
+#[tokio::test]
+async fn an_approval_reads_as_pending_then_as_answered_by_the_client() {
+    use gantry_core::Notification;
+    use gantry_core::projection::approvals;
+    use gantry_types::{
+        ApprovalDecision, ApprovalPolicy, ConfirmationPolicy, EventPayload, ItemKind, ResolvedBy,
+    };
+    let h = Harness::new(vec![
+        Step::tool_call("write_file", json!({"path": "a.txt", "content": "x"})),
+        Step::text("done"),
+    ])
+    .await;
+    let policy = ThreadPolicy {
+        approval: ApprovalPolicy::OnRequest,
+        confirmation: ConfirmationPolicy {
+            enabled: true,
+            require_confirm_tools: vec!["write_file".into()],
+            default_timeout_ms: 600_000,
+            ..ConfirmationPolicy::default()
+        },
+        ..ThreadPolicy::default()
+    };
+    h.engine
+        .safety()
+        .set_policy(&h.thread.id, policy)
+        .await
+        .unwrap();
+    let (mut sub, turn) = h.start_turn("write it").await;
+    wait_for(&mut sub, |n| {
+        matches!(n, Notification::Event(e) if matches!(&e.payload,
+            EventPayload::ItemStarted { item } if matches!(item.kind, ItemKind::Approval { .. })))
+    })
+    .await;
+    let view = h.view().await;
+    let pending: Vec<_> = approvals(&view).collect();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].request.tool, "write_file");
+    assert_eq!(pending[0].answer, None, "waiting for an answer");
+    let id = pending[0].approval_id.to_owned();
+    h.engine
+        .safety()
+        .resolve_approval(&h.thread.id, &id, ApprovalDecision::Approve)
+        .await
+        .unwrap();
+    until_turn_ends(&mut sub, &turn).await;
+    let view = h.view().await;
+    let answered: Vec<_> = approvals(&view).collect();
+    let answer = answered[0].answer.as_ref().expect("answered");
+    assert_eq!(answer.by, Some(ResolvedBy::Client));
+    assert_eq!(answer.decision, Some(&ApprovalDecision::Approve));
+}

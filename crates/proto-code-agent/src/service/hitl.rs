@@ -10,11 +10,11 @@
 //! (`NOT_FOUND`, `FAILED_PRECONDITION`), not `success: false`, like every
 //! other unknown id of this service.
 
-use gantry_core::EngineError;
+use gantry_core::{EngineError, projection};
 use gantry_grpc::clip;
 use gantry_types::{
     ApprovalDecision, ApprovalPolicy, ConfirmationPolicy, DEFAULT_CONFIRMATION_TIMEOUT_MS,
-    ItemKind, ItemStatus, RuleDecision, ThreadPolicy, ThreadView, TimeoutAction,
+    RuleDecision, ThreadPolicy, ThreadView, TimeoutAction,
 };
 use tonic::Status;
 
@@ -133,24 +133,15 @@ pub(super) fn answerable(mut policy: ThreadPolicy) -> ThreadPolicy {
 /// `FAILED_PRECONDITION` if it was already answered.
 fn pending_approval(view: &ThreadView, wanted: &str) -> Result<String, Status> {
     let mut answered: Option<Option<gantry_types::ResolvedBy>> = None;
-    let items = view.turns.iter().rev().flat_map(|t| t.items.iter().rev());
-    for item in items {
-        let ItemKind::Approval {
-            approval_id,
-            request,
-            resolved_by,
-            ..
-        } = &item.kind
-        else {
-            continue;
-        };
-        if approval_id != wanted && request.call_id != wanted {
-            continue;
+    let asked = projection::approvals(view)
+        .filter(|a| a.approval_id == wanted || a.request.call_id == wanted);
+    for approval in asked {
+        match approval.answer {
+            None => return Ok(approval.approval_id.to_owned()),
+            Some(answer) => {
+                answered.get_or_insert(answer.by);
+            }
         }
-        if item.status == ItemStatus::InProgress {
-            return Ok(approval_id.clone());
-        }
-        answered.get_or_insert(*resolved_by);
     }
     match answered {
         Some(by) => Err(already_answered(wanted, by)),
