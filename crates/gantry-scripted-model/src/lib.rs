@@ -72,7 +72,7 @@
 //! # async fn demo() -> std::io::Result<()> {
 //! let llm = MockLlm::start(vec![
 //!     Step::tool_call("shell", json!({"command": "ls"})).with_chunk_size(4),
-//!     Step::http_error(429).with_retry_after(1),
+//!     Step::http_error(429).with_retry_after(1.0),
 //!     Step::text("done"),
 //! ])?;
 //! let base_url = llm.base_url(); // http://127.0.0.1:PORT/v1

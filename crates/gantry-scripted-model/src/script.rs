@@ -146,9 +146,10 @@ pub struct UsageSpec {
 pub struct HttpError {
     /// HTTP status (401, 429, 500, ...).
     pub status: u16,
-    /// Seconds, sent as the `Retry-After` header.
+    /// Seconds, sent as the `Retry-After` header. Fractions are allowed (Gantry's
+    /// client honours them) so tests of the wait need not wait whole seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after: Option<u64>,
+    pub retry_after: Option<f64>,
     /// Response body; an OpenAI-style `{"error": {...}}` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Value>,
@@ -191,7 +192,7 @@ impl Step {
     }
 
     /// Sets `Retry-After` (seconds) on an error step; no effect on replies.
-    pub fn with_retry_after(mut self, seconds: u64) -> Self {
+    pub fn with_retry_after(mut self, seconds: f64) -> Self {
         if let Step::Error(e) = &mut self {
             e.retry_after = Some(seconds);
         }

@@ -280,9 +280,10 @@ fn http_error(e: &HttpError, wire: Wire) -> Response {
     });
     let mut response = (status, axum::Json(body)).into_response();
     if let Some(secs) = e.retry_after {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        // `1` rather than `1.0` for whole seconds: what real providers send.
+        if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
     }
     response
 }

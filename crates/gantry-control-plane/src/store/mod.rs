@@ -3,7 +3,6 @@
 //! update log. It lives in its own database (`control-plane.db`) with its own
 //! migrations (`migrations/` of this crate), apart from the engine's.
 
-mod pool;
 mod records;
 mod sql;
 mod sqlite;

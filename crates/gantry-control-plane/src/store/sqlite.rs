@@ -15,7 +15,7 @@ use super::records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
     ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert,
 };
-use super::{ControlPlaneStore, StoreError, pool, sql};
+use super::{ControlPlaneStore, StoreError, sql};
 
 /// The database's file name in the data dir.
 pub const CONTROL_PLANE_DB: &str = "control-plane.db";
@@ -36,7 +36,9 @@ impl SqliteControlPlaneStore {
     /// Opens (creating it and its parent directories if needed) the database
     /// at `path` and brings its schema up to date.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let pool = pool::open(path, &MIGRATOR).await?;
+        let pool = gantry_sqlite::open(path, &MIGRATOR)
+            .await
+            .map_err(|e| StoreError::Database(e.to_string()))?;
         Ok(Self {
             pool,
             writer: Mutex::new(()),

@@ -212,7 +212,7 @@ async fn every_model_failure_mode_fails_the_turn_cleanly_or_recovers() {
         (vec![Step::http_error(403)], TurnStatus::Failed, "HTTP 403"),
         (
             vec![
-                Step::http_error(429).with_retry_after(0),
+                Step::http_error(429).with_retry_after(0.0),
                 Step::text("after the limit"),
             ],
             TurnStatus::Completed,

@@ -233,7 +233,7 @@ async fn unauthorized_is_final_and_keeps_the_anthropic_error_body() {
 #[tokio::test]
 async fn rate_limit_honours_retry_after_then_succeeds() {
     let llm = MockLlm::start(vec![
-        Step::http_error(429).with_retry_after(1),
+        Step::http_error(429).with_retry_after(0.05),
         Step::text("after the wait"),
     ])
     .unwrap();
@@ -242,7 +242,7 @@ async fn rate_limit_honours_retry_after_then_succeeds() {
     match &events[0] {
         ModelEvent::Retrying {
             attempt: 1,
-            delay_ms: 1000,
+            delay_ms: 50,
             reason,
         } => assert!(reason.contains("rate_limit_error"), "{reason}"),
         other => panic!("expected Retrying, got {other:?}"),

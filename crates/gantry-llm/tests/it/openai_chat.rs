@@ -161,13 +161,13 @@ async fn unauthorized_fails_at_once_without_retry() {
 #[tokio::test]
 async fn rate_limit_honours_retry_after_then_succeeds() {
     let llm = MockLlm::start(vec![
-        Step::http_error(429).with_retry_after(1),
+        Step::http_error(429).with_retry_after(0.05),
         Step::text("made it"),
     ])
     .unwrap();
     let (events, error) = run(&client(&llm), hello(MODEL)).await;
     assert_eq!(error, None);
-    assert_eq!(retries_of(&events), vec![(1, 1000)]);
+    assert_eq!(retries_of(&events), vec![(1, 50)]);
     match &events[0] {
         ModelEvent::Retrying { reason, .. } => assert!(reason.contains("rate limited"), "{reason}"),
         other => panic!("expected Retrying first, got {other:?}"),

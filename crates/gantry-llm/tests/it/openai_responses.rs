@@ -225,7 +225,7 @@ async fn unauthorized_fails_at_once_without_retry() {
 #[tokio::test]
 async fn rate_limit_honours_retry_after_then_succeeds() {
     let llm = MockLlm::start(vec![
-        Step::http_error(429).with_retry_after(1),
+        Step::http_error(429).with_retry_after(0.05),
         Step::text("made it"),
     ])
     .unwrap();
@@ -234,7 +234,7 @@ async fn rate_limit_honours_retry_after_then_succeeds() {
     match &events[0] {
         ModelEvent::Retrying {
             attempt: 1,
-            delay_ms: 1000,
+            delay_ms: 50,
             reason,
         } => assert!(reason.contains("rate limited"), "{reason}"),
         other => panic!("expected Retrying first, got {other:?}"),

@@ -20,7 +20,7 @@ fn documented_example_parses() {
             Step::tool_call("shell", json!({"command": "ls"}))
                 .with_text("Let me look.")
                 .with_reasoning("The user wants a listing."),
-            Step::http_error(429).with_retry_after(1),
+            Step::http_error(429).with_retry_after(1.0),
             Step::text("There are two files.")
                 .with_chunk_size(4)
                 .with_delay_ms(20),
@@ -118,7 +118,7 @@ fn file_errors_name_the_file() {
 fn script_round_trips_through_json() {
     let script = Script::new([
         Step::text("a").cut_after(2),
-        Step::http_error(503).with_retry_after(3),
+        Step::http_error(503).with_retry_after(3.0),
     ]);
     let json = serde_json::to_string(&script).unwrap();
     assert_eq!(Script::from_json(&json).unwrap(), script);

@@ -66,7 +66,7 @@ async fn streams_openai_chunks_then_usage_then_done() {
 
 #[tokio::test]
 async fn errors_carry_status_retry_after_and_body() {
-    let llm = MockLlm::start(vec![Step::http_error(429).with_retry_after(7)]).unwrap();
+    let llm = MockLlm::start(vec![Step::http_error(429).with_retry_after(7.0)]).unwrap();
     let (head, body) = post(&llm, "/chat/completions", &chat(true)).await;
     assert!(head.starts_with("http/1.1 429"), "{head}");
     assert!(head.contains("retry-after: 7"), "{head}");

@@ -7,7 +7,6 @@
 mod agents;
 mod jobs;
 mod memories;
-pub(crate) mod pool;
 mod read;
 mod settings;
 mod write;
@@ -50,7 +49,9 @@ impl SqliteStore {
     /// at `path` and brings its schema up to date. API keys are sealed with
     /// the key in [`SECRET_KEY_FILE`] next to it (created if missing).
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let pool = pool::open(path, &MIGRATOR).await?;
+        let pool = gantry_sqlite::open(path, &MIGRATOR)
+            .await
+            .map_err(|e| StoreError::Database(e.to_string()))?;
         check_log_format(&pool, path).await?;
         let sealer = Sealer::load_or_create(&path.with_file_name(SECRET_KEY_FILE))?;
         Ok(Self {

@@ -19,6 +19,7 @@ pub(crate) const ENGINE: &[&str] = &[
     "gantry-llm",
     "gantry-tools",
     "gantry-store",
+    "gantry-sqlite",
 ];
 
 /// Wire formats and the crates that speak them.
