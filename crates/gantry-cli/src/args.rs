@@ -46,6 +46,12 @@ pub(crate) struct Global {
         value_name = "NAME"
     )]
     pub pass_env: Vec<String>,
+
+    /// Run the login profile before every command (`bash -lc`) instead of
+    /// once per profile into a snapshot that commands source (the default;
+    /// it is taken again when a profile file changes).
+    #[arg(long, global = true, env = "GANTRY_NO_SHELL_SNAPSHOT")]
+    pub no_shell_snapshot: bool,
 }
 
 /// The commands.

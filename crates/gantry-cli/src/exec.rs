@@ -51,6 +51,7 @@ pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
         sandbox_protected: crate::config::file_path(global.config.as_deref())
             .into_iter()
             .collect(),
+        shell_snapshot: !global.no_shell_snapshot,
         ..EngineConfig::default()
     };
     let engine = match &models.registry {

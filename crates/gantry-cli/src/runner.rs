@@ -82,6 +82,7 @@ pub(crate) async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
         providers_config,
         Some(data.path.clone()),
         crate::config::file_path(global.config.as_deref()),
+        !global.no_shell_snapshot,
         move |builder| builder.command_env_source(source),
     )
     .await?;

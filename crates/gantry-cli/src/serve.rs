@@ -53,7 +53,15 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     };
     let data_dir = data.as_ref().map(|d| d.path.clone());
     let protected = crate::config::file_path(global.config.as_deref());
-    let engine = daemon_engine(store, providers_config, data_dir, protected, |b| b).await?;
+    let engine = daemon_engine(
+        store,
+        providers_config,
+        data_dir,
+        protected,
+        !global.no_shell_snapshot,
+        |b| b,
+    )
+    .await?;
     start_background_work(&engine);
     let scheduler = engine.jobs().start_scheduler().await?;
 
@@ -95,6 +103,7 @@ pub(crate) async fn daemon_engine(
     providers_config: gantry_core::ProvidersConfig,
     data_dir: Option<std::path::PathBuf>,
     config_file: Option<std::path::PathBuf>,
+    shell_snapshot: bool,
     customize: impl FnOnce(EngineBuilder) -> EngineBuilder,
 ) -> Result<Engine> {
     let providers = Arc::new(Providers::load(store.clone(), providers_config).await?);
@@ -104,6 +113,7 @@ pub(crate) async fn daemon_engine(
             .unwrap_or_else(|| EngineConfig::default().default_model),
         data_dir,
         sandbox_protected: config_file.into_iter().collect(),
+        shell_snapshot,
         ..EngineConfig::default()
     };
     let builder = EngineBuilder::new(store, providers.clone())

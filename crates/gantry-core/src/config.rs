@@ -38,6 +38,10 @@ pub struct EngineConfig {
     /// actor is evicted; it loads again from the log on its next use.
     /// `None`: never.
     pub evict_idle_after: Option<std::time::Duration>,
+    /// Whether commands take the user's login profile from a snapshot taken
+    /// once (in the data dir's `shell-snapshots/`, or a temp dir without
+    /// one) instead of running it before every command (`bash -lc`).
+    pub shell_snapshot: bool,
 }
 
 impl EngineConfig {
@@ -68,6 +72,7 @@ impl Default for EngineConfig {
             data_dir: None,
             sandbox_protected: Vec::new(),
             evict_idle_after: Some(std::time::Duration::from_secs(600)),
+            shell_snapshot: true,
         }
     }
 }

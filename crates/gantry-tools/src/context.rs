@@ -63,6 +63,13 @@ pub struct ToolContext {
     /// Variables added to the environment of the commands tools start (a
     /// client's `Initialize.env`), over the server's own.
     pub env: Arc<BTreeMap<String, String>>,
+    /// Variables minted for this one command (a host's per-command
+    /// credentials), added after `env`. Unlike `env`, they do not select
+    /// the shell snapshot, so a fresh token does not mean a fresh snapshot.
+    pub minted_env: Vec<(String, String)>,
+    /// Where `shell` takes the login profile from once; `None`: each
+    /// command runs `bash -lc`.
+    pub shell_snapshots: Option<Arc<crate::ShellSnapshots>>,
 }
 
 impl ToolContext {
@@ -81,6 +88,8 @@ impl ToolContext {
             limits: ToolLimits::default(),
             sandbox: SandboxPolicy::danger_full_access(),
             env: Arc::default(),
+            minted_env: Vec::new(),
+            shell_snapshots: None,
         }
     }
 }

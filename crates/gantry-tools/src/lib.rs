@@ -15,7 +15,7 @@ pub mod mcp;
 mod read_file;
 mod registry;
 pub mod sandbox;
-mod shell;
+pub mod shell;
 pub mod skills;
 mod todo_write;
 mod walk;
@@ -30,7 +30,7 @@ pub use list_dir::ListDirTool;
 pub use read_file::ReadFileTool;
 pub use registry::ToolRegistry;
 pub use sandbox::{SandboxError, SandboxPolicy, SandboxSupport};
-pub use shell::{GroupGuard, HeadTail, ShellTool};
+pub use shell::{GroupGuard, HeadTail, Launch, ShellSnapshots, ShellTool};
 pub use todo_write::TodoWriteTool;
 pub use write_file::WriteFileTool;
 

@@ -396,3 +396,49 @@ fn commands_run_in_the_workspace_write_sandbox_unless_told_otherwise() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(target.exists(), "no sandbox when the user opts out");
 }
+
+/// A home whose login profile (`.bash_profile` sourcing `.bashrc`, as
+/// Debian's `.profile` does) counts its runs and defines a function.
+fn home_with_counting_profile(s: &Scratch) -> std::path::PathBuf {
+    let home = s.dir.path().join("home");
+    std::fs::write(home.join(".bash_profile"), ". \"$HOME/.bashrc\"\n").unwrap();
+    std::fs::write(
+        home.join(".bashrc"),
+        "echo ran >> \"$HOME/runs\"\nproject() { echo \"project of $USER_NAME\"; }\nexport USER_NAME=ada\n",
+    )
+    .unwrap();
+    home
+}
+
+fn three_commands_using_the_profile() -> Value {
+    let call =
+        json!({"reply": {"tool_calls": [{"name": "shell", "arguments": {"command": "project"}}]}});
+    json!({"steps": [call, call, call, {"reply": {"text": "done"}}]})
+}
+
+#[test]
+fn the_login_profile_runs_once_for_a_turn_of_commands_unless_snapshots_are_off() {
+    let s = Scratch::new();
+    let home = home_with_counting_profile(&s);
+    let runs = || read(&home.join("runs")).lines().count();
+
+    let model = s.script("p.json", three_commands_using_the_profile());
+    let out = s.run(&["exec", "--json", "--model", &model, "use the profile"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let outputs: Vec<Value> = json_lines(&out)
+        .into_iter()
+        .filter(|l| l["type"] == "item.completed" && l["item"]["type"] == "command_execution")
+        .map(|l| l["item"]["aggregated_output"].clone())
+        .collect();
+    assert_eq!(outputs, vec![json!("project of ada\n"); 3]);
+    assert_eq!(runs(), 1, "one snapshot for three commands");
+
+    let model = s.script("p2.json", three_commands_using_the_profile());
+    let out = s.run(&["exec", "--no-shell-snapshot", "--model", &model, "again"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        runs(),
+        1 + 3,
+        "--no-shell-snapshot runs the profile per command"
+    );
+}

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -62,19 +63,24 @@ impl<R: AsyncRead + Unpin> Capture<R> {
     }
 }
 
-/// Runs `command` with `sh -c` in `cwd` (the server's directory when
-/// `None`), with `env` added to the server's environment (minus its keys,
-/// see [`gantry_tools::sandbox::child_env`]).
+/// Runs `command` in `cwd` (the server's directory when `None`), with `env`
+/// added to the server's environment (minus its keys, see
+/// [`gantry_tools::sandbox::child_env`]): with `bash -c` after the login
+/// profile's `snapshot`, as agents' commands run, or with `sh -c` without one.
 pub(super) async fn run_command(
     command: &str,
     cwd: Option<&str>,
     env: &BTreeMap<String, String>,
+    snapshot: Option<&Path>,
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Outcome {
-    let mut cmd = tokio::process::Command::new("sh");
+    let mut cmd = tokio::process::Command::new(if snapshot.is_some() { "bash" } else { "sh" });
     // The server's environment minus its keys, then the engine's variables.
     gantry_tools::sandbox::child_env::apply(cmd.as_std_mut(), env);
+    if let Some(snapshot) = snapshot {
+        cmd.env("BASH_ENV", snapshot);
+    }
     cmd.arg("-c")
         .arg(command)
         .stdin(Stdio::null())
@@ -90,7 +96,8 @@ pub(super) async fn run_command(
         Ok(child) => child,
         Err(e) => {
             let place = cwd.map(|d| format!(" in {d}")).unwrap_or_default();
-            return Outcome::failed(format!("could not start `sh -c`{place}: {e}"));
+            let shell = if snapshot.is_some() { "bash" } else { "sh" };
+            return Outcome::failed(format!("could not start `{shell} -c`{place}: {e}"));
         }
     };
     let mut guard = GroupGuard::new(child.id());

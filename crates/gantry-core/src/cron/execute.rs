@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use gantry_tools::Launch;
 use gantry_types::cron::{
     CronEvent, CronExecution, ExecutionStatus, ExecutionTrigger, JobAction, JobStatus,
 };
@@ -86,7 +87,12 @@ pub(super) async fn execute(
     let outcome = match &job.action {
         JobAction::Command { command, cwd } => {
             let env = engine.shared.command_env();
-            run_command(command, cwd.as_deref(), &env, timeout, &cancel).await
+            let launch = match &engine.shared.shell_snapshots {
+                Some(snapshots) => Some(snapshots.launch(&env).await),
+                None => None,
+            };
+            let snapshot = launch.as_ref().and_then(Launch::file);
+            run_command(command, cwd.as_deref(), &env, snapshot, timeout, &cancel).await
         }
         JobAction::Prompt { thread_id, prompt } => {
             run_prompt(&engine, thread_id, prompt, timeout, &cancel).await

@@ -101,6 +101,7 @@ impl EngineBuilder {
                 })
             }
         });
+        let shell_snapshots = shell_snapshots(&self.config);
         let engine = Engine {
             shared: Arc::new(Shared {
                 store: self.store,
@@ -118,6 +119,7 @@ impl EngineBuilder {
                 endpoints: Default::default(),
                 command_env: Default::default(),
                 command_env_source: self.command_env_source,
+                shell_snapshots,
                 cells: Default::default(),
             }),
         };
@@ -131,5 +133,24 @@ impl EngineBuilder {
             }
         }
         Ok(engine)
+    }
+}
+
+/// The snapshots of the login profile, unless turned off. A data dir that
+/// cannot hold them only costs speed: commands run the profile each time.
+fn shell_snapshots(config: &crate::EngineConfig) -> Option<Arc<gantry_tools::ShellSnapshots>> {
+    if !config.shell_snapshot {
+        return None;
+    }
+    let dir = config.data_dir.as_ref().map(|d| d.join("shell-snapshots"));
+    match gantry_tools::ShellSnapshots::new(dir.as_deref()) {
+        Ok(snapshots) => Some(Arc::new(snapshots)),
+        Err(e) => {
+            tracing::warn!(
+                error = %e,
+                "cannot keep shell snapshots; commands run the login profile each time"
+            );
+            None
+        }
     }
 }

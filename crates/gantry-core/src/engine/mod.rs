@@ -70,6 +70,8 @@ pub(crate) struct Shared {
     /// Variables added to the environment of every command tools and jobs
     /// start (`set_command_env`).
     pub command_env: std::sync::RwLock<Arc<BTreeMap<String, String>>>,
+    /// The login profile's snapshots for commands; `None` when turned off.
+    pub shell_snapshots: Option<Arc<gantry_tools::ShellSnapshots>>,
     /// Variables minted for one command as it starts.
     pub command_env_source: Option<Arc<dyn crate::CommandEnvSource>>,
     /// Each thread's cell: its actor, while live. A thread loads under its

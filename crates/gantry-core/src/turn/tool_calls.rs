@@ -128,6 +128,7 @@ impl Loop<'_> {
         ctx.cancel = self.cancel.child_token();
         ctx.limits = self.shared.config.tool_limits;
         ctx.env = self.shared.command_env();
+        ctx.shell_snapshots = self.shared.shell_snapshots.clone();
         let mode = self.live.borrow().policy.sandbox;
         ctx.sandbox = self.shared.config.sandbox_policy(mode, &self.spec.cwd);
         if let Some(item) = item {
@@ -245,12 +246,7 @@ impl Loop<'_> {
         if let (Some(source), ItemKind::CommandExecution { command, .. }) =
             (&self.shared.command_env_source, &item.kind)
         {
-            let extra = source.env_for(&self.spec.thread_id, command).await;
-            if !extra.is_empty() {
-                let mut env = (*ctx.env).clone();
-                env.extend(extra);
-                ctx.env = Arc::new(env);
-            }
+            ctx.minted_env = source.env_for(&self.spec.thread_id, command).await;
         }
         if unsandboxed {
             ctx.sandbox = SandboxPolicy::danger_full_access();

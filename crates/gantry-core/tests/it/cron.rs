@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -388,7 +389,42 @@ async fn failures_and_long_output_are_recorded() {
     let run = s.engine.jobs().run_now(&job.id).await.unwrap();
     assert_eq!(run.status, ExecutionStatus::Failed);
     let error = run.error.unwrap_or_default();
-    assert!(error.contains("could not start `sh -c` in "), "{error}");
+    assert!(error.contains("could not start `bash -c` in "), "{error}");
+}
+
+#[tokio::test]
+async fn a_job_command_runs_with_the_login_profile_snapshot() {
+    let s = setup(vec![]).await;
+    let home = s.dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join(".bashrc"),
+        "echo ran >> \"$HOME/runs\"\nbackup() { echo \"backing up as $ROLE\"; }\nexport ROLE=nightly\n",
+    )
+    .unwrap();
+    s.engine
+        .set_command_env(BTreeMap::from([(
+            "HOME".to_owned(),
+            home.display().to_string(),
+        )]))
+        .unwrap();
+    let job = s
+        .engine
+        .jobs()
+        .create(command_job("backup", "@daily", "backup", s.dir.path()))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let run = s.engine.jobs().run_now(&job.id).await.unwrap();
+        assert_eq!(run.status, ExecutionStatus::Success, "{run:?}");
+        assert_eq!(run.stdout, "backing up as nightly\n");
+    }
+    let runs = std::fs::read_to_string(home.join("runs")).unwrap();
+    assert_eq!(
+        runs.lines().count(),
+        1,
+        "the profile ran once for both runs"
+    );
 }
 
 #[tokio::test]

@@ -20,8 +20,8 @@
 //! The policy is process-wide, like the environment it filters.
 //! [`apply`] is the one place a child's environment is decided.
 
-use std::collections::BTreeSet;
-use std::ffi::OsStr;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{OsStr, OsString};
 use std::sync::RwLock;
 
 use gantry_types::ProviderKind;
@@ -138,6 +138,28 @@ where
         }
     }
     cmd.envs(explicit);
+}
+
+/// The environment [`apply`] gives a child: Gantry's own minus the hidden
+/// variables, then `explicit` on top.
+pub fn resolved<I, K, V>(explicit: I) -> BTreeMap<OsString, OsString>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<OsStr>,
+    V: AsRef<OsStr>,
+{
+    let mut env: BTreeMap<OsString, OsString> = {
+        let policy = read();
+        std::env::vars_os()
+            .filter(|(name, _)| !name.to_str().is_some_and(|n| hidden_by(&policy, n)))
+            .collect()
+    };
+    env.extend(
+        explicit
+            .into_iter()
+            .map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned())),
+    );
+    env
 }
 
 #[cfg(test)]

@@ -8,5 +8,6 @@ mod sandbox;
 mod sandbox_protected;
 mod search;
 mod shell;
+mod shell_snapshot;
 mod skills;
 mod symlink_race;

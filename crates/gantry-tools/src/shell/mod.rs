@@ -1,12 +1,13 @@
-//! `shell`: runs `bash -lc COMMAND` in the workspace, in its own process
+//! `shell`: runs a bash command line in the workspace, in its own process
 //! group, streaming merged stdout/stderr with a time limit and an output cap,
 //! inside the OS sandbox of `ctx.sandbox` (see [`crate::sandbox`]). A command
 //! whose sandbox cannot be enforced is not run.
 //!
-//! `-l` makes the user's login scripts run first (PATH, version managers),
-//! which costs some startup time; a command killed while they run (a very
-//! short timeout, an early interrupt) can leave their lock files behind
-//! (seen with `pyenv rehash`).
+//! The user's login profile (PATH, version managers, functions, aliases)
+//! applies to every command: from a snapshot taken once ([`snapshot`]) when
+//! the context has [`ShellSnapshots`], else by running each command as
+//! `bash -lc`, which costs the profile's time on every command and can leave
+//! its lock files behind when a command is killed early.
 
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
@@ -27,6 +28,11 @@ use crate::common::parse_args;
 use crate::sandbox::{self, PreparedSandbox};
 use crate::workspace_path;
 use crate::{Tool, ToolContext, ToolOutput, ToolStatus};
+
+mod capture;
+pub mod snapshot;
+
+pub use snapshot::{Launch, ShellSnapshots};
 
 /// After the shell is gone and its group killed, output still in the pipe is
 /// read for at most this long. It only matters if a process escaped the group
@@ -62,9 +68,10 @@ impl Tool for ShellTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "shell".into(),
-            description: "Run a command with `bash -lc` in the workspace (or `workdir`). stdin is \
-                          empty; stdout and stderr are merged. Output is capped (head and tail \
-                          kept). The command and anything it starts are killed on timeout."
+            description: "Run a bash command line in the workspace (or `workdir`), with the \
+                          user's login profile applied. stdin is empty; stdout and stderr are \
+                          merged. Output is capped (head and tail kept). The command and \
+                          anything it starts are killed on timeout."
                 .into(),
             parameters: json!({
                 "type": "object",
@@ -153,10 +160,19 @@ impl Tool for ShellTool {
                 Err(e) => return fail(&ctx.workspace, format!("shell: workdir: {e}")),
             },
         };
+        let launch = match &ctx.shell_snapshots {
+            Some(snapshots) => snapshots.launch(&ctx.env).await,
+            None => Launch::Login(None),
+        };
         // Built before the fork (it allocates and opens files, which the
         // child must not); off the async threads since it touches the disk.
         let jail = if ctx.sandbox.is_sandboxed() {
-            let policy = ctx.sandbox.clone();
+            let mut policy = ctx.sandbox.clone();
+            // The snapshot lives in the data dir, which commands cannot read;
+            // this command sources this one file of it.
+            policy
+                .protected_readable
+                .extend(launch.file().map(Path::to_path_buf));
             let workspace = ctx.workspace.clone();
             match tokio::task::spawn_blocking(move || sandbox::prepare(&policy, &workspace)).await {
                 Ok(Ok(s)) => s,
@@ -167,8 +183,12 @@ impl Tool for ShellTool {
             None
         };
         let sandboxed = jail.is_some();
-        match run_command(&parsed.command, &cwd, timeout, &ctx, jail, started).await {
-            Ok(out) => out,
+        let ran = run_command(&parsed.command, &launch, &cwd, timeout, &ctx, jail, started).await;
+        match ran {
+            Ok(out) => match &launch {
+                Launch::Login(Some(note)) => with_note_first(out, note),
+                _ => out,
+            },
             Err(e) if sandboxed => fail(
                 &cwd,
                 format!(
@@ -214,6 +234,7 @@ impl Drop for GroupGuard {
 
 async fn run_command(
     command: &str,
+    launch: &Launch,
     cwd: &Path,
     timeout: Duration,
     ctx: &ToolContext,
@@ -226,10 +247,14 @@ async fn run_command(
     let writer_err = writer.try_clone()?;
     let mut cmd = tokio::process::Command::new("bash");
     // Gantry's environment minus its keys, then the context's variables.
-    sandbox::child_env::apply(cmd.as_std_mut(), ctx.env.iter());
-    cmd.arg("-lc")
-        .arg(command)
-        .current_dir(cwd)
+    sandbox::child_env::apply(
+        cmd.as_std_mut(),
+        ctx.env
+            .iter()
+            .chain(ctx.minted_env.iter().map(|(k, v)| (k, v))),
+    );
+    launch.configure(&mut cmd, command);
+    cmd.current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(writer_err))
@@ -362,6 +387,15 @@ async fn run_command(
             duration_ms: Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)),
         },
     })
+}
+
+/// `out` with `note` as its first line, for the model and in the item.
+fn with_note_first(mut out: ToolOutput, note: &str) -> ToolOutput {
+    out.model_output = format!("{note}\n{}", out.model_output);
+    if let ItemKind::CommandExecution { output, .. } = &mut out.item {
+        *output = format!("{note}\n{output}");
+    }
+    out
 }
 
 fn push_note(output: &mut String, note: &str) {

@@ -1,0 +1,245 @@
+//! Shell snapshots: the user's login profile runs once, not once per
+//! command. The first command that needs one captures it (see `capture`)
+//! into a file; every command then starts as a plain `bash -c` that sources
+//! the file first (through `BASH_ENV`). A snapshot is taken again when a
+//! profile file changes; when taking one fails, commands run as
+//! `bash -lc` again and the first of them says why, once.
+//!
+//! A snapshot depends only on the login shell, the profile files and the
+//! environment commands get (Gantry's minus its keys, plus the engine's
+//! command variables); threads that share those share the file. It holds
+//! nothing of any thread's own, and no secret-looking variable. The files
+//! live in the engine's data dir (`shell-snapshots/`, mode 0600), which
+//! sandboxed commands cannot read, except for the one file they source.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::OnceCell;
+
+use super::capture::{self, Shell};
+use crate::sandbox::child_env;
+
+/// How a command's `bash` starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Launch {
+    /// `bash -c`, sourcing this snapshot first.
+    Snapshot(PathBuf),
+    /// `bash -lc`: the profile runs for this command. `Some` says, for the
+    /// first command only, why there is no snapshot.
+    Login(Option<String>),
+}
+
+impl Launch {
+    /// Sets `cmd` (a `bash` whose environment is already applied) to run
+    /// `line`.
+    pub fn configure(&self, cmd: &mut tokio::process::Command, line: &str) {
+        match self {
+            Launch::Snapshot(path) => {
+                cmd.env("BASH_ENV", path).arg("-c").arg(line);
+            }
+            Launch::Login(_) => {
+                cmd.arg("-lc").arg(line);
+            }
+        }
+    }
+
+    /// The snapshot file a sandboxed command must be able to read.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            Launch::Snapshot(path) => Some(path),
+            Launch::Login(_) => None,
+        }
+    }
+}
+
+/// The snapshots of one engine.
+pub struct ShellSnapshots {
+    dir: PathBuf,
+    /// Holds `dir` when it is a private temp dir (no data dir).
+    _temp: Option<tempfile::TempDir>,
+    /// By login shell and environment; each entry knows the profile files'
+    /// state it was taken from.
+    entries: Mutex<HashMap<u64, Arc<Entry>>>,
+}
+
+struct Entry {
+    stamp: u64,
+    taken: OnceCell<Result<PathBuf, String>>,
+    reported: AtomicBool,
+}
+
+impl std::fmt::Debug for ShellSnapshots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShellSnapshots")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ShellSnapshots {
+    /// Snapshots kept in `dir` (created, mode 0700; files left there by an
+    /// earlier run are removed, since profiles may have changed meanwhile),
+    /// or in a private temp dir removed on drop.
+    pub fn new(dir: Option<&Path>) -> std::io::Result<Self> {
+        let (dir, temp) = match dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)?;
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+                for entry in std::fs::read_dir(dir)?.flatten() {
+                    if entry.path().extension().is_some_and(|e| e == "sh") {
+                        let _ = std::fs::remove_file(entry.path());
+                    }
+                }
+                (dir.to_path_buf(), None)
+            }
+            None => {
+                let temp = tempfile::Builder::new()
+                    .prefix("gantry-shell-snapshots-")
+                    .tempdir()?;
+                (temp.path().to_path_buf(), Some(temp))
+            }
+        };
+        Ok(Self {
+            dir,
+            _temp: temp,
+            entries: Mutex::default(),
+        })
+    }
+
+    /// How to start a command whose environment adds `explicit` to
+    /// Gantry's: from the current snapshot, taken now if there is none yet
+    /// or a profile file changed.
+    pub async fn launch(&self, explicit: &BTreeMap<String, String>) -> Launch {
+        let env = child_env::resolved(explicit.iter());
+        let (shell, program) = Shell::of(&env);
+        let key = hash_of(&(shell, &program, &env));
+        let home = env.get(std::ffi::OsStr::new("HOME")).map(PathBuf::from);
+        let stamp = home.map_or(0, |home| stamp_of(&shell.profile_files(&home)));
+        let entry = {
+            let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+            let entry = entries.entry(key).or_insert_with(|| Entry::new(stamp));
+            if entry.stamp != stamp {
+                *entry = Entry::new(stamp);
+            }
+            entry.clone()
+        };
+        let taken = entry
+            .taken
+            .get_or_init(|| self.take(shell, &program, &env, explicit, key, stamp))
+            .await;
+        match taken {
+            Ok(path) => Launch::Snapshot(path.clone()),
+            Err(why) => {
+                let first = !entry.reported.swap(true, Ordering::Relaxed);
+                Launch::Login(first.then(|| {
+                    format!(
+                        "[note: Gantry could not snapshot your login profile ({why}); \
+                         commands run with `bash -lc`, which runs the profile each time]"
+                    )
+                }))
+            }
+        }
+    }
+
+    async fn take(
+        &self,
+        shell: Shell,
+        program: &Path,
+        env: &BTreeMap<OsString, OsString>,
+        explicit: &BTreeMap<String, String>,
+        key: u64,
+        stamp: u64,
+    ) -> Result<PathBuf, String> {
+        let text = capture::capture(shell, program, env, explicit).await?;
+        let path = self.dir.join(format!("{key:016x}-{stamp:016x}.sh"));
+        write_private(&path, &text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        check_sources_cleanly(&path, explicit).await?;
+        tracing::debug!(path = %path.display(), bytes = text.len(), "shell snapshot taken");
+        Ok(path)
+    }
+}
+
+impl Entry {
+    fn new(stamp: u64) -> Arc<Self> {
+        Arc::new(Self {
+            stamp,
+            taken: OnceCell::new(),
+            reported: AtomicBool::new(false),
+        })
+    }
+}
+
+fn hash_of(value: &impl Hash) -> u64 {
+    let mut h = DefaultHasher::new();
+    value.hash(&mut h);
+    h.finish()
+}
+
+/// The profile files' state: a change of any (edited, added, removed)
+/// changes the stamp.
+fn stamp_of(files: &[PathBuf]) -> u64 {
+    let mut h = DefaultHasher::new();
+    for file in files {
+        file.hash(&mut h);
+        if let Ok(meta) = std::fs::metadata(file) {
+            (meta.ino(), meta.len(), meta.mtime(), meta.mtime_nsec()).hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
+/// Writes `text` to `path` through a temp file (mode 0600) and a rename, so
+/// a command never sources half a snapshot.
+fn write_private(path: &Path, text: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut temp = tempfile::Builder::new()
+        .prefix(".snapshot-")
+        .permissions(std::fs::Permissions::from_mode(0o600))
+        .tempfile_in(dir)?;
+    temp.write_all(text)?;
+    temp.as_file().sync_data()?;
+    temp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Sources the snapshot once in a bare `bash -c :`: one that prints errors
+/// would print them into every command's output, so it is not used.
+async fn check_sources_cleanly(
+    path: &Path,
+    explicit: &BTreeMap<String, String>,
+) -> Result<(), String> {
+    let mut cmd = tokio::process::Command::new("bash");
+    child_env::apply(cmd.as_std_mut(), explicit.iter());
+    let output = cmd
+        .env("BASH_ENV", path)
+        .arg("-c")
+        .arg(":")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(capture::CAPTURE_TIMEOUT, output).await {
+        Ok(Ok(out)) if out.status.success() && out.stderr.is_empty() && out.stdout.is_empty() => {
+            Ok(())
+        }
+        Ok(Ok(out)) => {
+            let said = String::from_utf8_lossy(&out.stderr);
+            let line = said.lines().next().unwrap_or("output on stdout");
+            Err(format!(
+                "its snapshot does not source cleanly: {}",
+                line.chars().take(200).collect::<String>()
+            ))
+        }
+        Ok(Err(e)) => Err(format!("could not start bash: {e}")),
+        Err(_) => Err("sourcing its snapshot hung".to_owned()),
+    }
+}
