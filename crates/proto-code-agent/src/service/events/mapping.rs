@@ -20,6 +20,7 @@ use gantry_types::{
 };
 use serde_json::{Value, to_value};
 
+use crate::names::wire;
 use crate::pb;
 use crate::pb::agent_event::EventType;
 use gantry_core::projection::tool_outcome;
@@ -322,12 +323,15 @@ fn item_started(item: &Item) -> Vec<Out> {
     let mut outs = Vec::new();
     if let Some(call) = &item.tool_call {
         outs.push(
-            Out::new(EventType::ToolCalled, format!("tool {} called", call.name))
-                .with("tool_id", &call.call_id)
-                .with("tool_name", &call.name)
-                .with("args", &call.arguments)
-                .with("turn_id", &item.turn_id)
-                .with("item_type", item.kind.name()),
+            Out::new(
+                EventType::ToolCalled,
+                format!("tool {} called", wire(&call.name)),
+            )
+            .with("tool_id", &call.call_id)
+            .with("tool_name", wire(&call.name))
+            .with("args", &call.arguments)
+            .with("turn_id", &item.turn_id)
+            .with("item_type", item.kind.name()),
         );
     }
     match &item.kind {
@@ -338,11 +342,15 @@ fn item_started(item: &Item) -> Vec<Out> {
         } => outs.push(
             Out::new(
                 EventType::ConfirmationRequired,
-                format!("{} needs confirmation: {}", request.tool, request.reason),
+                format!(
+                    "{} needs confirmation: {}",
+                    wire(&request.tool),
+                    request.reason
+                ),
             )
             .with("tool_id", approval_id)
             .with("call_id", &request.call_id)
-            .with("tool_name", &request.tool)
+            .with("tool_name", wire(&request.tool))
             .with("args", request.arguments.to_string())
             .with("timeout_ms", request.timeout_ms)
             .with("reason", &request.reason)
@@ -367,7 +375,7 @@ fn item_started(item: &Item) -> Vec<Out> {
             )
             .with("task_id", task_id)
             .with("lane", lane_name(*lane))
-            .with("command_type", tool)
+            .with("command_type", wire(tool))
             .with("payload", payload.to_string())
             .with("timeout_ms", timeout_ms)
             .with("mode", wire_name(to_value(mode)))
@@ -415,7 +423,7 @@ fn item_completed(item: &Item) -> Vec<Out> {
             )
             .with("task_id", task_id)
             .with("lane", lane_name(*lane))
-            .with("command_type", tool)
+            .with("command_type", wire(tool))
             .with("success", error.is_none())
             .with_opt("result", result.as_ref())
             .with_opt("error", error.as_ref())
@@ -460,12 +468,12 @@ fn tool_completed(item: &Item) -> Vec<Out> {
         EventType::ToolCompleted,
         format!(
             "tool {} {}",
-            call.name,
+            wire(&call.name),
             if success { "succeeded" } else { "failed" }
         ),
     )
     .with("tool_id", &call.call_id)
-    .with("tool_name", &call.name)
+    .with("tool_name", wire(&call.name))
     .with("success", success)
     .with("output_length", output.len())
     .with_opt("exit_code", exit_code)
@@ -479,7 +487,7 @@ fn tool_completed(item: &Item) -> Vec<Out> {
         outs.push(
             Out::new(EventType::PermissionDenied, reason.to_owned())
                 .with("tool_id", &call.call_id)
-                .with("tool_name", &call.name)
+                .with("tool_name", wire(&call.name))
                 .with("args", &call.arguments)
                 .with("reason", reason)
                 .with("turn_id", &item.turn_id),
@@ -507,7 +515,7 @@ fn approval_resolved(
             EventType::ConfirmationReceived,
             format!(
                 "{} {}",
-                request.tool,
+                wire(&request.tool),
                 if approved { "approved" } else { "denied" }
             ),
         )
@@ -521,20 +529,20 @@ fn approval_resolved(
             };
             Out::new(
                 EventType::ConfirmationTimeout,
-                format!("no answer for {} in time: {action}", request.tool),
+                format!("no answer for {} in time: {action}", wire(&request.tool)),
             )
             .with("action_taken", action)
             .with("timeout_ms", request.timeout_ms)
         }
         _ => Out::new(
             EventType::Warning,
-            format!("the confirmation of {} was cancelled", request.tool),
+            format!("the confirmation of {} was cancelled", wire(&request.tool)),
         )
         .with("event", "confirmation_cancelled"),
     };
     out.with("tool_id", approval_id)
         .with("call_id", &request.call_id)
-        .with("tool_name", &request.tool)
+        .with("tool_name", wire(&request.tool))
         .with("turn_id", &item.turn_id)
 }
 
@@ -815,7 +823,7 @@ mod tests {
         let data = &started[0].data;
         assert_eq!(
             (data["tool_id"].as_str(), data["tool_name"].as_str()),
-            ("call_1", "shell")
+            ("call_1", "bash")
         );
         assert_eq!(data["args"], r#"{"command":"rm -rf x"}"#);
 
@@ -872,7 +880,7 @@ mod tests {
         let data = &asked[0].data;
         assert_eq!(data["tool_id"], "ap-1");
         assert_eq!(data["call_id"], "call_1");
-        assert_eq!(data["tool_name"], "shell");
+        assert_eq!(data["tool_name"], "bash");
         assert_eq!(data["timeout_ms"], "500");
         assert_eq!(
             serde_json::from_str::<serde_json::Value>(&data["args"]).unwrap(),
@@ -934,7 +942,7 @@ mod tests {
         let pending = &started[1].data;
         assert_eq!(pending["task_id"], "task-1");
         assert_eq!(pending["lane"], "execute");
-        assert_eq!(pending["command_type"], "shell");
+        assert_eq!(pending["command_type"], "bash");
         assert_eq!(pending["payload"], r#"{"command":"make"}"#);
         assert_eq!(pending["timeout_ms"], "1000");
         let ended = thread_events(&event(EventPayload::ItemCompleted {

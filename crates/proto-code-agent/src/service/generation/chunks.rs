@@ -11,6 +11,7 @@ use gantry_types::{
     DeltaKind, EventPayload, Item, ItemId, ItemKind, TurnFailure, TurnId, TurnStatus, Usage,
 };
 
+use crate::names::wire;
 use crate::pb;
 use gantry_core::projection::tool_outcome;
 
@@ -194,7 +195,7 @@ fn started(item: &Item) -> Vec<Update> {
             [
                 ("tool_id", approval_id.clone()),
                 ("call_id", request.call_id.clone()),
-                ("tool_name", request.tool.clone()),
+                ("tool_name", wire(&request.tool).to_owned()),
                 ("args", request.arguments.to_string()),
                 ("reason", request.reason.clone()),
                 ("timeout_ms", request.timeout_ms.to_string()),
@@ -210,7 +211,7 @@ fn started(item: &Item) -> Vec<Update> {
             "external_task_pending",
             [
                 ("task_id", task_id.clone()),
-                ("command_type", tool.clone()),
+                ("command_type", wire(tool).to_owned()),
                 ("payload", payload.to_string()),
                 ("timeout_ms", timeout_ms.to_string()),
             ],
@@ -225,7 +226,7 @@ pub(super) fn tool_call(item: &Item) -> Option<pb::ToolCall> {
     let origin = item.tool_call.as_ref()?;
     Some(pb::ToolCall {
         id: origin.call_id.clone(),
-        name: origin.name.clone(),
+        name: wire(&origin.name).to_owned(),
         arguments: origin.arguments.clone(),
         result: None,
     })
