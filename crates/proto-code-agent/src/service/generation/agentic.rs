@@ -350,11 +350,8 @@ struct Loop {
     session_id: String,
     /// Set for a delegation: (agent name, its session).
     subagent: Option<(String, String)>,
-    /// The step under way, from 1.
+    /// The step under way, from 1: the turn's model round.
     step: u32,
-    /// Whether the current step's tools have started (the next text
-    /// begins a new step).
-    in_tools: bool,
     /// The current step.
     current: pb::AgenticStep,
     steps: Vec<pb::AgenticStep>,
@@ -369,7 +366,6 @@ impl Loop {
             session_id: session.to_string(),
             subagent: None,
             step: 1,
-            in_tools: false,
             current: pb::AgenticStep {
                 step_index: 1,
                 ..Default::default()
@@ -402,7 +398,6 @@ impl Loop {
         self.steps.push(step);
         self.step += 1;
         self.current.step_index = self.step;
-        self.in_tools = false;
         event
     }
 
@@ -413,10 +408,12 @@ impl Loop {
     ) -> (Vec<pb::AgenticGenerateEvent>, Option<Result<Done, Status>>) {
         let mut out = Vec::new();
         match update {
-            Update::Text(text) => {
-                if self.in_tools {
+            Update::Round(round) => {
+                while self.step < round {
                     out.push(self.finish_step("tool_calls"));
                 }
+            }
+            Update::Text(text) => {
                 self.current.text.push_str(&text);
                 out.push(pb::AgenticGenerateEvent {
                     content: Some(text),
@@ -424,7 +421,6 @@ impl Loop {
                 });
             }
             Update::ToolStarted(call) => {
-                self.in_tools = true;
                 self.current.tool_calls.push(call.clone());
                 out.push(pb::AgenticGenerateEvent {
                     tool_call: Some(call),
@@ -432,7 +428,6 @@ impl Loop {
                 });
             }
             Update::ToolFinished(call) => {
-                self.in_tools = true;
                 let result = call.result.clone().unwrap_or_default();
                 self.current.tool_results.push(result.clone());
                 out.push(pb::AgenticGenerateEvent {

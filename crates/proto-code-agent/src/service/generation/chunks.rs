@@ -25,6 +25,8 @@ pub(super) enum Update {
     ToolFinished(pb::ToolCall),
     /// Something a client may act on or show (`event` names it).
     Note(HashMap<String, String>),
+    /// A new model round (1-based) began: what follows is its output.
+    Round(u32),
     /// The turn ended.
     Ended {
         status: TurnStatus,
@@ -40,6 +42,8 @@ pub(super) struct TurnFeed {
     feed: ThreadFeed,
     /// Bytes of each agent message already sent as text.
     sent: HashMap<ItemId, usize>,
+    /// The latest model round seen.
+    round: u32,
     ended: bool,
 }
 
@@ -50,6 +54,7 @@ impl TurnFeed {
             turn,
             feed,
             sent: HashMap::new(),
+            round: 0,
             ended: false,
         }
     }
@@ -111,7 +116,15 @@ impl TurnFeed {
                     [("turn_id", turn.id.to_string())],
                 ))]
             }
-            EventPayload::ItemStarted { item } if item.turn_id == self.turn => started(item),
+            EventPayload::ItemStarted { item } if item.turn_id == self.turn => {
+                let mut updates = Vec::new();
+                if item.round > self.round {
+                    self.round = item.round;
+                    updates.push(Update::Round(item.round));
+                }
+                updates.extend(started(item));
+                updates
+            }
             EventPayload::ItemCompleted { item } if item.turn_id == self.turn => {
                 self.completed(item)
             }
