@@ -18,11 +18,6 @@ pub(crate) const LIMITS: &[(&str, usize)] = &[
 pub(crate) const OVERSIZED: &[(&str, usize)] = &[
     // The `exec --json` line types and the mapping onto them.
     ("crates/gantry-cli/src/exec_json.rs", 956),
-    // Engine events to A3S `AgentEvent`s.
-    (
-        "crates/proto-code-agent/src/service/events/mapping.rs",
-        1012,
-    ),
 ];
 
 pub(crate) struct SourceFile {
