@@ -51,7 +51,7 @@ def test_context_errors(gantry, mock_llm):
     assert code == grpc.StatusCode.UNAVAILABLE
     stub.DestroySession(pb.DestroySessionRequest(session_id=dead), timeout=HANG_GUARD)
     code, _ = code_of(lambda: stub.ClearContext(pb.ClearContextRequest(session_id=dead), timeout=HANG_GUARD))
-    assert code == grpc.StatusCode.FAILED_PRECONDITION
+    assert code == grpc.StatusCode.NOT_FOUND
     code, _ = code_of(lambda: stub.GetContextUsage(pb.GetContextUsageRequest(session_id="nope"), timeout=HANG_GUARD))
     assert code == grpc.StatusCode.NOT_FOUND
     code, details = code_of(lambda: stub.CompactContext(pb.CompactContextRequest(), timeout=HANG_GUARD))

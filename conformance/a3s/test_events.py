@@ -56,7 +56,7 @@ def test_a_subscriber_follows_a_new_session_its_generation_and_tools(gantry, moc
     ], seen
     called, completed, done = seen[1], seen[2], seen[3]
     assert called.data["tool_id"] == response.tool_calls[0].id
-    assert called.data["tool_name"] == "shell"
+    assert called.data["tool_name"] == "bash"
     assert json.loads(called.data["args"])["command"] == "echo from-the-tool"
     assert completed.data["success"] == "true" and completed.data["exit_code"] == "0"
     assert int(completed.data["output_length"]) > 0

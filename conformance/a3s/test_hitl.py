@@ -52,7 +52,7 @@ def test_a_confirmation_is_announced_approved_and_the_command_runs(gantry, mock_
         answer = pool.submit(stub.Generate, ask(pb, session, "run it"), timeout=2 * HANG_GUARD)
         asked = next(stream)
         assert asked.type == pb.AgentEvent.EVENT_TYPE_CONFIRMATION_REQUIRED
-        assert asked.data["tool_name"] == "shell" and asked.data["call_id"] == "call_1"
+        assert asked.data["tool_name"] == "bash" and asked.data["call_id"] == "call_1"
         assert json.loads(asked.data["args"])["command"] == "echo approved-run"
         assert not answer.done(), "the generation waits for the answer"
         confirmed = stub.ConfirmToolExecution(
@@ -106,12 +106,11 @@ def test_a_denial_tells_the_model_and_nothing_runs(gantry, mock_llm):
 def test_bad_confirmations_and_policies_are_refused(gantry, mock_llm):
     pb, stub = gantry.pb, gantry.stub
     session = gantry.session(mock_llm([]))
-    code, _ = code_of(
-        lambda: stub.ConfirmToolExecution(
-            pb.ConfirmToolExecutionRequest(session_id=session, tool_id="nope", approved=True), timeout=HANG_GUARD
-        )
+    # As A3S answers an unknown confirmation: success=false with the reason.
+    unknown = stub.ConfirmToolExecution(
+        pb.ConfirmToolExecutionRequest(session_id=session, tool_id="nope", approved=True), timeout=HANG_GUARD
     )
-    assert code == grpc.StatusCode.NOT_FOUND
+    assert not unknown.success and "nope" in unknown.error
     code, details = code_of(
         lambda: stub.ConfirmToolExecution(pb.ConfirmToolExecutionRequest(session_id=session), timeout=HANG_GUARD)
     )

@@ -41,12 +41,12 @@ def test_an_external_lane_is_completed_by_the_client(gantry, mock_llm):
         answer = pool.submit(stub.Generate, ask(pb, session, "build it"), timeout=2 * HANG_GUARD)
         task = next(stream)
         assert task.type == pb.AgentEvent.EVENT_TYPE_EXTERNAL_TASK_PENDING
-        assert task.data["lane"] == "execute" and task.data["command_type"] == "shell"
+        assert task.data["lane"] == "execute" and task.data["command_type"] == "bash"
         assert json.loads(task.data["payload"])["command"] == "make release"
         pending = stub.ListPendingExternalTasks(pb.ListPendingExternalTasksRequest(session_id=session), timeout=HANG_GUARD)
         assert [t.task_id for t in pending.tasks] == [task.data["task_id"]]
         listed = pending.tasks[0]
-        assert listed.lane == pb.SESSION_LANE_EXECUTE and listed.command_type == "shell"
+        assert listed.lane == pb.SESSION_LANE_EXECUTE and listed.command_type == "bash"
         assert 0 < listed.remaining_ms <= listed.timeout_ms == 30_000
         done = stub.CompleteExternalTask(
             pb.CompleteExternalTaskRequest(

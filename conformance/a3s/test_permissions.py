@@ -37,7 +37,7 @@ def test_a_deny_rule_stops_the_call_and_is_reported(gantry, mock_llm):
     stream.cancel()
     assert denied.type == pb.AgentEvent.EVENT_TYPE_PERMISSION_DENIED
     assert denied.data["tool_id"] == response.tool_calls[0].id
-    assert denied.data["tool_name"] == "shell"
+    assert denied.data["tool_name"] == "bash"
     assert json.loads(denied.data["args"])["command"] == "rm -f keep.txt"
     assert "Bash(rm:*)" in denied.data["reason"]
     assert (gantry.workspace / "keep.txt").exists()
@@ -76,7 +76,7 @@ def test_bad_permission_input_is_refused(gantry, mock_llm):
     session = gantry.session(mock_llm([]))
     code, details = code_of(
         lambda: stub.CheckPermission(
-            pb.CheckPermissionRequest(session_id=session, tool_name="shell", arguments="{not json"), timeout=HANG_GUARD
+            pb.CheckPermissionRequest(session_id=session, tool_name="mcp__fs__read", arguments="{not json"), timeout=HANG_GUARD
         )
     )
     assert code == grpc.StatusCode.INVALID_ARGUMENT and details.startswith("arguments")

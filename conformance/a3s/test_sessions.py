@@ -5,10 +5,11 @@ import grpc
 from conftest import HANG_GUARD, code_of
 
 
-def test_health_reports_not_initialized_until_initialize(gantry):
+def test_health_reports_degraded_until_initialize(gantry):
     pb, stub = gantry.pb, gantry.stub
     before = stub.HealthCheck(pb.HealthCheckRequest(), timeout=HANG_GUARD)
-    assert before.status == pb.HealthCheckResponse.STATUS_UNKNOWN
+    # A3S's server: degraded until initialized.
+    assert before.status == pb.HealthCheckResponse.STATUS_DEGRADED
     assert before.details["initialized"] == "false"
     init = stub.Initialize(pb.InitializeRequest(workspace=str(gantry.workspace)), timeout=HANG_GUARD)
     assert init.success and init.info.name == "gantry"
@@ -19,8 +20,11 @@ def test_health_reports_not_initialized_until_initialize(gantry):
 def test_capabilities_list_real_tools(gantry):
     caps = gantry.stub.GetCapabilities(gantry.pb.GetCapabilitiesRequest(), timeout=HANG_GUARD)
     names = {t.name for t in caps.tools}
-    assert "shell" in names, names
-    assert "streaming" in caps.features
+    # A3S's own names for the built-in tools.
+    assert {"bash", "read", "write", "edit", "grep", "glob", "ls"} <= names, names
+    assert "shell" not in names and "read_file" not in names
+    assert "streaming" in caps.features and "tool_calling" in caps.features
+    assert caps.limits.max_concurrent_sessions > 0
 
 
 def test_sessions_are_created_listed_read_and_destroyed(gantry, mock_llm):
@@ -47,8 +51,9 @@ def test_sessions_are_created_listed_read_and_destroyed(gantry, mock_llm):
     assert code == grpc.StatusCode.ALREADY_EXISTS
 
     assert stub.DestroySession(pb.DestroySessionRequest(session_id="py-session"), timeout=HANG_GUARD).success
-    gone = stub.GetSession(pb.GetSessionRequest(session_id="py-session"), timeout=HANG_GUARD)
-    assert gone.session.state == pb.SESSION_STATE_COMPLETED
+    # Gone, as A3S answers.
+    code, _ = code_of(lambda: stub.GetSession(pb.GetSessionRequest(session_id="py-session"), timeout=HANG_GUARD))
+    assert code == grpc.StatusCode.NOT_FOUND
     assert not stub.ListSessions(pb.ListSessionsRequest(), timeout=HANG_GUARD).sessions
 
 
@@ -85,7 +90,47 @@ def test_configure_session_changes_the_model_of_the_next_turn(gantry, mock_llm):
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "config" in details
 
 
-def test_shutdown_stops_the_server_gracefully(gantry):
-    reply = gantry.stub.Shutdown(gantry.pb.ShutdownRequest(), timeout=HANG_GUARD)
-    assert reply.success
-    assert gantry.proc.wait(timeout=HANG_GUARD) == 0
+def test_shutdown_shuts_the_agent_down_and_keeps_serving(gantry):
+    pb, stub = gantry.pb, gantry.stub
+    stub.Initialize(pb.InitializeRequest(workspace=str(gantry.workspace)), timeout=HANG_GUARD)
+    reply = stub.Shutdown(pb.ShutdownRequest(), timeout=HANG_GUARD)
+    assert reply.success and "shutdown" in reply.message.lower()
+    # Still serving, back to not initialized; Initialize brings it back.
+    assert gantry.proc.poll() is None
+    health = stub.HealthCheck(pb.HealthCheckRequest(), timeout=HANG_GUARD)
+    assert health.status == pb.HealthCheckResponse.STATUS_DEGRADED
+    stub.Initialize(pb.InitializeRequest(), timeout=HANG_GUARD)
+    health = stub.HealthCheck(pb.HealthCheckRequest(), timeout=HANG_GUARD)
+    assert health.status == pb.HealthCheckResponse.STATUS_HEALTHY
+
+
+def test_shutdown_stops_the_process_with_the_flag(pb, tmp_path):
+    from conftest import Gantry
+
+    server = Gantry(pb, tmp_path, extra_args=["--exit-on-shutdown"])
+    try:
+        assert server.stub.Shutdown(pb.ShutdownRequest(), timeout=HANG_GUARD).success
+        assert server.proc.wait(timeout=HANG_GUARD) == 0
+    finally:
+        server.stop()
+
+
+def test_a_missing_workspace_is_created(gantry, mock_llm):
+    pb, stub = gantry.pb, gantry.stub
+    missing = gantry.workspace / "new" / "project"
+    created = stub.CreateSession(
+        pb.CreateSessionRequest(config=pb.SessionConfig(workspace=str(missing), llm=gantry.llm_config(mock_llm([])))),
+        timeout=HANG_GUARD,
+    )
+    assert missing.is_dir()
+    assert created.session.config.workspace == str(missing)
+
+
+def test_a_destroyed_session_can_not_be_restored_and_a_live_one_can(gantry, mock_llm):
+    pb, stub = gantry.pb, gantry.stub
+    session = gantry.session(mock_llm([]))
+    restored = stub.RestoreSession(pb.RestoreSessionRequest(session_id=session), timeout=HANG_GUARD)
+    assert restored.success and restored.session_id == session
+    stub.DestroySession(pb.DestroySessionRequest(session_id=session), timeout=HANG_GUARD)
+    again = stub.RestoreSession(pb.RestoreSessionRequest(session_id=session), timeout=HANG_GUARD)
+    assert not again.success and "destroyed" in again.message

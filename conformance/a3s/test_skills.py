@@ -23,7 +23,7 @@ def test_workspace_skills_are_listed_and_read_whole(gantry):
     with_skills(gantry)
     listed = {s.name: s for s in stub.ListSkills(pb.ListSkillsRequest(), timeout=HANG_GUARD).skills}
     assert set(listed) == {"gh-helper", "release"}
-    assert list(listed["gh-helper"].tools) == ["Bash(gh:*)", "Read"]
+    assert listed["gh-helper"].allowed_tools == "Bash(gh:*), Read"
     assert listed["release"].metadata["model_invocable"] == "false"
 
     every = stub.GetClaudeCodeSkills(pb.GetClaudeCodeSkillsRequest(), timeout=HANG_GUARD).skills

@@ -130,6 +130,13 @@ pub(crate) struct ServeArgs {
     /// Seconds running calls may go on after a stop is asked for.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub grace_secs: u64,
+
+    /// Make the `Shutdown` rpc stop the process. Without it, `Shutdown`
+    /// shuts the agent down (running turns stopped, state flushed, back to
+    /// not initialized) and the server keeps serving, as A3S's server does;
+    /// SIGINT and SIGTERM always stop the process.
+    #[arg(long)]
+    pub exit_on_shutdown: bool,
 }
 
 /// `gantry exec`.

@@ -85,6 +85,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         auth_token,
         tls,
         grace: Duration::from_secs(args.grace_secs),
+        exit_on_shutdown: args.exit_on_shutdown,
     };
     let served = proto_code_agent::serve(engine, listener, options, stop).await;
     // Runs the stop cut off are recorded as cancelled before the store closes.

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use gantry_tools::skills::{
-    SharedSkillSet, Skill, SkillListing, SkillSource, default_config_home, discover,
+    SharedSkillSet, Skill, SkillListing, SkillSource, default_config_home, discover, discover_dir,
 };
 use gantry_types::{AgentId, ThreadId};
 
@@ -62,6 +62,38 @@ impl Skills<'_> {
         set.load_inline(text)
             .map(|s| s.name.clone())
             .map_err(|e| EngineError::InvalidInput(e.to_string()))
+    }
+
+    /// The skills in the folders of `dir` (each with a `SKILL.md`), and why
+    /// the others that look like skills do not load.
+    pub async fn read_dir(
+        self,
+        dir: PathBuf,
+        source: SkillSource,
+    ) -> Result<(Vec<Skill>, Vec<String>), EngineError> {
+        let (skills, errors) = tokio::task::spawn_blocking(move || discover_dir(&dir, source))
+            .await
+            .map_err(|e| EngineError::Unavailable(format!("reading skills failed: {e}")))?;
+        Ok((skills, errors.iter().map(ToString::to_string).collect()))
+    }
+
+    /// Installs a skill package (a local folder, a `.tar.gz`/`.zip` URL or
+    /// a git URL) into the skills folder `dir` (a workspace's
+    /// `.gantry/skills`, or [`Skills::user_dir`]); the skills it brought.
+    pub async fn install(
+        self,
+        package: &str,
+        dir: &std::path::Path,
+    ) -> Result<Vec<String>, EngineError> {
+        gantry_tools::skills::install(package, dir)
+            .await
+            .map_err(|e| EngineError::InvalidInput(e.to_string()))
+    }
+
+    /// The user's skills folder, which every thread discovers
+    /// (`$XDG_CONFIG_HOME/gantry/skills`); `None` without a home.
+    pub fn user_dir(self) -> Option<PathBuf> {
+        default_config_home().map(|home| home.join("gantry/skills"))
     }
 
     /// Unloads a skill; false if it was not loaded.

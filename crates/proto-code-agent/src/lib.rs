@@ -15,6 +15,7 @@ pub mod pb {
         tonic::include_file_descriptor_set!("code_agent_descriptor");
 }
 
+mod names;
 mod service;
 mod state;
 mod status;

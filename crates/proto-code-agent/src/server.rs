@@ -39,6 +39,9 @@ pub struct ServeOptions {
     /// How long running calls may go on after a stop is asked for, before
     /// the engine interrupts running turns.
     pub grace: Duration,
+    /// Whether the `Shutdown` rpc stops the process. By default it shuts
+    /// the agent down and the server keeps serving, as A3S's server does.
+    pub exit_on_shutdown: bool,
 }
 
 /// A PEM certificate chain and key.
@@ -61,8 +64,8 @@ pub enum ServeError {
     Reflection(#[from] tonic_reflection::server::Error),
 }
 
-/// Serves on `listener` until `stop` completes or a client calls
-/// `Shutdown`; then stops accepting, lets calls finish for the grace
+/// Serves on `listener` until `stop` completes (or a client calls
+/// `Shutdown`, with `exit_on_shutdown`); then stops accepting, lets calls finish for the grace
 /// period, interrupts what still runs, and flushes the store.
 pub async fn serve(
     engine: Engine,
@@ -71,7 +74,12 @@ pub async fn serve(
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let (stop_tx, mut stop_rx) = watch::channel(false);
-    let ctx = Arc::new(Ctx::new(engine.clone(), options.workspace, stop_tx.clone()));
+    let ctx = Arc::new(Ctx::new(
+        engine.clone(),
+        options.workspace,
+        stop_tx.clone(),
+        options.exit_on_shutdown,
+    ));
     let service = CodeAgentServiceServer::new(CodeAgent::new(ctx))
         .max_decoding_message_size(64 * 1024 * 1024);
     let auth = Auth(options.auth_token.map(Arc::from));

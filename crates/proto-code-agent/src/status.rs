@@ -27,9 +27,8 @@ pub(crate) fn status(error: EngineError) -> Status {
             Status::already_exists(format!("{what} `{}` already exists", clip(&name)))
         }
         EngineError::InvalidInput(_) => Status::invalid_argument(message),
-        EngineError::Archived(id) => {
-            Status::failed_precondition(format!("session {id} was destroyed"))
-        }
+        // A destroyed session is gone over this service, as in A3S.
+        EngineError::Archived(id) => crate::state::destroyed(&id),
         EngineError::Busy { .. }
         | EngineError::NotSteerable { .. }
         | EngineError::Unsupported(_) => Status::failed_precondition(message),

@@ -98,16 +98,17 @@ impl Drop for Server {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lifecycle_rpcs_health_and_the_shutdown_rpc() {
     let scratch = Scratch::new();
-    let server = Server::start(&scratch, &[]);
+    // `Shutdown` stops this one (by default it only shuts the agent down).
+    let server = Server::start(&scratch, &["--exit-on-shutdown"]);
     let mut client = server.client().await;
 
-    // Not initialized yet, and it says so.
+    // Not initialized yet, and it says so (degraded, as A3S's server says).
     let health = client
         .health_check(pb::HealthCheckRequest {})
         .await
         .expect("health")
         .into_inner();
-    assert_eq!(health.status(), Health::Unknown);
+    assert_eq!(health.status(), Health::Degraded);
     assert!(health.message.contains("not initialized"), "{health:?}");
 
     // A workspace that does not exist is refused, naming the field.
@@ -140,7 +141,8 @@ async fn lifecycle_rpcs_health_and_the_shutdown_rpc() {
     assert_eq!(health.status(), Health::Healthy);
     assert_eq!(health.details.get("store").map(String::as_str), Some("ok"));
 
-    // Capabilities are the real tools, with their parameters, and models.
+    // Capabilities are the real tools (by A3S's names), with their
+    // parameters, and models.
     let caps = client
         .get_capabilities(pb::GetCapabilitiesRequest {})
         .await
@@ -149,10 +151,10 @@ async fn lifecycle_rpcs_health_and_the_shutdown_rpc() {
     let shell = caps
         .tools
         .iter()
-        .find(|t| t.name == "shell")
+        .find(|t| t.name == "bash")
         .expect("the shell tool");
     assert!(shell.parameters.iter().any(|p| p == "command"), "{shell:?}");
-    assert!(caps.tools.iter().any(|t| t.name == "edit_file"));
+    assert!(caps.tools.iter().any(|t| t.name == "edit"));
     assert!(!caps.models.is_empty());
     assert!(caps.features.iter().any(|f| f == "streaming"));
 
@@ -176,7 +178,7 @@ async fn lifecycle_rpcs_health_and_the_shutdown_rpc() {
         tonic_health::pb::health_check_response::ServingStatus::Serving
     );
 
-    // `Shutdown` answers, then the process stops cleanly.
+    // `Shutdown` answers, then (with --exit-on-shutdown) the process stops cleanly.
     let bye = client
         .shutdown(pb::ShutdownRequest {})
         .await

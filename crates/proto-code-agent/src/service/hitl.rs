@@ -6,9 +6,8 @@
 //! with `ConfirmToolExecution`; unanswered, the policy's timeout action
 //! decides.
 //!
-//! Unknown and already-answered confirmations are status errors
-//! (`NOT_FOUND`, `FAILED_PRECONDITION`), not `success: false`, like every
-//! other unknown id of this service.
+//! An unknown confirmation is `success: false` with the reason in `error`,
+//! as A3S answers; one already answered is `FAILED_PRECONDITION`.
 
 use gantry_core::{EngineError, projection};
 use gantry_grpc::clip;
@@ -33,8 +32,17 @@ pub(crate) async fn confirm_tool_execution(
 ) -> Result<pb::ConfirmToolExecutionResponse, Status> {
     let id = session_id(&req.session_id)?;
     let wanted = required("tool_id", &req.tool_id)?;
-    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
-    let approval_id = pending_approval(&view, wanted)?;
+    let view = ctx.live_session(&id).await?;
+    let approval_id = match pending_approval(&view, wanted) {
+        Ok(approval_id) => approval_id,
+        Err(e) if e.code() == tonic::Code::NotFound => {
+            return Ok(pb::ConfirmToolExecutionResponse {
+                success: false,
+                error: e.message().to_owned(),
+            });
+        }
+        Err(e) => return Err(e),
+    };
     let decision = if req.approved {
         ApprovalDecision::Approve
     } else {

@@ -14,6 +14,7 @@ use gantry_types::{
 use tonic::Status;
 
 use super::Ctx;
+use crate::names::wire;
 use crate::pb;
 use crate::status::{required, session_id, status};
 
@@ -121,7 +122,7 @@ pub(crate) async fn list_pending_external_tasks(
                 task_id: t.task_id,
                 session_id: id.to_string(),
                 lane: pb_lane(t.lane) as i32,
-                command_type: t.tool,
+                command_type: wire(&t.tool).to_owned(),
                 payload: t.payload.to_string(),
                 timeout_ms: t.timeout_ms,
                 remaining_ms: t.remaining_ms,

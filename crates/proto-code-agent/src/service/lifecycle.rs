@@ -7,12 +7,15 @@ use gantry_grpc::clip;
 use tonic::Status;
 
 use super::Ctx;
+use crate::names::wire;
 use crate::pb;
 use crate::pb::health_check_response::Status as Health;
+use crate::status::status;
 
 /// What the server reports as features.
 const FEATURES: &[&str] = &[
     "streaming",
+    "tool_calling",
     "structured_output",
     "tools",
     "skills",
@@ -28,7 +31,15 @@ const FEATURES: &[&str] = &[
     "lsp",
     "cron",
     "events",
+    "agentic_loop",
+    "delegation",
+    "observability",
 ];
+
+/// What `GetCapabilities` reports as the session limit: the engine sets
+/// none (threads leave memory when idle), and A3S's clients read 0 as "no
+/// sessions", so the largest count the field holds says "unlimited".
+const MAX_CONCURRENT_SESSIONS: u32 = u32::MAX;
 
 /// Gantry as `AgentInfo`.
 pub(crate) fn agent_info() -> pb::AgentInfo {
@@ -42,8 +53,9 @@ pub(crate) fn agent_info() -> pb::AgentInfo {
     }
 }
 
-/// `HealthCheck`: not initialized until `Initialize`, then healthy, or
-/// degraded with the failing dependency in `details`.
+/// `HealthCheck`: degraded until `Initialize` (and again after `Shutdown`),
+/// as A3S's server says; then healthy, or degraded with the failing
+/// dependency in `details`.
 pub(crate) async fn health_check(
     ctx: &Ctx,
     _req: pb::HealthCheckRequest,
@@ -53,8 +65,8 @@ pub(crate) async fn health_check(
     if !ctx.is_initialized() {
         details.insert("initialized".to_owned(), "false".to_owned());
         return Ok(pb::HealthCheckResponse {
-            status: Health::Unknown.into(),
-            message: "not initialized: call Initialize".to_owned(),
+            status: Health::Degraded.into(),
+            message: "Agent not initialized: call Initialize".to_owned(),
             details,
         });
     }
@@ -94,7 +106,7 @@ pub(crate) async fn get_capabilities(
     let tools: Vec<pb::ToolCapability> = specs
         .iter()
         .map(|spec| pb::ToolCapability {
-            name: spec.name.clone(),
+            name: wire(&spec.name).to_owned(),
             description: spec.description.clone(),
             parameters: spec
                 .parameters
@@ -155,8 +167,7 @@ pub(crate) async fn get_capabilities(
         features: FEATURES.iter().map(|f| (*f).to_owned()).collect(),
         limits: Some(pb::ResourceLimits {
             max_context_tokens,
-            // The engine sets no session limit; 0 says "unlimited".
-            max_concurrent_sessions: 0,
+            max_concurrent_sessions: MAX_CONCURRENT_SESSIONS,
             max_tools_per_request: u32::try_from(tools.len()).unwrap_or(u32::MAX),
         }),
         tools,
@@ -189,7 +200,7 @@ pub(crate) async fn initialize(
             .set_command_env(req.env.into_iter().collect())
             .map_err(|e| Status::invalid_argument(format!("env: {e}")))?;
     }
-    ctx.set_initialized();
+    ctx.set_initialized(true);
     Ok(pb::InitializeResponse {
         success: true,
         message: format!("initialized; workspace {}", ctx.workspace().display()),
@@ -197,14 +208,27 @@ pub(crate) async fn initialize(
     })
 }
 
-/// `Shutdown`: answers, then stops the server gracefully.
+/// `Shutdown`: shuts the agent down as A3S's server does: running turns
+/// are interrupted, every event is stored, and the server is back to not
+/// initialized (`HealthCheck` degraded until `Initialize`) while it keeps
+/// serving. With `ServeOptions::exit_on_shutdown` the process stops too.
 pub(crate) async fn shutdown(
     ctx: &Ctx,
     _req: pb::ShutdownRequest,
 ) -> Result<pb::ShutdownResponse, Status> {
-    ctx.request_shutdown();
+    if ctx.exit_on_shutdown() {
+        ctx.request_shutdown();
+        return Ok(pb::ShutdownResponse {
+            success: true,
+            message: "Agent shutdown: the server stops; running turns get a grace period"
+                .to_owned(),
+        });
+    }
+    ctx.set_initialized(false);
+    ctx.engine.shutdown().await.map_err(status)?;
     Ok(pb::ShutdownResponse {
         success: true,
-        message: "shutting down: running turns get a grace period".to_owned(),
+        message: "Agent shutdown: running turns stopped, state flushed; Initialize to start again"
+            .to_owned(),
     })
 }

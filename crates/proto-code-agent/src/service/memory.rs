@@ -199,3 +199,26 @@ fn field_error(field: &str, error: EngineError) -> Status {
         e => status(e),
     }
 }
+
+/// `DeleteMemory` (newer A3S): not served yet. The engine's memory store
+/// deletes by class (`ClearMemories`), not by id; until it can, this says
+/// so rather than pretend.
+pub(crate) async fn delete_memory(
+    _ctx: &Ctx,
+    _req: pb::DeleteMemoryRequest,
+) -> Result<pb::DeleteMemoryResponse, Status> {
+    Err(Status::unimplemented(
+        "DeleteMemory: Gantry's memory store cannot delete one memory yet; use ClearMemories",
+    ))
+}
+
+/// `SummarizeMemories` (newer A3S): not served yet (it needs a model call
+/// outside the session's conversation, which the engine does not offer).
+pub(crate) async fn summarize_memories(
+    _ctx: &Ctx,
+    _req: pb::SummarizeMemoriesRequest,
+) -> Result<pb::SummarizeMemoriesResponse, Status> {
+    Err(Status::unimplemented(
+        "SummarizeMemories: not served by Gantry yet; use SearchMemories",
+    ))
+}

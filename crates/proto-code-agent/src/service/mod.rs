@@ -13,10 +13,12 @@ mod lifecycle;
 mod lsp;
 mod mcp;
 mod memory;
+mod observability;
 mod permissions;
 mod planning;
 mod providers;
 mod sessions;
+mod skill_catalog;
 mod skills;
 mod todos;
 
@@ -97,12 +99,17 @@ service! {
         get_session(GetSessionRequest) -> GetSessionResponse = sessions::get_session;
         configure_session(ConfigureSessionRequest) -> ConfigureSessionResponse = sessions::configure_session;
         get_messages(GetMessagesRequest) -> GetMessagesResponse = sessions::get_messages;
+        restore_session(RestoreSessionRequest) -> RestoreSessionResponse = sessions::restore_session;
         generate(GenerateRequest) -> GenerateResponse = generation::generate;
         generate_structured(GenerateStructuredRequest) -> GenerateStructuredResponse = generation::generate_structured;
         load_skill(LoadSkillRequest) -> LoadSkillResponse = skills::load_skill;
         unload_skill(UnloadSkillRequest) -> UnloadSkillResponse = skills::unload_skill;
         list_skills(ListSkillsRequest) -> ListSkillsResponse = skills::list_skills;
         get_claude_code_skills(GetClaudeCodeSkillsRequest) -> GetClaudeCodeSkillsResponse = skills::get_claude_code_skills;
+        get_skill(GetSkillRequest) -> GetSkillResponse = skill_catalog::get_skill;
+        search_skills(SearchSkillsRequest) -> SearchSkillsResponse = skill_catalog::search_skills;
+        install_skill(InstallSkillRequest) -> InstallSkillResponse = skill_catalog::install_skill;
+        load_skills_from_dir(LoadSkillsFromDirRequest) -> LoadSkillsFromDirResponse = skill_catalog::load_skills_from_dir;
         get_context_usage(GetContextUsageRequest) -> GetContextUsageResponse = context::get_context_usage;
         compact_context(CompactContextRequest) -> CompactContextResponse = context::compact_context;
         clear_context(ClearContextRequest) -> ClearContextResponse = context::clear_context;
@@ -138,6 +145,8 @@ service! {
         search_memories(SearchMemoriesRequest) -> SearchMemoriesResponse = memory::search_memories;
         get_memory_stats(GetMemoryStatsRequest) -> GetMemoryStatsResponse = memory::get_memory_stats;
         clear_memories(ClearMemoriesRequest) -> ClearMemoriesResponse = memory::clear_memories;
+        delete_memory(DeleteMemoryRequest) -> DeleteMemoryResponse = memory::delete_memory;
+        summarize_memories(SummarizeMemoriesRequest) -> SummarizeMemoriesResponse = memory::summarize_memories;
         register_mcp_server(RegisterMcpServerRequest) -> RegisterMcpServerResponse = mcp::register_mcp_server;
         connect_mcp_server(ConnectMcpServerRequest) -> ConnectMcpServerResponse = mcp::connect_mcp_server;
         disconnect_mcp_server(DisconnectMcpServerRequest) -> DisconnectMcpServerResponse = mcp::disconnect_mcp_server;
@@ -161,10 +170,17 @@ service! {
         get_cron_history(GetCronHistoryRequest) -> GetCronHistoryResponse = cron::get_cron_history;
         run_cron_job(RunCronJobRequest) -> RunCronJobResponse = cron::run_cron_job;
         parse_cron_schedule(ParseCronScheduleRequest) -> ParseCronScheduleResponse = cron::parse_cron_schedule;
+        get_tool_metrics(GetToolMetricsRequest) -> GetToolMetricsResponse = observability::get_tool_metrics;
+        get_cost_summary(GetCostSummaryRequest) -> GetCostSummaryResponse = observability::get_cost_summary;
+        get_queue_stats(GetQueueStatsRequest) -> GetQueueStatsResponse = observability::get_queue_stats;
+        agentic_generate(AgenticGenerateRequest) -> AgenticGenerateResponse = generation::agentic_generate;
+        delegate(DelegateRequest) -> DelegateResponse = generation::delegate;
     }
     streaming {
         stream_generate(GenerateRequest) -> StreamGenerateStream<GenerateChunk> = generation::stream_generate;
         stream_generate_structured(GenerateStructuredRequest) -> StreamGenerateStructuredStream<GenerateStructuredChunk> = generation::stream_generate_structured;
         subscribe_events(SubscribeEventsRequest) -> SubscribeEventsStream<AgentEvent> = events::subscribe_events;
+        stream_agentic_generate(AgenticGenerateRequest) -> StreamAgenticGenerateStream<AgenticGenerateEvent> = generation::stream_agentic_generate;
+        stream_delegate(DelegateRequest) -> StreamDelegateStream<AgenticGenerateEvent> = generation::stream_delegate;
     }
 }

@@ -14,6 +14,7 @@ use tonic::Status;
 
 use super::Ctx;
 use super::hitl::{answerable, change_policy};
+use crate::names;
 use crate::pb;
 use crate::status::{required, session_id, status};
 
@@ -56,17 +57,20 @@ pub(crate) async fn get_permission_policy(
 }
 
 /// `CheckPermission`: what the session's rules say about a call of
-/// `tool_name` with `arguments` (a JSON object; empty is `{}`), and the
-/// rules that decided it. With the rules disabled every call is allowed.
-/// Only the rules: the confirmation policy may still ask about an allowed
-/// call.
+/// `tool_name` (A3S's names, `Bash`, `Read`, ..., or Gantry's) with
+/// `arguments`, and the rules that decided it. The arguments are a JSON
+/// object (A3S's `file_path` works for the file tools); other text is, as
+/// A3S takes it, the command of a shell call or the path of a file tool.
+/// With the rules disabled every call is allowed. Only the rules: the
+/// confirmation policy may still ask about an allowed call.
 pub(crate) async fn check_permission(
     ctx: &Ctx,
     req: pb::CheckPermissionRequest,
 ) -> Result<pb::CheckPermissionResponse, Status> {
     let id = session_id(&req.session_id)?;
-    let tool = required("tool_name", &req.tool_name)?;
-    let args = arguments(&req.arguments)?;
+    let tool = names::engine(required("tool_name", &req.tool_name)?);
+    let mut args = arguments(tool, &req.arguments)?;
+    names::engine_arguments(tool, &mut args);
     let (decision, rules) = ctx
         .engine
         .safety()
@@ -141,17 +145,27 @@ fn rule_kind(rule_type: &str) -> Result<RuleDecision, Status> {
     }
 }
 
-/// A call's arguments: a JSON object, `{}` when empty.
-fn arguments(text: &str) -> Result<Value, Status> {
-    if text.trim().is_empty() {
+/// A call of the engine's `tool`'s arguments: a JSON object, `{}` when
+/// empty; text that is no JSON object is the command of a shell call or the
+/// path of a file tool (what A3S clients send: `"cargo test"`).
+fn arguments(tool: &str, text: &str) -> Result<Value, Status> {
+    let text = text.trim();
+    if text.is_empty() {
         return Ok(Value::Object(Default::default()));
     }
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| Status::invalid_argument(format!("arguments: not JSON: {e}")))?;
-    if !value.is_object() {
-        return Err(Status::invalid_argument("arguments: must be a JSON object"));
+    if let Ok(value @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
+        return Ok(value);
     }
-    Ok(value)
+    let field = match tool {
+        "shell" => "command",
+        "read_file" | "write_file" | "edit_file" | "list_dir" | "glob" | "grep" => "path",
+        _ => {
+            return Err(Status::invalid_argument(
+                "arguments: must be a JSON object for this tool",
+            ));
+        }
+    };
+    Ok(serde_json::json!({ field: text }))
 }
 
 /// The default decision from the wire; unset is `allow` (Gantry's default).
@@ -221,8 +235,16 @@ mod tests {
         assert_eq!(decision(0).unwrap(), RuleDecision::Allow);
         assert_eq!(decision(3).unwrap(), RuleDecision::Ask);
         assert!(decision(4).is_err());
-        assert_eq!(arguments("").unwrap(), serde_json::json!({}));
-        assert!(arguments("{oops").is_err());
-        assert!(arguments("[1]").is_err());
+        assert_eq!(arguments("shell", "").unwrap(), serde_json::json!({}));
+        assert_eq!(
+            arguments("shell", "cargo test").unwrap(),
+            serde_json::json!({"command": "cargo test"})
+        );
+        assert_eq!(
+            arguments("read_file", "src/lib.rs").unwrap(),
+            serde_json::json!({"path": "src/lib.rs"})
+        );
+        assert!(arguments("mcp__x__y", "{oops").is_err());
+        assert!(arguments("mcp__x__y", "[1]").is_err());
     }
 }

@@ -14,7 +14,7 @@ use crate::views::conversation;
 use crate::views::session::{config_patch, session};
 
 /// `CreateSession`: a thread in the config's workspace (the server's when
-/// empty), with the client's id if it chose one (`ALREADY_EXISTS` if taken),
+/// empty; created when it does not exist yet, as A3S does), with the client's id if it chose one (`ALREADY_EXISTS` if taken),
 /// its LLM settings, system prompt and starting conversation.
 pub(crate) async fn create_session(
     ctx: &Ctx,
@@ -23,7 +23,7 @@ pub(crate) async fn create_session(
     let config = req.config.unwrap_or_default();
     let cwd = match config.workspace.trim() {
         "" => ctx.workspace(),
-        dir => PathBuf::from(dir),
+        dir => workspace_dir(dir)?,
     };
     // The settings a new thread would get, changed by the config.
     let mut settings = ThreadSettings {
@@ -65,6 +65,12 @@ pub(crate) async fn create_session(
         })
         .await
         .map_err(status)?;
+    // The server's skills (loaded by clients) are every session's, as in A3S.
+    for (name, text) in ctx.loaded_skills() {
+        if let Err(e) = ctx.engine.skills().load_inline(&thread.id, &text).await {
+            tracing::warn!(skill = %name, error = %e, "a loaded skill did not load into a new session");
+        }
+    }
     let view = ctx
         .engine
         .threads()
@@ -75,6 +81,18 @@ pub(crate) async fn create_session(
         session_id: thread.id.to_string(),
         session: Some(session(&ctx.engine, &view)),
     })
+}
+
+/// A workspace a client named, created when missing (A3S creates it).
+fn workspace_dir(dir: &str) -> Result<PathBuf, Status> {
+    let path = PathBuf::from(dir);
+    std::fs::create_dir_all(&path).map_err(|e| {
+        Status::invalid_argument(format!(
+            "config.workspace: cannot create {}: {e}",
+            clip(dir)
+        ))
+    })?;
+    Ok(path)
 }
 
 /// `initial_context` as extra instructions (its `system` messages) and the
@@ -105,19 +123,17 @@ fn initial_context(messages: &[pb::Message]) -> Result<(Vec<String>, Vec<Context
     Ok((system, context))
 }
 
-/// `DestroySession`: interrupts what runs and archives the thread; it stays
-/// readable (`GetSession`, `GetMessages`, other protocols) but takes no more
-/// work (`FAILED_PRECONDITION`) and leaves `ListSessions`.
+/// `DestroySession`: interrupts what runs and archives the thread. Over
+/// this service the session is gone from then on (`NOT_FOUND`, as in A3S);
+/// the thread stays in the engine's store, readable by other protocols.
 pub(crate) async fn destroy_session(
     ctx: &Ctx,
     req: pb::DestroySessionRequest,
 ) -> Result<pb::DestroySessionResponse, Status> {
     let id = session_id(&req.session_id)?;
-    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
-    if !view.thread.archived {
-        ctx.engine.turns().interrupt(&id).await.map_err(status)?;
-        ctx.engine.threads().archive(&id).await.map_err(status)?;
-    }
+    ctx.live_session(&id).await?;
+    ctx.engine.turns().interrupt(&id).await.map_err(status)?;
+    ctx.engine.threads().archive(&id).await.map_err(status)?;
     Ok(pb::DestroySessionResponse { success: true })
 }
 
@@ -151,13 +167,13 @@ pub(crate) async fn list_sessions(
     Ok(pb::ListSessionsResponse { sessions })
 }
 
-/// `GetSession` (also of a destroyed session, whose state is completed).
+/// `GetSession`: `NOT_FOUND` for an unknown or destroyed session.
 pub(crate) async fn get_session(
     ctx: &Ctx,
     req: pb::GetSessionRequest,
 ) -> Result<pb::GetSessionResponse, Status> {
     let id = session_id(&req.session_id)?;
-    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
+    let view = ctx.live_session(&id).await?;
     Ok(pb::GetSessionResponse {
         session: Some(session(&ctx.engine, &view)),
     })
@@ -207,7 +223,7 @@ pub(crate) async fn get_messages(
     req: pb::GetMessagesRequest,
 ) -> Result<pb::GetMessagesResponse, Status> {
     let id = session_id(&req.session_id)?;
-    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
+    let view = ctx.live_session(&id).await?;
     let all = conversation::messages(&view);
     let total = all.len();
     let offset = req.offset.map_or(0, |o| o as usize).min(total);
@@ -218,5 +234,35 @@ pub(crate) async fn get_messages(
         messages,
         total_count: crate::views::u32_of(total),
         has_more,
+    })
+}
+
+/// `RestoreSession`: brings a stored session back into memory (the
+/// engine loads its thread from the log, closing a turn a crash left
+/// running). As in A3S, a session that cannot be restored (unknown,
+/// destroyed) is `success: false` with the reason in `message`.
+pub(crate) async fn restore_session(
+    ctx: &Ctx,
+    req: pb::RestoreSessionRequest,
+) -> Result<pb::RestoreSessionResponse, Status> {
+    let id = session_id(&req.session_id)?;
+    let (success, message) = match ctx.live_session(&id).await {
+        Ok(view) => (
+            true,
+            format!(
+                "Session restored: {} turns, {} events",
+                view.turns.len(),
+                view.thread.last_seq
+            ),
+        ),
+        Err(e) if e.code() == tonic::Code::NotFound => {
+            (false, format!("Failed to restore session: {}", e.message()))
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(pb::RestoreSessionResponse {
+        success,
+        session_id: id.to_string(),
+        message,
     })
 }

@@ -4,8 +4,12 @@
 //! A skill brings instructions and an `allowed-tools` list of permission
 //! patterns (`Bash(gh:*)`, `Read`): rules allowed without asking while it
 //! is loaded. That list is what `LoadSkillResponse.tool_names`,
-//! `UnloadSkillResponse.removed_tools` and `Skill.tools` carry; a skill adds
-//! no tool of its own.
+//! `UnloadSkillResponse.removed_tools` and `Skill.allowed_tools` carry; a
+//! skill adds no tool of its own.
+//!
+//! A3S's skills are the server's: a skill a client loads inline is
+//! remembered by the server, listed without a session, and loaded into
+//! sessions created afterwards.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -30,9 +34,19 @@ pub(crate) async fn load_skill(
     ctx: &Ctx,
     req: pb::LoadSkillRequest,
 ) -> Result<pb::LoadSkillResponse, Status> {
-    let id = session_id(&req.session_id)?;
     let content = req.skill_content.as_deref().map(str::trim);
-    let name = match content.filter(|c| !c.is_empty()) {
+    let content = content.filter(|c| !c.is_empty());
+    if let (Some(text), "") = (content, req.session_id.trim()) {
+        // The server's skill only: A3S takes a skill without a session.
+        let skill = parse_inline(req.skill_name.trim(), text)?;
+        ctx.remember_skill(&skill.name, text);
+        return Ok(pb::LoadSkillResponse {
+            success: true,
+            tool_names: skill.allowed_tools,
+        });
+    }
+    let id = session_id(&req.session_id)?;
+    let name = match content {
         Some(text) => load_inline(ctx, &id, req.skill_name.trim(), text).await?,
         None => {
             let name = required("skill_name", &req.skill_name)?;
@@ -52,6 +66,20 @@ pub(crate) async fn load_skill(
 /// with it must be the name in its front matter.
 async fn load_inline(ctx: &Ctx, id: &ThreadId, name: &str, text: &str) -> Result<String, Status> {
     // Parsed here first so a bad text is reported against its field.
+    parse_inline(name, text)?;
+    let name = ctx
+        .engine
+        .skills()
+        .load_inline(id, text)
+        .await
+        .map_err(status)?;
+    ctx.remember_skill(&name, text);
+    Ok(name)
+}
+
+/// The skill of an inline `SKILL.md` text; a `skill_name` given with it
+/// must be the name in its front matter.
+fn parse_inline(name: &str, text: &str) -> Result<Skill, Status> {
     let skill = Skill::parse(text, None)
         .map_err(|e| Status::invalid_argument(format!("skill_content: {e}")))?;
     if !name.is_empty() && name != skill.name {
@@ -61,11 +89,7 @@ async fn load_inline(ctx: &Ctx, id: &ThreadId, name: &str, text: &str) -> Result
             name = clip(name)
         )));
     }
-    ctx.engine
-        .skills()
-        .load_inline(id, text)
-        .await
-        .map_err(status)
+    Ok(skill)
 }
 
 /// `UnloadSkill`: unloads a loaded skill (`NOT_FOUND` for an unknown
@@ -77,9 +101,22 @@ pub(crate) async fn unload_skill(
     ctx: &Ctx,
     req: pb::UnloadSkillRequest,
 ) -> Result<pb::UnloadSkillResponse, Status> {
-    let id = session_id(&req.session_id)?;
     let name = required("skill_name", &req.skill_name)?;
+    if req.session_id.trim().is_empty() {
+        // The server's skill only.
+        let known = ctx.loaded_skills().contains_key(name);
+        ctx.forget_skill(name);
+        if !known {
+            return Err(unknown_skill(name, &[]));
+        }
+        return Ok(pb::UnloadSkillResponse {
+            success: true,
+            removed_tools: Vec::new(),
+        });
+    }
+    let id = session_id(&req.session_id)?;
     let skill = listing(&session_skills(ctx, &id).await?, name)?.clone();
+    ctx.forget_skill(name);
     let was_loaded = ctx
         .engine
         .skills()
@@ -111,9 +148,10 @@ pub(crate) async fn unload_skill(
 
 /// `ListSkills`: with a session, its skills (discovered when it went live,
 /// its agent's installed ones, inline ones) with whether each is loaded;
-/// without one (absent or empty), the skills a new session in the server workspace would
-/// find (`.gantry/skills`, `.claude/skills`, the user's config dir).
-/// `tools` are the `allowed-tools` patterns; `metadata` has `source`
+/// without one (absent or empty), the server's skills: those clients loaded
+/// and those a new session in the server workspace would find
+/// (`.gantry/skills`, `.claude/skills`, the user's config dir).
+/// `allowed_tools` joins the `allowed-tools` patterns; `metadata` has `source`
 /// (workspace, claude, user, inline, installed), `model_invocable`,
 /// `loaded` (sessions only) and `dir` (skills with a folder).
 pub(crate) async fn list_skills(
@@ -130,7 +168,7 @@ pub(crate) async fn list_skills(
                 .map(listed_skill)
                 .collect()
         }
-        None => workspace_skills(ctx, ctx.workspace())
+        None => server_skills(ctx)
             .await?
             .into_iter()
             .map(discovered_skill)
@@ -147,7 +185,7 @@ pub(crate) async fn get_claude_code_skills(
     ctx: &Ctx,
     req: pb::GetClaudeCodeSkillsRequest,
 ) -> Result<pb::GetClaudeCodeSkillsResponse, Status> {
-    let mut skills = workspace_skills(ctx, ctx.workspace()).await?;
+    let mut skills = server_skills(ctx).await?;
     if let Some(name) = req.name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
         let names: Vec<String> = skills.iter().map(|s| s.name.clone()).collect();
         skills.retain(|s| s.name == name);
@@ -186,6 +224,28 @@ fn unknown_skill(name: &str, available: &[String]) -> Status {
     ))
 }
 
+/// The server's skills: those clients loaded over this service (they
+/// replace a discovered one of the same name), then those discovered for
+/// the server workspace and the user, as a session started there finds them.
+pub(super) async fn server_skills(ctx: &Ctx) -> Result<Vec<Skill>, Status> {
+    let mut skills: Vec<Skill> = ctx
+        .loaded_skills()
+        .values()
+        .filter_map(|text| Skill::parse(text, None).ok())
+        .map(|mut skill| {
+            skill.source = SkillSource::Inline;
+            skill
+        })
+        .collect();
+    let discovered = workspace_skills(ctx, ctx.workspace()).await?;
+    for skill in discovered {
+        if !skills.iter().any(|s| s.name == skill.name) {
+            skills.push(skill);
+        }
+    }
+    Ok(skills)
+}
+
 /// The skills discovered for `workspace` and the user, as a session started
 /// there would find them.
 async fn workspace_skills(ctx: &Ctx, workspace: PathBuf) -> Result<Vec<Skill>, Status> {
@@ -203,18 +263,31 @@ fn listed_skill(skill: SkillListing) -> pb::Skill {
     pb::Skill {
         name: skill.name,
         description: skill.description,
-        tools: skill.allowed_tools,
+        allowed_tools: joined(&skill.allowed_tools),
+        disable_model_invocation: false,
+        content: String::new(),
         metadata,
+        kind: "instruction".to_owned(),
     }
 }
 
-/// A discovered skill as the proto's `Skill`.
-fn discovered_skill(skill: Skill) -> pb::Skill {
+/// `allowed-tools` patterns as one line (A3S's `allowed_tools`).
+fn joined(patterns: &[String]) -> Option<String> {
+    (!patterns.is_empty()).then(|| patterns.join(", "))
+}
+
+/// A discovered skill as the proto's `Skill`, with its instructions.
+/// `disable_model_invocation` stays unset (a seed client reads field 4 as
+/// a map): `metadata.model_invocable` says it.
+pub(super) fn discovered_skill(skill: Skill) -> pb::Skill {
     pb::Skill {
         metadata: metadata(skill.source, skill.dir.as_deref(), skill.model_invocable()),
+        allowed_tools: joined(&skill.allowed_tools),
+        disable_model_invocation: false,
+        content: skill.body,
+        kind: "instruction".to_owned(),
         name: skill.name,
         description: skill.description,
-        tools: skill.allowed_tools,
     }
 }
 
@@ -244,7 +317,7 @@ fn metadata(
 /// A skill in Claude Code's format.
 fn claude_code_skill(skill: Skill) -> pb::ClaudeCodeSkill {
     pb::ClaudeCodeSkill {
-        allowed_tools: (!skill.allowed_tools.is_empty()).then(|| skill.allowed_tools.join(", ")),
+        allowed_tools: joined(&skill.allowed_tools),
         disable_model_invocation: skill.disable_model_invocation,
         name: skill.name,
         description: skill.description,

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use gantry_core::projection::{self, Message, Part, Role};
 use gantry_types::ThreadView;
 
+use crate::names::wire;
 use crate::pb;
 use crate::pb::content_block::Block;
 
@@ -50,7 +51,7 @@ fn block(part: Part) -> pb::ContentBlock {
             arguments,
         } => Block::ToolUse(pb::ToolUseContent {
             id: call_id,
-            name,
+            name: wire(&name).to_owned(),
             arguments,
         }),
         Part::ToolResult {

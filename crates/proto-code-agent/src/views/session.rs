@@ -20,6 +20,12 @@ pub(crate) mod keys {
     pub(crate) const AUTO_COMPACT: &str = "a3s.auto_compact";
     /// `SessionConfig.storage_type`.
     pub(crate) const STORAGE: &str = "a3s.storage_type";
+    /// `SessionConfig.auto_compact_threshold` (newer A3S).
+    pub(crate) const COMPACT_THRESHOLD: &str = "a3s.auto_compact_threshold";
+    /// `SessionConfig.planning_enabled` (newer A3S).
+    pub(crate) const PLANNING: &str = "a3s.planning_enabled";
+    /// `SessionConfig.goal_tracking` (newer A3S).
+    pub(crate) const GOAL_TRACKING: &str = "a3s.goal_tracking";
 }
 
 /// The session of `view`, with its context usage.
@@ -114,6 +120,12 @@ fn config(engine: &Engine, thread: &Thread) -> pb::SessionConfig {
             .get(keys::STORAGE)
             .and_then(|v| v.parse().ok())
             .unwrap_or_default(),
+        auto_compact_threshold: meta
+            .get(keys::COMPACT_THRESHOLD)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default(),
+        planning_enabled: meta.get(keys::PLANNING).is_some_and(|v| v == "true"),
+        goal_tracking: meta.get(keys::GOAL_TRACKING).is_some_and(|v| v == "true"),
     }
 }
 
@@ -143,6 +155,20 @@ pub(crate) fn config_patch(
     }
     if config.auto_compact {
         meta.insert(keys::AUTO_COMPACT.to_owned(), Some("true".to_owned()));
+    }
+    if config.auto_compact_threshold.is_finite() && config.auto_compact_threshold > 0.0 {
+        meta.insert(
+            keys::COMPACT_THRESHOLD.to_owned(),
+            Some(config.auto_compact_threshold.to_string()),
+        );
+    }
+    for (on, key) in [
+        (config.planning_enabled, keys::PLANNING),
+        (config.goal_tracking, keys::GOAL_TRACKING),
+    ] {
+        if on {
+            meta.insert(key.to_owned(), Some("true".to_owned()));
+        }
     }
     if config.storage_type != 0 {
         meta.insert(

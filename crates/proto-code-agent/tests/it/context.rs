@@ -222,7 +222,7 @@ async fn context_errors_carry_the_right_status() {
         .clear_context(pb::ClearContextRequest { session_id: gone })
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
 
     let err = s
         .client

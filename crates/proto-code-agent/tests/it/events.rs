@@ -95,7 +95,7 @@ async fn a_subscriber_follows_sessions_generations_and_tool_calls_from_now_on() 
         called["tool_id"], answer.tool_calls[0].id,
         "the model's call id"
     );
-    assert_eq!(called["tool_name"], "shell");
+    assert_eq!(called["tool_name"], "bash");
     let args: Value = serde_json::from_str(&called["args"]).unwrap();
     assert_eq!(args["command"], "echo from-the-tool");
 

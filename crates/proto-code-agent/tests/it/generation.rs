@@ -29,7 +29,7 @@ async fn generate_returns_the_answer_tool_calls_and_usage() {
     assert_eq!(response.finish_reason, "stop");
     assert_eq!(response.tool_calls.len(), 1);
     let call = &response.tool_calls[0];
-    assert_eq!(call.name, "shell");
+    assert_eq!(call.name, "bash");
     let args: Value = serde_json::from_str(&call.arguments).unwrap();
     assert_eq!(args["command"], "echo from-the-tool");
     let result = call.result.as_ref().unwrap();
@@ -128,7 +128,7 @@ async fn stream_generate_sends_chunks_as_they_happen_then_done() {
         result.success && result.output.contains("streamed"),
         "{result:?}"
     );
-    assert_eq!(result.metadata["tool_name"], "shell");
+    assert_eq!(result.metadata["tool_name"], "bash");
     let done = chunks.last().unwrap();
     assert_eq!(done.content, "It printed streamed.");
     assert_eq!(done.finish_reason, "stop");
@@ -250,7 +250,7 @@ async fn generation_errors_carry_the_right_status() {
         .stream_generate(ask(&session, "hi"))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Code::FailedPrecondition);
+    assert_eq!(err.code(), Code::NotFound);
     let err = s.client.generate(ask("nope", "hi")).await.unwrap_err();
     assert_eq!(err.code(), Code::NotFound);
 }

@@ -101,7 +101,7 @@ async fn a_confirmation_is_announced_then_approved_and_the_command_runs() {
     let mut events = events_of(&mut s, &session).await;
     let generation = spawn_generate(&s, &session, "run it");
     let asked = next_of(&mut events, EventType::ConfirmationRequired).await;
-    assert_eq!(asked.data["tool_name"], "shell");
+    assert_eq!(asked.data["tool_name"], "bash");
     assert_eq!(asked.data["call_id"], "call_1");
     assert_eq!(asked.data["timeout_ms"], "30000");
     assert!(
@@ -213,7 +213,7 @@ async fn an_unanswered_confirmation_is_decided_by_the_timeout_action() {
         .unwrap();
     let timed_out = next_of(&mut events, EventType::ConfirmationTimeout).await;
     assert_eq!(timed_out.data["action_taken"], "auto_approved");
-    assert_eq!(timed_out.data["tool_name"], "shell");
+    assert_eq!(timed_out.data["tool_name"], "bash");
     assert!(
         response.tool_calls[0]
             .result
@@ -242,10 +242,12 @@ async fn an_unanswered_confirmation_is_decided_by_the_timeout_action() {
 async fn bad_confirmations_and_policies_are_refused() {
     let mut s = Server::start(vec![]).await;
     let session = s.session().await;
-    let err = confirm(&mut s, &session, "no-such-approval", true, None)
+    // As A3S answers: not a status, `success: false` with the reason.
+    let unknown = confirm(&mut s, &session, "no-such-approval", true, None)
         .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+        .unwrap();
+    assert!(!unknown.success);
+    assert!(unknown.error.contains("no-such-approval"), "{unknown:?}");
     let err = confirm(&mut s, &session, " ", true, None)
         .await
         .unwrap_err();

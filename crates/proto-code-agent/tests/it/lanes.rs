@@ -128,7 +128,7 @@ async fn an_external_lane_is_run_by_the_client_and_its_result_reaches_the_model(
     let generation = spawn_generate(&s, &session, "build it");
     let task = next_of(&mut events, EventType::ExternalTaskPending).await;
     assert_eq!(task.data["lane"], "execute");
-    assert_eq!(task.data["command_type"], "shell");
+    assert_eq!(task.data["command_type"], "bash");
     assert_eq!(task.data["timeout_ms"], "30000");
     let payload: Value = serde_json::from_str(&task.data["payload"]).unwrap();
     assert_eq!(payload["command"], "make release");
@@ -139,7 +139,7 @@ async fn an_external_lane_is_run_by_the_client_and_its_result_reaches_the_model(
     assert_eq!(listed[0].task_id, task_id);
     assert_eq!(listed[0].session_id, session);
     assert_eq!(listed[0].lane, pb::SessionLane::Execute as i32);
-    assert_eq!(listed[0].command_type, "shell");
+    assert_eq!(listed[0].command_type, "bash");
     assert_eq!(
         serde_json::from_str::<Value>(&listed[0].payload).unwrap(),
         payload
@@ -323,5 +323,5 @@ async fn bad_lane_requests_are_refused() {
     )
     .await
     .unwrap_err();
-    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
 }

@@ -64,10 +64,10 @@ async fn capabilities_come_from_the_engine() {
         .unwrap()
         .into_inner();
     let tools: Vec<&str> = caps.tools.iter().map(|t| t.name.as_str()).collect();
-    for expected in ["shell", "read_file"] {
+    for expected in ["bash", "read"] {
         assert!(tools.contains(&expected), "{tools:?}");
     }
-    let shell = caps.tools.iter().find(|t| t.name == "shell").unwrap();
+    let shell = caps.tools.iter().find(|t| t.name == "bash").unwrap();
     assert!(
         shell.parameters.contains(&"command".to_owned()),
         "{shell:?}"

@@ -105,7 +105,7 @@ async fn a_deny_rule_stops_the_call_tells_the_model_and_is_reported() {
     let denied = next_of(&mut events, EventType::PermissionDenied).await;
     assert_eq!(denied.session_id.as_deref(), Some(session.as_str()));
     assert_eq!(denied.data["tool_id"], response.tool_calls[0].id);
-    assert_eq!(denied.data["tool_name"], "shell");
+    assert_eq!(denied.data["tool_name"], "bash");
     let args: Value = serde_json::from_str(&denied.data["args"]).unwrap();
     assert_eq!(args["command"], "rm -f keep.txt");
     assert!(denied.data["reason"].contains("Bash(rm:*)"), "{denied:?}");
@@ -261,7 +261,7 @@ async fn a_policy_is_set_read_and_checked() {
 async fn bad_rules_arguments_and_sessions_are_refused() {
     let mut s = Server::start(vec![]).await;
     let session = s.session().await;
-    let err = check(&mut s, &session, "shell", "{not json")
+    let err = check(&mut s, &session, "mcp__fs__read", "{not json")
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);

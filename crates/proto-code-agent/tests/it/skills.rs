@@ -126,7 +126,7 @@ async fn the_server_workspace_skills_are_listed_and_read_whole() {
         .find(|k| k.name == "gh-helper")
         .expect("gh-helper listed");
     assert_eq!(gh.description, "Use the GitHub CLI");
-    assert_eq!(gh.tools, ["Bash(gh:*)", "Read"]);
+    assert_eq!(gh.allowed_tools.as_deref(), Some("Bash(gh:*), Read"));
     assert_eq!(gh.metadata["source"], "workspace");
     assert_eq!(gh.metadata["model_invocable"], "true");
     assert!(

@@ -11,6 +11,7 @@ use gantry_types::{
     DeltaKind, EventPayload, Item, ItemId, ItemKind, TurnFailure, TurnId, TurnStatus, Usage,
 };
 
+use crate::names::wire;
 use crate::pb;
 use gantry_core::projection::tool_outcome;
 
@@ -24,6 +25,8 @@ pub(super) enum Update {
     ToolFinished(pb::ToolCall),
     /// Something a client may act on or show (`event` names it).
     Note(HashMap<String, String>),
+    /// A new model round (1-based) began: what follows is its output.
+    Round(u32),
     /// The turn ended.
     Ended {
         status: TurnStatus,
@@ -39,6 +42,8 @@ pub(super) struct TurnFeed {
     feed: ThreadFeed,
     /// Bytes of each agent message already sent as text.
     sent: HashMap<ItemId, usize>,
+    /// The latest model round seen.
+    round: u32,
     ended: bool,
 }
 
@@ -49,6 +54,7 @@ impl TurnFeed {
             turn,
             feed,
             sent: HashMap::new(),
+            round: 0,
             ended: false,
         }
     }
@@ -110,7 +116,15 @@ impl TurnFeed {
                     [("turn_id", turn.id.to_string())],
                 ))]
             }
-            EventPayload::ItemStarted { item } if item.turn_id == self.turn => started(item),
+            EventPayload::ItemStarted { item } if item.turn_id == self.turn => {
+                let mut updates = Vec::new();
+                if item.round > self.round {
+                    self.round = item.round;
+                    updates.push(Update::Round(item.round));
+                }
+                updates.extend(started(item));
+                updates
+            }
             EventPayload::ItemCompleted { item } if item.turn_id == self.turn => {
                 self.completed(item)
             }
@@ -194,7 +208,7 @@ fn started(item: &Item) -> Vec<Update> {
             [
                 ("tool_id", approval_id.clone()),
                 ("call_id", request.call_id.clone()),
-                ("tool_name", request.tool.clone()),
+                ("tool_name", wire(&request.tool).to_owned()),
                 ("args", request.arguments.to_string()),
                 ("reason", request.reason.clone()),
                 ("timeout_ms", request.timeout_ms.to_string()),
@@ -210,7 +224,7 @@ fn started(item: &Item) -> Vec<Update> {
             "external_task_pending",
             [
                 ("task_id", task_id.clone()),
-                ("command_type", tool.clone()),
+                ("command_type", wire(tool).to_owned()),
                 ("payload", payload.to_string()),
                 ("timeout_ms", timeout_ms.to_string()),
             ],
@@ -225,7 +239,7 @@ pub(super) fn tool_call(item: &Item) -> Option<pb::ToolCall> {
     let origin = item.tool_call.as_ref()?;
     Some(pb::ToolCall {
         id: origin.call_id.clone(),
-        name: origin.name.clone(),
+        name: wire(&origin.name).to_owned(),
         arguments: origin.arguments.clone(),
         result: None,
     })

@@ -88,7 +88,7 @@ pub(crate) async fn generate(
                         calls.push(call);
                     }
                 },
-                Update::Note(_) => {}
+                Update::Note(_) | Update::Round(_) => {}
                 Update::Ended {
                     status,
                     usage,
@@ -188,6 +188,7 @@ async fn pump(
                     metadata,
                     ..chunk("metadata")
                 }),
+                Update::Round(_) => continue,
                 Update::Ended {
                     status,
                     usage,

@@ -94,6 +94,7 @@ impl Server {
             auth_token: None,
             tls: None,
             grace: Duration::from_secs(1),
+            exit_on_shutdown: false,
         };
         tokio::spawn(serve(engine.clone(), listener, options, async move {
             let _ = stopped.await;
