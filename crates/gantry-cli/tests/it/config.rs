@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{Scratch, stderr, stdout};
+use common::{Scratch, files_under, stderr, stdout};
 use gantry_testkit::{MockLlm, Script, Step, UsageSpec};
 
 fn write_config(s: &Scratch, text: &str) -> String {
@@ -116,9 +116,11 @@ fn a_turn_through_a_configured_provider_prints_its_cost() {
         requests[0].header("authorization"),
         Some("Bearer sk-mock-0123456789")
     );
-    // The key from the environment is nowhere in the data dir.
-    for entry in std::fs::read_dir(s.dir.path().join("data")).unwrap() {
-        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
-        assert!(!String::from_utf8_lossy(&bytes).contains("sk-mock-0123456789"));
+    // The key from the environment is nowhere in the data dir (shell
+    // snapshots included).
+    for path in files_under(&s.dir.path().join("data")) {
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("sk-mock-0123456789"), "{}", path.display());
     }
 }

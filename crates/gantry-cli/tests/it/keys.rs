@@ -43,8 +43,7 @@ fn commands_do_not_see_the_key_in_gantrys_environment() {
         printed.contains("GANTRY_TEST_PASSED_TOKEN=tok-passed"),
         "--pass-env lets a name through"
     );
-    for entry in std::fs::read_dir(s.dir.path().join("data")).unwrap() {
-        let path = entry.unwrap().path();
+    for path in files_under(&s.dir.path().join("data")) {
         let bytes = std::fs::read(&path).unwrap();
         assert!(
             !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
