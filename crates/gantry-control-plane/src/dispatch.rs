@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::client_message::Payload;
+use gantry_runner_protocol::v0_2 as pb;
+use gantry_runner_protocol::v0_2::client_message::Payload;
 use tokio::sync::oneshot;
 
 use crate::registry::{Outbox, Registry};

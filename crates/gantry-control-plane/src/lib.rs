@@ -44,7 +44,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use gantry_runner_protocol::pb::agent_runner_control_service_server::AgentRunnerControlServiceServer;
+use gantry_runner_protocol::v0_2::agent_runner_control_service_server::AgentRunnerControlServiceServer;
 use tokio_util::sync::CancellationToken;
 
 pub use api_tokens::{ApiTokenError, create_api_token, revoke_api_token};

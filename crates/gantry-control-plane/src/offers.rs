@@ -1,7 +1,7 @@
 //! What a runner offers: the agent SDKs and models of its registration,
 //! kept as JSON in the store and shown by the API.
 
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::v0_2 as pb;
 use serde::{Deserialize, Serialize};
 
 /// An agent SDK a runner runs, and its models.

@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::v0_2 as pb;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

@@ -1,7 +1,7 @@
 //! What the store keeps of a request sent to a runner: its kind, and the
 //! parameters that recording its answer needs.
 
-use gantry_runner_protocol::pb::server_message::Request;
+use gantry_runner_protocol::v0_2::server_message::Request;
 use serde::{Deserialize, Serialize};
 
 /// `CreateAgentRequest`.

@@ -3,8 +3,8 @@
 
 use std::net::SocketAddr;
 
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::agent_runner_control_service_server::AgentRunnerControlService;
+use gantry_runner_protocol::v0_2 as pb;
+use gantry_runner_protocol::v0_2::agent_runner_control_service_server::AgentRunnerControlService;
 use gantry_runner_protocol::validate::Validate;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;

@@ -1,9 +1,9 @@
 //! Agents: created on a chosen or the least loaded runner, deleted, given
 //! skill packages.
 
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::client_message::Payload;
-use gantry_runner_protocol::pb::server_message::Request;
+use gantry_runner_protocol::v0_2 as pb;
+use gantry_runner_protocol::v0_2::client_message::Payload;
+use gantry_runner_protocol::v0_2::server_message::Request;
 
 use super::{NewAgent, NewSkill, Subject, unexpected};
 use crate::ControlPlane;

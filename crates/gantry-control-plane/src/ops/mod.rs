@@ -15,9 +15,9 @@ pub(crate) use threads::MessageAccepted;
 use super::error::ApiError;
 use super::requests::{self, Params};
 use super::{ControlPlane, now_ms};
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::client_message::Payload;
-use gantry_runner_protocol::pb::server_message::Request;
+use gantry_runner_protocol::v0_2 as pb;
+use gantry_runner_protocol::v0_2::client_message::Payload;
+use gantry_runner_protocol::v0_2::server_message::Request;
 use gantry_runner_protocol::validate::Validate;
 
 /// `POST /v1/agents`.

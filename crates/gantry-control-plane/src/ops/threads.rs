@@ -1,9 +1,9 @@
 //! Threads: created on their agent's runner, read with their turns and
 //! items, deleted, and sent messages.
 
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::client_message::Payload;
-use gantry_runner_protocol::pb::server_message::Request;
+use gantry_runner_protocol::v0_2 as pb;
+use gantry_runner_protocol::v0_2::client_message::Payload;
+use gantry_runner_protocol::v0_2::server_message::Request;
 use serde::Serialize;
 
 use super::{NewMessage, NewThread, Subject, unexpected};

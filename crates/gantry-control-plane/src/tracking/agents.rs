@@ -1,6 +1,6 @@
 //! Agent and skill updates: plain upserts, not part of any thread's log.
 
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::v0_2 as pb;
 
 use super::Context;
 use super::merge::{DELETED, READY, lifecycle};

@@ -2,7 +2,7 @@
 //! (a runner re-sends the turns that were active when its channel dropped),
 //! so every rule is idempotent and no status goes backwards.
 
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::v0_2 as pb;
 
 use crate::store::{ItemRecord, TurnRecord};
 

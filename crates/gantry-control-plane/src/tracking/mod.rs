@@ -13,8 +13,8 @@ mod threads;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::client_message::Payload;
+use gantry_runner_protocol::v0_2 as pb;
+use gantry_runner_protocol::v0_2::client_message::Payload;
 use tokio::sync::{Mutex, broadcast};
 
 use super::now_ms;

@@ -1,7 +1,7 @@
 //! Thread, turn and item updates, and refused requests: each change is one
 //! row written with one log entry.
 
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::v0_2 as pb;
 
 use super::Context;
 use super::merge::{self, DELETED, READY, lifecycle};

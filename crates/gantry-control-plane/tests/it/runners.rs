@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use gantry_control_plane::store::{ControlPlaneStore, SqliteControlPlaneStore};
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::v0_2 as pb;
 use support::{
     FakeRunner, GUARD, Harness, client, guarded, offering, runner_with_thread, take_events,
 };
