@@ -78,9 +78,13 @@ impl ControlPlane {
             },
         };
         let thread_id = match self.ask(&agent.runner_id, request, subject).await? {
-            (_, Payload::Thread { thread_id, status }) if status == ThreadStatus::Ready => {
-                thread_id
-            }
+            (
+                _,
+                Payload::Thread {
+                    thread_id,
+                    status: ThreadStatus::Ready,
+                },
+            ) => thread_id,
             (_, reply) => return Err(unexpected("create_thread_request", &reply)),
         };
         let thread = self.inner.store.thread(&thread_id).await?.ok_or_else(|| {
