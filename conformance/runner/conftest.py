@@ -1,7 +1,10 @@
 """Conformance of `gantry runner` to companyhelm.runner.v1, driven by a
 control plane Gantry did not write: a Python grpcio server built from the
-proto in the repo (stubs generated at test time), started by each test on
-127.0.0.1:0, with `gantry runner` dialing it.
+protos in the repo (stubs generated at test time), started by each test on
+127.0.0.1:0, with `gantry runner` dialing it. It speaks 0.2.0 (`pb`) or
+0.7.0 (`pb7`), as the test asks; `v0_7_runner.py` is the other way round,
+a runner of 0.7.0's that behaves as CompanyHelm's, under `gantry
+control-plane serve`.
 
 Run by crates/gantry-cli/tests/runner_conformance.rs, which passes the
 binaries: GANTRY_BIN (the gantry binary) and GANTRY_MOCK_LLM (the scripted
@@ -29,7 +32,7 @@ from harness import HANG_GUARD, MockLlm, binary, read_line  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROTO_DIR = ROOT / "crates" / "gantry-runner-protocol" / "proto"
-PROTOS = ["companyhelm/runner/v1/runner.proto", "buf/validate/validate.proto"]
+RUNNER_PROTO = "companyhelm/runner/v1/runner.proto"
 SERVICE = "companyhelm.runner.v1.AgentRunnerControlService"
 # The token the control plane knows this runner by.
 TOKEN = "runner-secret-1"
@@ -40,18 +43,46 @@ MODELS = ["gpt-4.1", "o4-mini"]
 BLOCKED = "echo waiting; while [ ! -e release ]; do sleep 0.05; done; echo released"
 
 
-@pytest.fixture(scope="session")
-def pb(tmp_path_factory):
-    """The generated messages of runner.proto."""
-    out = tmp_path_factory.mktemp("stubs")
+def _generate(out, includes, protos):
     include = pathlib.Path(protoc.__file__).parent / "_proto"
-    code = protoc.main(
-        ["grpc_tools.protoc", f"-I{PROTO_DIR}", f"-I{include}", f"--python_out={out}"]
-        + [str(PROTO_DIR / proto) for proto in PROTOS]
-    )
-    assert code == 0, "protoc failed on runner.proto"
+    args = ["grpc_tools.protoc", *[f"-I{i}" for i in includes], f"-I{include}", f"--python_out={out}"]
+    code = protoc.main(args + protos)
+    assert code == 0, f"protoc failed on {protos}"
+
+
+@pytest.fixture(scope="session")
+def stubs(tmp_path_factory):
+    """Where the generated modules are (on sys.path), with validate.proto's."""
+    out = tmp_path_factory.mktemp("stubs")
+    shared = PROTO_DIR / "shared"
+    _generate(out, [shared], [str(shared / "buf/validate/validate.proto")])
     sys.path.insert(0, str(out))
+    return out
+
+
+@pytest.fixture(scope="session")
+def pb(stubs):
+    """The generated messages of the 0.2.0 runner.proto."""
+    _generate(stubs, [PROTO_DIR / "v0_2", PROTO_DIR / "shared"], [str(PROTO_DIR / "v0_2" / RUNNER_PROTO)])
     return importlib.import_module("companyhelm.runner.v1.runner_pb2")
+
+
+@pytest.fixture(scope="session")
+def pb7(stubs, tmp_path_factory):
+    """The generated messages of the 0.7.0 runner.proto. Both versions name
+    their messages alike, which one Python process cannot hold: these get
+    the package `companyhelm_v0_7` instead. A message's package is not on
+    the wire; the service's is, and the servers and clients here give its
+    path by hand (SERVICE)."""
+    src = tmp_path_factory.mktemp("proto_v0_7")
+    text = (PROTO_DIR / "v0_7" / RUNNER_PROTO).read_text()
+    assert "package companyhelm.runner.v1;" in text
+    (src / "companyhelm_v0_7").mkdir()
+    (src / "companyhelm_v0_7" / "runner.proto").write_text(
+        text.replace("package companyhelm.runner.v1;", "package companyhelm_v0_7;")
+    )
+    _generate(stubs, [src, PROTO_DIR / "shared"], [str(src / "companyhelm_v0_7" / "runner.proto")])
+    return importlib.import_module("companyhelm_v0_7.runner_pb2")
 
 
 
@@ -115,6 +146,14 @@ def describe(message):
         text = f"{_enum_name(body, 'item_type')} {status_name(body)}"
     elif kind == "skill_mp_update":
         text = f"skill {body.package_name} {status_name(body)}"
+    elif kind == "heartbeat_response":
+        text = "heartbeat"
+    elif kind == "thread_name_update":
+        text = f"thread {body.thread_id} named {body.thread_name!r}"
+    elif kind == "thread_token_usage_update":
+        text = f"usage {body.thread_id}"
+    elif kind == "agent_sdk_update":
+        text = f"sdk {body.name} {_enum_name(body, 'status')}"
     else:
         text = "empty"
     request = message.request_id if message.HasField("request_id") else "-"
@@ -227,6 +266,8 @@ class ControlPlane:
 
     def __init__(self, pb, prefix="", token=TOKEN):
         self.pb = pb
+        # 0.7.0 has no GitHub rpcs.
+        self.has_github = hasattr(pb, "ListGithubInstallationsForRunnerRequest")
         self.prefix = prefix
         self.token = token
         self.github = {}  # installation id -> access token
@@ -262,6 +303,23 @@ class ControlPlane:
             "ControlChannel": grpc.stream_stream_rpc_method_handler(
                 self._control_channel, pb.ClientMessage.FromString, pb.ServerMessage.SerializeToString
             ),
+        }
+        if self.has_github:
+            handlers |= self._github_handlers()
+        # grpcio routes `/{service}/{method}`: a prefixed service name serves
+        # `/PREFIX/companyhelm.runner.v1.AgentRunnerControlService/...` only.
+        service = f"{self.prefix}/{SERVICE}" if self.prefix else SERVICE
+        server = grpc.server(ThreadPoolExecutor(max_workers=8))
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+        port = server.add_insecure_port(f"127.0.0.1:{self.port}")
+        assert port, f"cannot listen on 127.0.0.1:{self.port}"
+        self.port = port
+        server.start()
+        self._server = server
+
+    def _github_handlers(self):
+        pb = self.pb
+        return {
             "ListGithubInstallationsForRunner": grpc.unary_unary_rpc_method_handler(
                 self._list_installations,
                 pb.ListGithubInstallationsForRunnerRequest.FromString,
@@ -273,16 +331,6 @@ class ControlPlane:
                 pb.GetGithubInstallationAccessTokenForRunnerResponse.SerializeToString,
             ),
         }
-        # grpcio routes `/{service}/{method}`: a prefixed service name serves
-        # `/PREFIX/companyhelm.runner.v1.AgentRunnerControlService/...` only.
-        service = f"{self.prefix}/{SERVICE}" if self.prefix else SERVICE
-        server = grpc.server(ThreadPoolExecutor(max_workers=8))
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
-        port = server.add_insecure_port(f"127.0.0.1:{self.port}")
-        assert port, f"cannot listen on 127.0.0.1:{self.port}"
-        self.port = port
-        server.start()
-        self._server = server
 
     def stop(self):
         """Stops serving, ending every open rpc."""
@@ -356,7 +404,7 @@ class Runner:
     """A `gantry runner` process dialing `url`, with a bare HOME, its own
     data dir, workspaces dir, token file and a config serving `llm`."""
 
-    def __init__(self, tmp_path, url, token, llm):
+    def __init__(self, tmp_path, url, token, llm, protocol="0.2"):
         home = tmp_path / "home"
         home.mkdir(exist_ok=True)
         self.data_dir = tmp_path / "data"
@@ -393,6 +441,8 @@ class Runner:
                 str(self.data_dir),
                 "--config",
                 str(config),
+                "--protocol",
+                protocol,
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -464,19 +514,30 @@ class Rig:
         assert reply.thread_update.status == self.plane.pb.THREAD_STATUS_READY, describe(reply)
         return reply.thread_update.thread_id
 
+    def thread_v0_7(self, channel, thread_id="t-1", **fields):
+        """Creates thread `thread_id` as a 0.7.0 control plane does (it picks
+        the id; the thread gets a CLI secret); returns the id."""
+        thread = {"thread_id": thread_id, "model": f"mock/{MODELS[0]}", "cli_secret": "cli-secret-1", **fields}
+        channel.send(f"create-{thread_id}", create_thread_request=thread)
+        assert describe(channel.reply(f"create-{thread_id}")) == (
+            f"thread {thread_id} THREAD_STATUS_READY [create-{thread_id}]"
+        )
+        return thread_id
+
 
 @pytest.fixture
-def start_runner(pb, tmp_path):
+def start_runner(pb, pb7, tmp_path):
     """Starts a control plane, a mock model with `steps` and a runner:
-    `start_runner([{"reply": {"text": "hi"}}], prefix="cp", token=...)`."""
+    `start_runner([{"reply": {"text": "hi"}}], prefix="cp", token=...,
+    protocol="0.7")`."""
     planes, llms, runners = [], [], []
 
-    def start(steps=(), prefix="", token=TOKEN):
-        plane = ControlPlane(pb, prefix=prefix)
+    def start(steps=(), prefix="", token=TOKEN, protocol="0.2"):
+        plane = ControlPlane(pb7 if protocol == "0.7" else pb, prefix=prefix)
         planes.append(plane)
         llm = MockLlm(list(steps), tmp_path)
         llms.append(llm)
-        runner = Runner(tmp_path, plane.url, token, llm)
+        runner = Runner(tmp_path, plane.url, token, llm, protocol=protocol)
         runners.append(runner)
         return Rig(plane, llm, runner)
 

@@ -500,10 +500,10 @@ mod runner {
 
     use anyhow::{Context, Result, anyhow};
     use futures_util::stream;
-    use gantry_runner_protocol::pb;
-    use gantry_runner_protocol::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
-    use gantry_runner_protocol::pb::client_message::Payload;
-    use gantry_runner_protocol::pb::server_message::Request as RunnerRequest;
+    use gantry_runner_protocol::v0_2 as pb;
+    use gantry_runner_protocol::v0_2::agent_runner_control_service_client::AgentRunnerControlServiceClient;
+    use gantry_runner_protocol::v0_2::client_message::Payload;
+    use gantry_runner_protocol::v0_2::server_message::Request as RunnerRequest;
     use gantry_runner_protocol::validate::Validate;
     use tokio::sync::mpsc;
     use tonic::metadata::{Ascii, MetadataValue};

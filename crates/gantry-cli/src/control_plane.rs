@@ -144,6 +144,12 @@ pub(crate) struct ServeArgs {
     /// (repeatable). Without any, every runner may use every installation.
     #[arg(long = "github-installation", value_name = "RUNNER=ID", value_parser = parse_installation)]
     pub github_installations: Vec<(String, i64)>,
+
+    /// Seconds between the heartbeats asked of runners of protocol 0.7; one
+    /// that misses two in a row is unhealthy and gets no new work.
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub heartbeat_secs: u64,
 }
 
 /// `RUNNER=ID` with a positive id.
@@ -168,6 +174,13 @@ fn parse_installation(text: &str) -> Result<(String, i64), String> {
 pub(crate) struct AddRunnerArgs {
     /// A unique name for the runner (shown in `GET /v1/runners`).
     pub name: String,
+
+    /// Pin the companyhelm.runner.v1 version the runner speaks (`0.2` or
+    /// `0.7`). Without it the version is detected at each registration:
+    /// 0.7 when an SDK of the registration says its status (0.2.0 has no
+    /// such field), else 0.2.
+    #[arg(long, value_name = "VERSION")]
+    pub protocol: Option<gantry_control_plane::ProtocolVersion>,
 }
 
 /// Runs `gantry control-plane` on the control plane of `data_dir`.
@@ -176,7 +189,9 @@ pub(crate) async fn run(data_dir: PathBuf, args: ControlPlaneArgs) -> Result<Exi
         .with_context(|| format!("cannot create data dir {}", data_dir.display()))?;
     match args.command {
         ControlPlaneCommand::Serve(args) => serve(&data_dir, args).await,
-        ControlPlaneCommand::AddRunner(args) => add_runner(&data_dir, &args.name).await,
+        ControlPlaneCommand::AddRunner(args) => {
+            add_runner(&data_dir, &args.name, args.protocol).await
+        }
         ControlPlaneCommand::CreateToken(args) => create_token(&data_dir, &args.name).await,
         ControlPlaneCommand::ListTokens => list_tokens(&data_dir).await,
         ControlPlaneCommand::RevokeToken(args) => revoke_token(&data_dir, &args.name).await,
@@ -189,6 +204,7 @@ async fn serve(data_dir: &Path, args: ServeArgs) -> Result<ExitCode> {
         request_timeout: Duration::from_secs(args.request_timeout_secs),
         github: github_app(&args)?,
         allowed_hosts: args.allowed_hosts.clone(),
+        heartbeat: Duration::from_secs(args.heartbeat_secs),
         ..ControlPlaneOptions::default()
     };
     let cp = ControlPlane::open_in(data_dir, options)
@@ -227,11 +243,15 @@ async fn serve(data_dir: &Path, args: ServeArgs) -> Result<ExitCode> {
 }
 
 /// Adds a runner and prints its token, and nothing else, on stdout.
-async fn add_runner(data_dir: &Path, name: &str) -> Result<ExitCode> {
+async fn add_runner(
+    data_dir: &Path,
+    name: &str,
+    protocol: Option<gantry_control_plane::ProtocolVersion>,
+) -> Result<ExitCode> {
     let store = SqliteControlPlaneStore::open_in(data_dir)
         .await
         .with_context(|| format!("cannot open the control plane in {}", data_dir.display()))?;
-    let added = control_plane::add_runner(&store, name).await;
+    let added = control_plane::add_runner(&store, name, protocol).await;
     store.close().await;
     let (runner, token) = added?;
     println!("{token}");

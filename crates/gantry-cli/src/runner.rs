@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 use proto_runner_control::{
-    self as runner, Backoff, ControlPlaneUrl, GithubCommandEnv, RunnerOptions,
+    self as runner, Backoff, ControlPlaneUrl, GithubCommandEnv, ProtocolVersion, RunnerOptions,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -28,6 +28,9 @@ Examples:
 
   # Behind a reverse proxy that routes /runners/ to the control plane:
   gantry runner --control-plane https://cp.example.com/runners --token-file builder-1.token
+
+  # Under a control plane of CompanyHelm's current protocol (0.5.x-0.7.0):
+  gantry runner --protocol 0.7 --control-plane http://cp.internal:7400 --token-file builder-1.token
 
 The models offered are the configured providers' (see --config); each thread
 works in its own directory under --workspaces. The runner reconnects with
@@ -56,6 +59,19 @@ pub(crate) struct RunnerArgs {
     /// web's root certificates.
     #[arg(long, value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
+
+    /// The companyhelm.runner.v1 version to speak: `0.2` (0.2.0, the
+    /// seed's: agents, the runner picks thread ids, GitHub tokens from the
+    /// control plane) or `0.7` (0.7.0, CompanyHelm's today, 0.5.x alike:
+    /// no agents, the control plane picks thread ids, heartbeats,
+    /// interrupts, thread names and token usage, no GitHub rpcs).
+    #[arg(
+        long,
+        env = "GANTRY_RUNNER_PROTOCOL",
+        value_name = "VERSION",
+        default_value = "0.2"
+    )]
+    pub protocol: ProtocolVersion,
 }
 
 /// Runs the runner until SIGINT/SIGTERM, or until the control plane
@@ -88,10 +104,14 @@ pub(crate) async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
     .await?;
     start_background_work(&engine);
 
-    eprintln!("gantry: runner dialing {}", args.control_plane);
+    eprintln!(
+        "gantry: runner dialing {} (protocol {})",
+        args.control_plane, args.protocol
+    );
     let stop = CancellationToken::new();
     let options = RunnerOptions {
         url,
+        protocol: args.protocol,
         token,
         ca_pem,
         workspaces,

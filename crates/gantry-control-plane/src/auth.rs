@@ -8,6 +8,8 @@ use sha2::{Digest, Sha256};
 use tonic::Status;
 use tonic::metadata::MetadataMap;
 
+use gantry_runner_protocol::ProtocolVersion;
+
 use crate::now_ms;
 use crate::store::{ControlPlaneStore, RunnerRecord, StoreError};
 
@@ -24,6 +26,8 @@ pub struct RunnerIdentity {
     pub id: String,
     /// Runner name.
     pub name: String,
+    /// The protocol version it was pinned to, if any.
+    pub protocol: Option<ProtocolVersion>,
 }
 
 /// Why a runner could not be added.
@@ -48,6 +52,7 @@ pub enum AddRunnerError {
 pub async fn add_runner(
     store: &dyn ControlPlaneStore,
     name: &str,
+    protocol: Option<ProtocolVersion>,
 ) -> Result<(RunnerRecord, String), AddRunnerError> {
     if name.is_empty() || name.len() > MAX_NAME_LEN || name.chars().any(char::is_control) {
         return Err(AddRunnerError::BadName(name.to_owned()));
@@ -63,6 +68,7 @@ pub async fn add_runner(
         sdks: "[]".to_owned(),
         created_at: now_ms(),
         registered_at: None,
+        protocol: protocol.map(|p| p.as_str().to_owned()),
     };
     store.add_runner(&runner).await?;
     Ok((runner, token))
@@ -106,7 +112,11 @@ impl Tokens {
             .filter_map(|r| {
                 let mut digest = [0u8; 32];
                 match hex::decode_to_slice(&r.token_hash, &mut digest) {
-                    Ok(()) => Some((digest, RunnerIdentity { id: r.id, name: r.name })),
+                    Ok(()) => Some((digest, RunnerIdentity {
+                        protocol: r.protocol.as_deref().and_then(|p| p.parse().ok()),
+                        id: r.id,
+                        name: r.name,
+                    })),
                     Err(e) => {
                         tracing::warn!(runner = %r.id, error = %e, "stored token hash is not SHA-256 hex; runner cannot connect");
                         None

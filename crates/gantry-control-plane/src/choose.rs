@@ -45,6 +45,8 @@ mod tests {
         (
             id.into(),
             vec![SdkOffer {
+                status: None,
+                error: None,
                 name: sdk.into(),
                 models,
             }],

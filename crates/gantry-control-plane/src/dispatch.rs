@@ -7,8 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::client_message::Payload;
+use gantry_runner_protocol::messages::{Payload, ServerMessage};
 use tokio::sync::oneshot;
 
 use crate::registry::{Outbox, Registry};
@@ -46,7 +45,7 @@ struct Pending {
 
 struct Waiting {
     runner_id: String,
-    message: pb::ServerMessage,
+    message: ServerMessage,
     order: u64,
     reply: oneshot::Sender<Payload>,
 }
@@ -73,7 +72,7 @@ impl Dispatcher {
         &self,
         registry: &Registry,
         runner_id: &str,
-        message: pb::ServerMessage,
+        message: ServerMessage,
     ) -> Result<Payload, DispatchError> {
         let request_id = message.request_id.clone().unwrap_or_default();
         let Some(outbox) = registry.outbox(runner_id) else {
@@ -100,7 +99,7 @@ impl Dispatcher {
             request_id: &request_id,
         };
         let exchange = async {
-            if outbox.send(Ok(message)).await.is_err() {
+            if outbox.send(message).await.is_err() {
                 // The channel closed under us: the request stays pending and
                 // goes out again when the runner reconnects.
                 tracing::debug!(runner = runner_id, request = %request_id, "channel closed; request waits for the runner to reconnect");
@@ -120,6 +119,24 @@ impl Dispatcher {
         }
     }
 
+    /// Sends `message` to the runner without waiting for a reply (0.7.0's
+    /// interrupt: CompanyHelm's runner answers it with the turn's end, not
+    /// by its request id).
+    pub(crate) async fn send(
+        &self,
+        registry: &Registry,
+        runner_id: &str,
+        message: ServerMessage,
+    ) -> Result<(), DispatchError> {
+        let Some(outbox) = registry.outbox(runner_id) else {
+            return Err(DispatchError::Offline(runner_id.to_owned()));
+        };
+        outbox
+            .send(message)
+            .await
+            .map_err(|_| DispatchError::Offline(runner_id.to_owned()))
+    }
+
     /// Hands a runner's reply to the request waiting for it; false if none
     /// was (already answered, timed out, or not ours).
     pub(crate) fn complete(&self, runner_id: &str, request_id: &str, payload: Payload) -> bool {
@@ -136,7 +153,7 @@ impl Dispatcher {
     /// Sends again, in their original order, the requests still waiting for
     /// a runner that just opened `outbox`.
     pub(crate) async fn resend(&self, runner_id: &str, outbox: &Outbox) {
-        let mut messages: Vec<(u64, pb::ServerMessage)> = self
+        let mut messages: Vec<(u64, ServerMessage)> = self
             .pending()
             .waiting
             .values()
@@ -146,7 +163,7 @@ impl Dispatcher {
         messages.sort_by_key(|(order, _)| *order);
         for (_, message) in messages {
             tracing::debug!(runner = runner_id, request = ?message.request_id, "re-sending a pending request");
-            if outbox.send(Ok(message)).await.is_err() {
+            if outbox.send(message).await.is_err() {
                 // Gone again; the next channel gets them.
                 return;
             }

@@ -29,6 +29,7 @@ mod error;
 mod follow;
 pub mod github;
 mod http;
+mod liveness;
 mod offers;
 mod ops;
 mod registry;
@@ -38,20 +39,22 @@ mod service;
 pub mod store;
 mod tracking;
 mod views;
+mod wire;
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use gantry_runner_protocol::pb::agent_runner_control_service_server::AgentRunnerControlServiceServer;
 use tokio_util::sync::CancellationToken;
 
 pub use api_tokens::{ApiTokenError, create_api_token, revoke_api_token};
 pub use auth::{AddRunnerError, RunnerIdentity, add_runner};
+pub use gantry_runner_protocol::ProtocolVersion;
 pub use offers::{ModelOffer, SdkOffer};
 pub use serve::{ServeError, serve};
 pub use service::ControlService;
+pub use wire::RunnerService;
 
 use crate::github::GithubInstallations;
 use crate::store::{
@@ -66,6 +69,10 @@ pub const DEFAULT_GRPC_ADDR: &str = "127.0.0.1:7400";
 
 /// The default HTTP listen address (users call it).
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:7401";
+
+/// How often the control plane asks a 0.7.0 runner for a heartbeat, by
+/// default (one that misses two in a row is unhealthy).
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
 
 /// How often the control plane pings a runner's connection (HTTP/2 PING),
 /// and how long it waits for the answer before closing it, by default.
@@ -87,6 +94,9 @@ pub struct ControlPlaneOptions {
     /// not answered within as long: a dead runner's channel ends, so the
     /// runner can connect again (a live one's second connection is refused).
     pub keepalive: Duration,
+    /// How often 0.7.0 runners are asked for a heartbeat; one that misses
+    /// two in a row is marked unhealthy and gets no new work.
+    pub heartbeat: Duration,
 }
 
 impl Default for ControlPlaneOptions {
@@ -96,6 +106,7 @@ impl Default for ControlPlaneOptions {
             github: None,
             allowed_hosts: Vec::new(),
             keepalive: DEFAULT_KEEPALIVE,
+            heartbeat: DEFAULT_HEARTBEAT,
         }
     }
 }
@@ -107,6 +118,7 @@ impl std::fmt::Debug for ControlPlaneOptions {
             .field("github", &self.github.is_some())
             .field("allowed_hosts", &self.allowed_hosts)
             .field("keepalive", &self.keepalive)
+            .field("heartbeat", &self.heartbeat)
             .finish()
     }
 }
@@ -126,6 +138,7 @@ struct Inner {
     github: Option<Arc<dyn GithubInstallations>>,
     allowed_hosts: Vec<String>,
     keepalive: Duration,
+    heartbeat: Duration,
     /// Cancelled by [`ControlPlane::shutdown`]: ends channels and live streams.
     stop: CancellationToken,
 }
@@ -152,6 +165,7 @@ impl ControlPlane {
                 github: options.github,
                 allowed_hosts: options.allowed_hosts,
                 keepalive: options.keepalive,
+                heartbeat: options.heartbeat,
                 stop: CancellationToken::new(),
             }),
         })
@@ -166,16 +180,27 @@ impl ControlPlane {
         Self::open(Arc::new(store), options).await
     }
 
-    /// Adds a runner; returns it with its token, shown this once.
+    /// Adds a runner whose protocol version is detected at registration;
+    /// returns it with its token, shown this once.
     pub async fn add_runner(&self, name: &str) -> Result<(RunnerRecord, String), AddRunnerError> {
-        let added = add_runner(self.inner.store.as_ref(), name).await?;
+        self.add_runner_pinned(name, None).await
+    }
+
+    /// Adds a runner, pinned to a protocol version when given; returns it
+    /// with its token, shown this once.
+    pub async fn add_runner_pinned(
+        &self,
+        name: &str,
+        protocol: Option<ProtocolVersion>,
+    ) -> Result<(RunnerRecord, String), AddRunnerError> {
+        let added = add_runner(self.inner.store.as_ref(), name, protocol).await?;
         self.inner.tokens.reload().await?;
         Ok(added)
     }
 
-    /// The gRPC service runners dial.
-    pub fn grpc_service(&self) -> AgentRunnerControlServiceServer<ControlService> {
-        AgentRunnerControlServiceServer::new(ControlService::new(self.clone()))
+    /// The gRPC service runners dial, in either protocol version.
+    pub fn grpc_service(&self) -> RunnerService {
+        RunnerService::new(ControlService::new(self.clone()))
     }
 
     /// Creates an HTTP API token; returns it with the token, shown this once.

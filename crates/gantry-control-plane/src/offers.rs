@@ -1,7 +1,9 @@
-//! What a runner offers: the agent SDKs and models of its registration,
-//! kept as JSON in the store and shown by the API.
+//! What a runner offers: the agent SDKs and models of its registration
+//! (and, in 0.7.0, of its SDK updates), kept as JSON in the store and shown
+//! by the API. A 0.7.0 SDK says whether it is ready: only a ready one (or
+//! a 0.2.0 one, which says nothing) gets work.
 
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::messages::{AgentSdk, AgentSdkStatus, Registration};
 use serde::{Deserialize, Serialize};
 
 /// An agent SDK a runner runs, and its models.
@@ -11,7 +13,23 @@ pub struct SdkOffer {
     pub name: String,
     /// Models it can run.
     pub models: Vec<ModelOffer>,
+    /// 0.7.0: `ready`, `unconfigured` or `error` (absent: not said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// 0.7.0: why the SDK is in error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
+
+impl SdkOffer {
+    /// Whether it may get work: ready, or of a runner that says nothing.
+    pub(crate) fn usable(&self) -> bool {
+        self.status.as_deref().is_none_or(|s| s == READY)
+    }
+}
+
+/// An SDK's status that takes work.
+const READY: &str = "ready";
 
 /// A model, and the reasoning levels it supports (empty: default only).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,28 +41,40 @@ pub struct ModelOffer {
 }
 
 /// The offers of a (validated) registration.
-pub(crate) fn from_registration(request: &pb::RegisterRunnerRequest) -> Vec<SdkOffer> {
-    request
-        .agent_sdks
-        .iter()
-        .map(|sdk| SdkOffer {
-            name: sdk.name.clone(),
-            models: sdk
-                .models
-                .iter()
-                .map(|m| ModelOffer {
-                    name: m.name.clone(),
-                    reasoning: m.reasoning.clone(),
-                })
-                .collect(),
-        })
-        .collect()
+pub(crate) fn from_registration(registration: &Registration) -> Vec<SdkOffer> {
+    registration.agent_sdks.iter().map(from_sdk).collect()
 }
 
-/// Whether `offers` include `sdk`, and `model` under it when one is asked for.
+/// The offer of one SDK.
+pub(crate) fn from_sdk(sdk: &AgentSdk) -> SdkOffer {
+    let status = match sdk.status() {
+        AgentSdkStatus::Unspecified => None,
+        AgentSdkStatus::Ready => Some(READY),
+        AgentSdkStatus::Unconfigured => Some("unconfigured"),
+        AgentSdkStatus::Error => Some("error"),
+    };
+    SdkOffer {
+        name: sdk.name.clone(),
+        models: sdk
+            .models
+            .iter()
+            .map(|m| ModelOffer {
+                name: m.name.clone(),
+                reasoning: m.reasoning.clone(),
+            })
+            .collect(),
+        status: status.map(str::to_owned),
+        error: sdk.error_message.clone(),
+    }
+}
+
+/// Whether `offers` include `sdk`, usable, and `model` under it when one
+/// is asked for.
 pub(crate) fn includes(offers: &[SdkOffer], sdk: &str, model: Option<&str>) -> bool {
     offers.iter().any(|offer| {
-        offer.name == sdk && model.is_none_or(|m| offer.models.iter().any(|o| o.name == m))
+        offer.name == sdk
+            && offer.usable()
+            && model.is_none_or(|m| offer.models.iter().any(|o| o.name == m))
     })
 }
 
@@ -67,6 +97,17 @@ pub(crate) fn check_model(
     let Some(offer) = offers.iter().find(|o| o.name == sdk) else {
         return Err(("model", format!("the runner does not offer sdk {sdk:?}")));
     };
+    if !offer.usable() {
+        let status = offer.status.as_deref().unwrap_or_default();
+        let why = offer
+            .error
+            .as_deref()
+            .map_or_else(String::new, |e| format!(": {e}"));
+        return Err((
+            "model",
+            format!("sdk {sdk:?} is {status} on the runner{why}"),
+        ));
+    }
     let Some(found) = offer.models.iter().find(|m| m.name == model) else {
         let names: Vec<&str> = offer.models.iter().map(|m| m.name.as_str()).collect();
         return Err((
@@ -114,6 +155,8 @@ mod tests {
 
     fn offers() -> Vec<SdkOffer> {
         vec![SdkOffer {
+            status: None,
+            error: None,
             name: "gantry".into(),
             models: vec![
                 ModelOffer {
@@ -143,5 +186,21 @@ mod tests {
         assert_eq!(field, "reasoning_level");
         let (field, _) = check_model(&offers, "codex", "m1", None).unwrap_err();
         assert_eq!(field, "model");
+    }
+
+    #[test]
+    fn an_sdk_that_is_not_ready_gets_no_work() {
+        let mut offers = offers();
+        offers[0].status = Some("error".into());
+        offers[0].error = Some("login expired".into());
+        assert!(!includes(&offers, "gantry", Some("m1")));
+        let (field, why) = check_model(&offers, "gantry", "m1", None).unwrap_err();
+        assert_eq!(field, "model");
+        assert!(
+            why.contains("error") && why.contains("login expired"),
+            "{why}"
+        );
+        offers[0].status = Some("ready".into());
+        assert!(includes(&offers, "gantry", Some("m1")));
     }
 }

@@ -1,5 +1,7 @@
-//! The runners as this process sees them: what each offers, and the channel
-//! of each connected one.
+//! The runners as this process sees them: what each offers, the protocol
+//! version each speaks, the channel of each connected one, and whether it
+//! is healthy (a 0.7.0 runner that stops answering heartbeats is not; see
+//! `liveness`): only healthy runners get new work.
 //!
 //! A runner has one channel at a time. A second connection with the same
 //! identity while the first channel is alive is refused ([`Busy`]): two
@@ -16,16 +18,17 @@ use std::net::SocketAddr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::ProtocolVersion;
+use gantry_runner_protocol::messages::ServerMessage;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tonic::Status;
 
 use crate::offers::SdkOffer;
 
-/// Where messages to one connected runner go: its ControlChannel's stream.
-pub(crate) type Outbox = mpsc::Sender<Result<pb::ServerMessage, Status>>;
+/// Where messages to one connected runner go: its ControlChannel's stream
+/// (encoded in the runner's version there).
+pub(crate) type Outbox = mpsc::Sender<ServerMessage>;
 
 /// Connected runners and their offers.
 #[derive(Default)]
@@ -41,6 +44,12 @@ struct State {
     channels: HashMap<String, Channel>,
     /// Source of channel ids.
     next_channel: u64,
+    /// The version each runner spoke at its last registration.
+    versions: HashMap<String, ProtocolVersion>,
+    /// Connected runners that missed their heartbeats.
+    unhealthy: std::collections::HashSet<String>,
+    /// When each runner last answered a heartbeat.
+    heard: HashMap<String, Instant>,
 }
 
 /// How long a new connection waits for the runner's previous channel to
@@ -93,6 +102,51 @@ impl Registry {
         self.state().offers.insert(runner_id.to_owned(), offers);
     }
 
+    /// Records the version a runner registered with.
+    pub(crate) fn set_version(&self, runner_id: &str, version: ProtocolVersion) {
+        self.state().versions.insert(runner_id.to_owned(), version);
+    }
+
+    /// The version a runner speaks: `pinned`, else the one of its last
+    /// registration, else 0.2.
+    pub(crate) fn version(
+        &self,
+        runner_id: &str,
+        pinned: Option<ProtocolVersion>,
+    ) -> ProtocolVersion {
+        pinned
+            .or_else(|| self.state().versions.get(runner_id).copied())
+            .unwrap_or_default()
+    }
+
+    /// A runner answered a heartbeat: it is healthy.
+    pub(crate) fn heard(&self, runner_id: &str) {
+        let mut state = self.state();
+        state.heard.insert(runner_id.to_owned(), Instant::now());
+        if state.unhealthy.remove(runner_id) {
+            tracing::info!(
+                runner = runner_id,
+                "runner answers heartbeats again: healthy"
+            );
+        }
+    }
+
+    /// When a runner last answered a heartbeat.
+    pub(crate) fn last_heard(&self, runner_id: &str) -> Option<Instant> {
+        self.state().heard.get(runner_id).copied()
+    }
+
+    /// Marks a runner unhealthy (it gets no new work); true if it was healthy.
+    pub(crate) fn mark_unhealthy(&self, runner_id: &str) -> bool {
+        self.state().unhealthy.insert(runner_id.to_owned())
+    }
+
+    /// Whether a runner is connected and not marked unhealthy.
+    pub(crate) fn is_healthy(&self, runner_id: &str) -> bool {
+        let state = self.state();
+        state.channels.contains_key(runner_id) && !state.unhealthy.contains(runner_id)
+    }
+
     /// What a runner offers (empty if it never registered).
     pub(crate) fn offers(&self, runner_id: &str) -> Vec<SdkOffer> {
         self.state()
@@ -130,6 +184,9 @@ impl Registry {
                         }
                         state.next_channel += 1;
                         let id = state.next_channel;
+                        // A new channel starts healthy, heard now.
+                        state.unhealthy.remove(runner_id);
+                        state.heard.insert(runner_id.to_owned(), Instant::now());
                         let ended = CancellationToken::new();
                         let channel = Channel {
                             id,
@@ -193,12 +250,13 @@ impl Registry {
         self.state().channels.contains_key(runner_id)
     }
 
-    /// Connected runners and what they offer.
+    /// Connected, healthy runners and what they offer.
     pub(crate) fn connected(&self) -> Vec<(String, Vec<SdkOffer>)> {
         let state = self.state();
         state
             .channels
             .keys()
+            .filter(|id| !state.unhealthy.contains(*id))
             .map(|id| {
                 (
                     id.clone(),

@@ -1,7 +1,7 @@
 //! What the store keeps of a request sent to a runner: its kind, and the
 //! parameters that recording its answer needs.
 
-use gantry_runner_protocol::pb::server_message::Request;
+use gantry_runner_protocol::messages::Request;
 use serde::{Deserialize, Serialize};
 
 /// `CreateAgentRequest`.
@@ -16,16 +16,22 @@ pub(crate) const DELETE_THREAD: &str = "delete_thread";
 pub(crate) const CREATE_USER_MESSAGE: &str = "create_user_message";
 /// `InstallSkillsMpRequest`.
 pub(crate) const INSTALL_SKILLS_MP: &str = "install_skills_mp";
+/// `InterruptTurnRequest`.
+pub(crate) const INTERRUPT_TURN: &str = "interrupt_turn";
+/// Any other request (heartbeats are not recorded).
+pub(crate) const OTHER: &str = "other";
 
 /// The stored kind of a request.
 pub(crate) fn kind(request: &Request) -> &'static str {
     match request {
-        Request::CreateAgentRequest(_) => CREATE_AGENT,
-        Request::DeleteAgentRequest(_) => DELETE_AGENT,
-        Request::CreateThreadRequest(_) => CREATE_THREAD,
-        Request::DeleteThreadRequest(_) => DELETE_THREAD,
-        Request::CreateUserMessageRequest(_) => CREATE_USER_MESSAGE,
-        Request::InstallSkillsMpRequest(_) => INSTALL_SKILLS_MP,
+        Request::CreateAgent { .. } => CREATE_AGENT,
+        Request::DeleteAgent { .. } => DELETE_AGENT,
+        Request::CreateThread(_) => CREATE_THREAD,
+        Request::DeleteThread { .. } => DELETE_THREAD,
+        Request::CreateUserMessage(_) => CREATE_USER_MESSAGE,
+        Request::InstallSkills { .. } => INSTALL_SKILLS_MP,
+        Request::InterruptTurn { .. } => INTERRUPT_TURN,
+        Request::Heartbeat | Request::CodexConfiguration { .. } => OTHER,
     }
 }
 

@@ -45,7 +45,7 @@ pub async fn serve(
                 // Refuses what is not gRPC with protobuf, and unary calls
                 // carrying more than one message.
                 .layer(GuardLayer::new(
-                    gantry_runner_protocol::pb::SINGLE_MESSAGE_METHODS,
+                    gantry_runner_protocol::SINGLE_MESSAGE_METHODS,
                 ))
                 .http2_keepalive_interval(Some(keepalive))
                 .http2_keepalive_timeout(Some(keepalive))

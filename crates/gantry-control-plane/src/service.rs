@@ -1,13 +1,21 @@
-//! The gRPC side: `AgentRunnerControlService` as runners see it. Every call
-//! is authenticated by its bearer token; every message is validated.
+//! The gRPC side: `AgentRunnerControlService` as runners see it, in
+//! either protocol version. Every call is authenticated by its bearer
+//! token; a runner's version is its pinned one, else the one its
+//! registration shows (`ProtocolVersion::detect`); every message is
+//! decoded in that version and validated.
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
+use std::pin::Pin;
 
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::agent_runner_control_service_server::AgentRunnerControlService;
-use gantry_runner_protocol::validate::Validate;
+use bytes::Bytes;
+use gantry_runner_protocol::messages::{ClientMessage, Payload};
+use gantry_runner_protocol::v0_2 as pb;
+use gantry_runner_protocol::v0_2::agent_runner_control_service_server::AgentRunnerControlService;
+use gantry_runner_protocol::{Inbound, ProtocolVersion};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -19,7 +27,10 @@ use crate::{ControlPlane, now_ms, offers};
 /// Requests queued for a runner before sending waits for it to read.
 const OUTBOX_CAPACITY: usize = 64;
 
-/// The service runners dial; made by [`ControlPlane::grpc_service`].
+/// What a runner's channel says to it, encoded in its version.
+pub(crate) type Outgoing = Pin<Box<dyn Stream<Item = Result<Bytes, Status>> + Send>>;
+
+/// The service runners dial; wrapped by [`crate::wire::RunnerService`].
 #[derive(Clone)]
 pub struct ControlService {
     cp: ControlPlane,
@@ -57,18 +68,16 @@ fn duplicate(runner: &RunnerIdentity, busy: Busy, peer: Option<SocketAddr>) -> S
     ))
 }
 
-#[tonic::async_trait]
-impl AgentRunnerControlService for ControlService {
-    async fn register_runner(
+impl ControlService {
+    /// `RegisterRunner`: what the runner offers, and the version it speaks.
+    pub(crate) async fn register(
         &self,
-        request: Request<pb::RegisterRunnerRequest>,
-    ) -> Result<Response<pb::RegisterRunnerResponse>, Status> {
+        request: Request<Bytes>,
+    ) -> Result<Response<Bytes>, Status> {
         let runner = self.authenticate(&request).await?;
         let peer = request.remote_addr();
-        let request = request.into_inner();
-        request
-            .validate()
-            .map_err(|v| Status::invalid_argument(v.to_string()))?;
+        let registration = ProtocolVersion::decode_registration(request.get_ref())
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         // A second runner with this token must not replace the offers of
         // the one connected.
         self.cp
@@ -77,7 +86,10 @@ impl AgentRunnerControlService for ControlService {
             .vacant(&runner.id, peer)
             .await
             .map_err(|busy| duplicate(&runner, busy, peer))?;
-        let offers = offers::from_registration(&request);
+        let version = runner
+            .protocol
+            .unwrap_or_else(|| ProtocolVersion::detect(&registration));
+        let offers = offers::from_registration(&registration);
         let json = serde_json::to_string(&offers)
             .map_err(|e| Status::internal(format!("cannot encode the registration: {e}")))?;
         let inner = &self.cp.inner;
@@ -87,41 +99,95 @@ impl AgentRunnerControlService for ControlService {
             .await
             .map_err(|e| Status::unavailable(format!("cannot record the registration: {e}")))?;
         inner.registry.set_offers(&runner.id, offers);
-        tracing::info!(runner = %runner.name, id = %runner.id, "runner registered");
-        Ok(Response::new(pb::RegisterRunnerResponse {}))
+        inner.registry.set_version(&runner.id, version);
+        let how = if runner.protocol.is_some() {
+            "pinned"
+        } else {
+            "detected"
+        };
+        tracing::info!(runner = %runner.name, id = %runner.id, protocol = %version, "runner registered (protocol {how})");
+        // Both versions' response is the empty message.
+        Ok(Response::new(Bytes::new()))
     }
 
-    type ControlChannelStream = ReceiverStream<Result<pb::ServerMessage, Status>>;
-
-    async fn control_channel(
+    /// `ControlChannel`: requests out in the runner's version, its
+    /// messages in.
+    pub(crate) async fn channel(
         &self,
-        request: Request<Streaming<pb::ClientMessage>>,
-    ) -> Result<Response<Self::ControlChannelStream>, Status> {
+        request: Request<Streaming<Bytes>>,
+    ) -> Result<Response<Outgoing>, Status> {
         let runner = self.authenticate(&request).await?;
         let peer = request.remote_addr();
         let inbound = request.into_inner();
+        let inner = &self.cp.inner;
+        let version = inner.registry.version(&runner.id, runner.protocol);
         let (outbox, stream) = mpsc::channel(OUTBOX_CAPACITY);
-        let opened = self
-            .cp
-            .inner
+        let opened = inner
             .registry
             .connect(&runner.id, outbox.clone(), peer)
             .await
             .map_err(|busy| duplicate(&runner, busy, peer))?;
-        tracing::info!(runner = %runner.name, id = %runner.id, peer = ?peer, "runner channel open");
+        tracing::info!(runner = %runner.name, id = %runner.id, peer = ?peer, protocol = %version, "runner channel open");
         tokio::spawn(read_channel(
             self.cp.clone(),
             runner.id.clone(),
-            (opened.id, opened.ended),
+            version,
+            (opened.id, opened.ended.clone()),
             inbound,
         ));
+        if version == ProtocolVersion::V0_7 {
+            tokio::spawn(crate::liveness::heartbeats(
+                self.cp.clone(),
+                runner.id.clone(),
+                outbox.clone(),
+                opened.ended,
+            ));
+        }
         // Pending requests go out once the stream is being read, not before
         // the response (headers) is returned: the outbox may be full.
         let cp = self.cp.clone();
+        let runner_id = runner.id.clone();
         tokio::spawn(async move {
-            cp.inner.dispatcher.resend(&runner.id, &outbox).await;
+            cp.inner.dispatcher.resend(&runner_id, &outbox).await;
         });
-        Ok(Response::new(ReceiverStream::new(stream)))
+        let mut unsendable = HashSet::new();
+        let outgoing = ReceiverStream::new(stream).filter_map(move |message| {
+            match version.encode_server(&message) {
+                Ok(bytes) => Some(Ok(Bytes::from(bytes))),
+                Err(why) => {
+                    if unsendable.insert(why.what) {
+                        tracing::error!(runner = %runner.id, %why, "request not sent (logged once per kind)");
+                    }
+                    None
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(outgoing)))
+    }
+}
+
+#[tonic::async_trait]
+impl AgentRunnerControlService for ControlService {
+    // Served by `RunnerService` (as bytes, per version); never routed here.
+    async fn register_runner(
+        &self,
+        _request: Request<pb::RegisterRunnerRequest>,
+    ) -> Result<Response<pb::RegisterRunnerResponse>, Status> {
+        Err(Status::internal(
+            "RegisterRunner is served by RunnerService",
+        ))
+    }
+
+    type ControlChannelStream = ReceiverStream<Result<pb::ServerMessage, Status>>;
+
+    // Served by `RunnerService` (as bytes, per version); never routed here.
+    async fn control_channel(
+        &self,
+        _request: Request<Streaming<pb::ClientMessage>>,
+    ) -> Result<Response<Self::ControlChannelStream>, Status> {
+        Err(Status::internal(
+            "ControlChannel is served by RunnerService",
+        ))
     }
 
     async fn list_github_installations_for_runner(
@@ -146,41 +212,95 @@ impl AgentRunnerControlService for ControlService {
 }
 
 /// Reads a runner's messages until its channel ends (or the control plane
-/// stops): each is validated, applied, then handed to the request waiting
-/// for it, so a caller that gets its answer finds it recorded.
+/// stops): each is decoded in the runner's version and validated, applied,
+/// then handed to the request waiting for it, so a caller that gets its
+/// answer finds it recorded. Messages of a kind the version does not know
+/// are dropped, logged once per kind.
 async fn read_channel(
     cp: ControlPlane,
     runner_id: String,
+    version: ProtocolVersion,
     (channel, ended): (u64, CancellationToken),
-    mut inbound: Streaming<pb::ClientMessage>,
+    mut inbound: Streaming<Bytes>,
 ) {
     let inner = &cp.inner;
+    let mut unknown = HashSet::new();
     loop {
-        let message = tokio::select! {
+        let bytes = tokio::select! {
             message = inbound.message() => message,
             () = inner.stop.cancelled() => break,
         };
-        let message = match message {
-            Ok(Some(message)) => message,
+        let bytes = match bytes {
+            Ok(Some(bytes)) => bytes,
             Ok(None) => break,
             Err(status) => {
                 tracing::debug!(runner = %runner_id, %status, "runner channel failed");
                 break;
             }
         };
-        if let Err(violation) = message.validate() {
-            tracing::warn!(runner = %runner_id, %violation, "invalid message from runner dropped");
-            continue;
+        let message: ClientMessage = match version.decode_client(&bytes) {
+            Ok(message) => message,
+            Err(Inbound::Unknown(field)) => {
+                if unknown.insert(field) {
+                    tracing::warn!(runner = %runner_id, protocol = %version, ?field, "runner message of a kind this protocol version does not know; ignored (logged once per kind)");
+                }
+                continue;
+            }
+            Err(why) => {
+                tracing::warn!(runner = %runner_id, %why, "invalid message from runner dropped");
+                continue;
+            }
+        };
+        match &message.payload {
+            Payload::Heartbeat => inner.registry.heard(&runner_id),
+            Payload::Sdk(sdk) => sdk_update(&cp, &runner_id, sdk).await,
+            Payload::CodexDeviceCode { .. } => {
+                // The code signs a Codex in: not for the log.
+                tracing::info!(runner = %runner_id, "runner sent a Codex device code; this control plane configures no Codex");
+            }
+            _ => {}
         }
         if let Err(e) = inner.tracker.apply(&runner_id, &message).await {
             tracing::error!(runner = %runner_id, error = %e, "cannot record a runner update");
         }
-        if let (Some(request_id), Some(payload)) = (message.request_id, message.payload) {
-            inner.dispatcher.complete(&runner_id, &request_id, payload);
+        if let Some(request_id) = message.request_id {
+            inner
+                .dispatcher
+                .complete(&runner_id, &request_id, message.payload);
         }
     }
     inner.registry.disconnect(&runner_id, channel);
     // Lets in a connection of this runner waiting for this one to end.
     ended.cancel();
     tracing::info!(runner = %runner_id, "runner channel closed");
+}
+
+/// A 0.7.0 runner's SDK changed (status, models, error): its offer is
+/// replaced, so work goes only to a ready SDK.
+async fn sdk_update(
+    cp: &ControlPlane,
+    runner_id: &str,
+    sdk: &gantry_runner_protocol::messages::AgentSdk,
+) {
+    let inner = &cp.inner;
+    let mut offers = inner.registry.offers(runner_id);
+    let offer = offers::from_sdk(sdk);
+    match offers.iter_mut().find(|o| o.name == offer.name) {
+        Some(known) => *known = offer,
+        None => offers.push(offer),
+    }
+    match serde_json::to_string(&offers) {
+        Ok(json) => {
+            if let Err(e) = inner
+                .store
+                .set_runner_sdks(runner_id, &json, now_ms())
+                .await
+            {
+                tracing::error!(runner = runner_id, error = %e, "cannot record an SDK update");
+            }
+        }
+        Err(e) => tracing::error!(runner = runner_id, error = %e, "cannot encode an SDK update"),
+    }
+    tracing::info!(runner = runner_id, sdk = %sdk.name, status = ?sdk.status(), "runner SDK updated");
+    inner.registry.set_offers(runner_id, offers);
 }

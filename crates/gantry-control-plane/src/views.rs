@@ -12,6 +12,12 @@ pub(crate) struct RunnerView {
     pub id: String,
     pub name: String,
     pub connected: bool,
+    /// Connected and answering its heartbeats (0.7.0): it gets new work.
+    pub healthy: bool,
+    /// The protocol version it speaks (`0.2`, `0.7`).
+    pub protocol: String,
+    /// Whether `protocol` was pinned with `add-runner --protocol`.
+    pub protocol_pinned: bool,
     pub sdks: Vec<SdkOffer>,
     pub running_turns: i64,
     pub agents: i64,
@@ -23,14 +29,18 @@ impl RunnerView {
     /// The view of `runner`, offering `sdks`, with its load.
     pub(crate) fn new(
         runner: RunnerRecord,
-        connected: bool,
+        (connected, healthy): (bool, bool),
+        protocol: String,
         sdks: Vec<SdkOffer>,
         (running_turns, agents): (i64, i64),
     ) -> Self {
         Self {
+            protocol_pinned: runner.protocol.is_some(),
             id: runner.id,
             name: runner.name,
             connected,
+            healthy,
+            protocol,
             sdks,
             running_turns,
             agents,
@@ -96,8 +106,55 @@ pub(crate) struct ThreadView {
     pub model: String,
     pub reasoning_level: Option<String>,
     pub status: String,
+    /// Its name, as its (0.7.0) runner said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its token usage, as its (0.7.0) runner last said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_usage: Option<serde_json::Value>,
     pub created_at: i64,
     pub updated_at: i64,
+}
+
+/// A thread's token usage (`ThreadTokenUsageUpdate`).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct UsageView {
+    /// The turn of the last model call.
+    pub turn_id: String,
+    /// Since the thread began.
+    pub total: Option<TokensView>,
+    /// Of the last model call.
+    pub last: Option<TokensView>,
+    /// The model's context window, when known.
+    pub model_context_window: Option<i64>,
+}
+
+/// Token counts.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct TokensView {
+    pub input_tokens: i64,
+    pub cached_input_tokens: i64,
+    pub output_tokens: i64,
+    pub reasoning_output_tokens: i64,
+    pub total_tokens: i64,
+}
+
+impl From<&gantry_runner_protocol::messages::ThreadTokenUsageUpdate> for UsageView {
+    fn from(u: &gantry_runner_protocol::messages::ThreadTokenUsageUpdate) -> Self {
+        let tokens = |t: &gantry_runner_protocol::messages::TokenUsageBreakdown| TokensView {
+            input_tokens: t.input_tokens,
+            cached_input_tokens: t.cached_input_tokens,
+            output_tokens: t.output_tokens,
+            reasoning_output_tokens: t.reasoning_output_tokens,
+            total_tokens: t.total_tokens,
+        };
+        Self {
+            turn_id: u.sdk_turn_id.clone(),
+            total: u.total_usage.as_ref().map(tokens),
+            last: u.last_usage.as_ref().map(tokens),
+            model_context_window: u.model_context_window,
+        }
+    }
 }
 
 impl From<&ThreadRecord> for ThreadView {
@@ -109,6 +166,11 @@ impl From<&ThreadRecord> for ThreadView {
             model: thread.model.clone(),
             reasoning_level: thread.reasoning_level.clone(),
             status: thread.status.clone(),
+            name: thread.name.clone(),
+            token_usage: thread
+                .token_usage
+                .as_deref()
+                .and_then(|json| serde_json::from_str(json).ok()),
             created_at: thread.created_at,
             updated_at: thread.updated_at,
         }

@@ -1,15 +1,17 @@
 //! What the runner offers at registration: the `gantry` agent SDK with the
-//! models its providers serve and the reasoning levels each takes.
+//! models its providers serve and the reasoning levels each takes, ready
+//! (a 0.7.0 control plane sends work only to a ready SDK; 0.2.0 has no
+//! status).
 
 use gantry_core::Engine;
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::messages::{AgentSdk, AgentSdkStatus, LlmModel, Registration};
 use gantry_types::GANTRY_SDK;
 
 /// Reasoning levels offered for a model that reasons.
 const REASONING_LEVELS: [&str; 3] = ["low", "medium", "high"];
 
-/// The `RegisterRunnerRequest` for this engine.
-pub(crate) fn register_request(engine: &Engine) -> pb::RegisterRunnerRequest {
+/// What this engine offers.
+pub(crate) fn registration(engine: &Engine) -> Registration {
     let mut models: Vec<String> = engine
         .providers()
         .list()
@@ -28,7 +30,7 @@ pub(crate) fn register_request(engine: &Engine) -> pb::RegisterRunnerRequest {
                 .providers()
                 .model_info(&name)
                 .is_some_and(|info| info.reasoning);
-            pb::LlmModel {
+            LlmModel {
                 reasoning: if reasons {
                     REASONING_LEVELS.iter().map(|l| (*l).to_owned()).collect()
                 } else {
@@ -38,10 +40,12 @@ pub(crate) fn register_request(engine: &Engine) -> pb::RegisterRunnerRequest {
             }
         })
         .collect();
-    pb::RegisterRunnerRequest {
-        agent_sdks: vec![pb::AgentSdk {
+    Registration {
+        agent_sdks: vec![AgentSdk {
             name: GANTRY_SDK.to_owned(),
             models,
+            status: AgentSdkStatus::Ready as i32,
+            error_message: None,
         }],
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use gantry_core::CommandEnvSource;
-use gantry_runner_protocol::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
+use gantry_runner_protocol::v0_2::agent_runner_control_service_client::AgentRunnerControlServiceClient;
 use gantry_types::ThreadId;
 
 use super::endpoint::Outbound;

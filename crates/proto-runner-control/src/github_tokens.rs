@@ -10,8 +10,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use gantry_runner_protocol::github::{GithubError, InstallationToken};
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
+use gantry_runner_protocol::v0_2 as pb;
+use gantry_runner_protocol::v0_2::agent_runner_control_service_client::AgentRunnerControlServiceClient;
 use gantry_runner_protocol::validate::Validate;
 use tonic::body::Body;
 use tonic::client::GrpcService;
@@ -193,7 +193,7 @@ mod tests {
 
     use super::*;
     use gantry_control_plane::github::{GithubApp, GithubInstallations};
-    use gantry_runner_protocol::pb::agent_runner_control_service_server::{
+    use gantry_runner_protocol::v0_2::agent_runner_control_service_server::{
         AgentRunnerControlService, AgentRunnerControlServiceServer,
     };
 

@@ -1,7 +1,9 @@
 //! Gantry as a runner under a control plane (`companyhelm.runner.v1`, from
-//! `gantry-runner-protocol`): dials the control plane, registers what it
-//! offers, serves the requests that come over the control channel with the
-//! engine, and reports every agent, thread, turn and item change back.
+//! `gantry-runner-protocol`, in version 0.2.0 or 0.7.0 as asked): dials the
+//! control plane, registers what it offers, serves the requests that come
+//! over the control channel with the engine, and reports every agent,
+//! thread, turn and item change back. The serving is the same in both
+//! versions; `wire` maps it onto the one spoken.
 //!
 //! An adapter over the engine (`gantry-core`); the control plane it dials
 //! is any that speaks the protocol, Gantry's own (`gantry-control-plane`)
@@ -16,6 +18,7 @@ mod outbox;
 mod reports;
 mod requests;
 mod session;
+mod wire;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use backoff::Backoff;
 pub use endpoint::ControlPlaneUrl;
+pub use gantry_runner_protocol::ProtocolVersion;
 pub use github_env::GithubCommandEnv;
 pub use github_tokens::{GithubTokens, git_env};
 
@@ -38,6 +42,8 @@ use session::Session;
 pub struct RunnerOptions {
     /// The control plane (`http(s)://host:port[/prefix]`).
     pub url: ControlPlaneUrl,
+    /// The protocol version to speak.
+    pub protocol: ProtocolVersion,
     /// The runner's secret, sent as a bearer token on every call.
     pub token: String,
     /// Extra CA certificate (PEM) to trust for a TLS control plane.
@@ -48,6 +54,8 @@ pub struct RunnerOptions {
     pub backoff: Backoff,
     /// Where `git`/`gh` commands get their GitHub token; the same source
     /// must be given to the engine ([`gantry_core::EngineBuilder::command_env_source`]).
+    /// It asks the control plane over the GitHub rpcs, which only 0.2.0 has:
+    /// under 0.7.0 it is never connected.
     pub github: Option<Arc<GithubCommandEnv>>,
 }
 
@@ -85,13 +93,14 @@ pub async fn run(
         engine: engine.clone(),
         workspaces: options.workspaces,
         outbox: outbox.clone(),
-        followers: Followers::default(),
+        followers: Followers::new(options.protocol),
     };
     // Beside the session: restating threads may fill the outbox, which
     // only the session drains.
     tokio::spawn(follow_existing_threads(handler.clone()));
     let session = Session {
         url: options.url,
+        protocol: options.protocol,
         token: options.token,
         ca_pem: options.ca_pem,
         backoff: options.backoff,

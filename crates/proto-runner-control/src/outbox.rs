@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::messages::ClientMessage;
 use tokio::sync::mpsc;
 
 /// Messages queued while no channel is open, at most.
@@ -19,7 +19,7 @@ pub(crate) const UNCONFIRMED: usize = 256;
 /// The sending side, shared by request handlers and thread followers.
 #[derive(Clone)]
 pub(crate) struct Outbox {
-    tx: mpsc::Sender<pb::ClientMessage>,
+    tx: mpsc::Sender<ClientMessage>,
 }
 
 /// The runner is shutting down: nothing more will be sent.
@@ -28,13 +28,13 @@ pub(crate) struct Closed;
 
 impl Outbox {
     /// A queue of [`CAPACITY`] and its receiving side.
-    pub(crate) fn new() -> (Outbox, mpsc::Receiver<pb::ClientMessage>) {
+    pub(crate) fn new() -> (Outbox, mpsc::Receiver<ClientMessage>) {
         let (tx, rx) = mpsc::channel(CAPACITY);
         (Outbox { tx }, rx)
     }
 
     /// Queues a message, waiting while the queue is full.
-    pub(crate) async fn send(&self, message: pb::ClientMessage) -> Result<(), Closed> {
+    pub(crate) async fn send(&self, message: ClientMessage) -> Result<(), Closed> {
         self.tx.send(message).await.map_err(|_| Closed)
     }
 }
@@ -42,12 +42,12 @@ impl Outbox {
 /// The last [`UNCONFIRMED`] messages written to the current channel.
 #[derive(Default)]
 pub(crate) struct Unconfirmed {
-    recent: VecDeque<pb::ClientMessage>,
+    recent: VecDeque<ClientMessage>,
 }
 
 impl Unconfirmed {
     /// Remembers a message as written.
-    pub(crate) fn push(&mut self, message: pb::ClientMessage) {
+    pub(crate) fn push(&mut self, message: ClientMessage) {
         if self.recent.len() == UNCONFIRMED {
             self.recent.pop_front();
         }
@@ -56,7 +56,7 @@ impl Unconfirmed {
 
     /// The remembered messages, oldest first (they stay remembered: they
     /// are unconfirmed on the next channel too).
-    pub(crate) fn replay(&self) -> impl Iterator<Item = &pb::ClientMessage> {
+    pub(crate) fn replay(&self) -> impl Iterator<Item = &ClientMessage> {
         self.recent.iter()
     }
 }
@@ -65,10 +65,10 @@ impl Unconfirmed {
 mod tests {
     use super::*;
 
-    fn message(n: usize) -> pb::ClientMessage {
-        pb::ClientMessage {
+    fn message(n: usize) -> ClientMessage {
+        ClientMessage {
             request_id: Some(n.to_string()),
-            payload: None,
+            payload: gantry_runner_protocol::messages::Payload::Heartbeat,
         }
     }
 

@@ -1,46 +1,58 @@
 //! Engine events as the runner's updates: each thread the runner serves is
 //! followed from its event log, and every turn and item change becomes a
-//! `TurnUpdate` or `ItemUpdate` echoing the request id of the message that
-//! caused it (the idempotency key the message was sent with).
+//! turn or item update naming its thread and turn and echoing the request
+//! id of the message that caused it (the idempotency key the message was
+//! sent with). In 0.7 the thread's name and each turn's token usage are
+//! reported too.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use gantry_core::{Engine, Notification, ThreadFeed};
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::client_message::Payload;
+use gantry_runner_protocol::ProtocolVersion;
+use gantry_runner_protocol::messages::{
+    ClientMessage, CommandExecutionItem, ItemStatus as WireItemStatus, ItemType, ItemUpdate,
+    Payload, ThreadTokenUsageUpdate, TokenUsageBreakdown, TurnStatus as WireTurnStatus, TurnUpdate,
+};
 use gantry_types::{
-    EventPayload, Item, ItemKind, ItemStatus, ThreadId, ThreadView, TurnId, TurnStatus,
+    EventPayload, Item, ItemKind, ItemStatus, ThreadId, ThreadView, TurnId, TurnStatus, Usage,
 };
 
 use super::outbox::Outbox;
 
-/// A `TurnUpdate` for `turn`.
+/// A turn update for `turn` of `thread`.
 pub(crate) fn turn_update(
     request_id: Option<String>,
+    thread: &ThreadId,
     turn: &TurnId,
-    status: pb::TurnStatus,
-) -> pb::ClientMessage {
-    pb::ClientMessage {
+    status: WireTurnStatus,
+) -> ClientMessage {
+    ClientMessage {
         request_id,
-        payload: Some(Payload::TurnUpdate(pb::TurnUpdate {
+        payload: Payload::Turn(TurnUpdate {
             sdk_turn_id: turn.to_string(),
-            status: status as i32,
-        })),
+            status,
+            thread_id: Some(thread.to_string()),
+        }),
     }
 }
 
-/// The `ItemUpdate` for an item, or `None` for an item the protocol has no
-/// use for (the runner's own bookkeeping, such as todo lists).
-pub(crate) fn item_update(item: &Item, request_id: Option<String>) -> Option<pb::ClientMessage> {
+/// The item update for an item of `thread`, or `None` for an item the
+/// version has no use for (0.2.0 has no plan: todo lists stay the runner's).
+pub(crate) fn item_update(
+    item: &Item,
+    thread: &ThreadId,
+    request_id: Option<String>,
+    version: ProtocolVersion,
+) -> Option<ClientMessage> {
     let status = match item.status {
-        ItemStatus::InProgress => pb::ItemStatus::Running,
-        _ => pb::ItemStatus::Completed,
+        ItemStatus::InProgress => WireItemStatus::Running,
+        _ => WireItemStatus::Completed,
     };
     let (item_type, text, command) = match &item.kind {
-        ItemKind::UserMessage { text, .. } => (pb::ItemType::UserMessage, Some(text.clone()), None),
-        ItemKind::AgentMessage { text } => (pb::ItemType::AgentMessage, Some(text.clone()), None),
-        ItemKind::Reasoning { text, .. } => (pb::ItemType::Reasoning, Some(text.clone()), None),
+        ItemKind::UserMessage { text, .. } => (ItemType::UserMessage, Some(text.clone()), None),
+        ItemKind::AgentMessage { text } => (ItemType::AgentMessage, Some(text.clone()), None),
+        ItemKind::Reasoning { text, .. } => (ItemType::Reasoning, Some(text.clone()), None),
         ItemKind::CommandExecution {
             command,
             cwd,
@@ -48,9 +60,9 @@ pub(crate) fn item_update(item: &Item, request_id: Option<String>) -> Option<pb:
             output,
             ..
         } => (
-            pb::ItemType::CommandExecution,
+            ItemType::CommandExecution,
             None,
-            Some(pb::CommandExecutionItem {
+            Some(CommandExecutionItem {
                 command: command.clone(),
                 cwd: cwd.clone(),
                 // The pid is known once the process spawned; the item id
@@ -59,21 +71,43 @@ pub(crate) fn item_update(item: &Item, request_id: Option<String>) -> Option<pb:
                 output: (!output.is_empty()).then(|| output.clone()),
             }),
         ),
-        ItemKind::TodoList { .. } => return None,
-        // 0.2.0 has no type for the rest: they travel as unknown items with
-        // a one-line summary, so a control plane still sees errors, file
-        // changes and tool calls.
-        other => (pb::ItemType::Unknown, Some(summary(other)), None),
+        ItemKind::TodoList { todos } => match version {
+            ProtocolVersion::V0_2 => return None,
+            ProtocolVersion::V0_7 => {
+                let lines: Vec<String> = todos
+                    .iter()
+                    .map(|t| {
+                        let status = format!("{:?}", t.status).to_lowercase();
+                        format!("[{status}] {}", t.content)
+                    })
+                    .collect();
+                (ItemType::Plan, Some(lines.join("\n")), None)
+            }
+        },
+        ItemKind::FileChange { .. } => (ItemType::FileChange, Some(summary(&item.kind)), None),
+        ItemKind::ToolCall { name, .. } if name.starts_with("mcp__") => {
+            (ItemType::McpToolCall, Some(summary(&item.kind)), None)
+        }
+        ItemKind::ContextCompaction { .. } => {
+            (ItemType::ContextCompaction, Some(summary(&item.kind)), None)
+        }
+        // No type of either version for the rest: they travel as unknown
+        // items with a one-line summary, so a control plane still sees
+        // errors and tool calls. (0.2.0 sends its types past the first
+        // five as unknown too, the summary saying which.)
+        other => (ItemType::Unknown, Some(summary(other)), None),
     };
-    Some(pb::ClientMessage {
+    Some(ClientMessage {
         request_id,
-        payload: Some(Payload::ItemUpdate(pb::ItemUpdate {
+        payload: Payload::Item(ItemUpdate {
             sdk_item_id: item.id.to_string(),
-            status: status as i32,
-            item_type: item_type as i32,
+            status,
+            item_type,
             text,
             command_execution_item: command,
-        })),
+            thread_id: Some(thread.to_string()),
+            sdk_turn_id: Some(item.turn_id.to_string()),
+        }),
     })
 }
 
@@ -89,10 +123,11 @@ fn summary(kind: &ItemKind) -> String {
 
 /// The updates that say where a thread's last turn stands: its items, then
 /// the turn.
-fn last_turn(view: &ThreadView) -> Vec<pb::ClientMessage> {
+fn last_turn(view: &ThreadView, version: ProtocolVersion) -> Vec<ClientMessage> {
     let Some(last) = view.turns.last() else {
         return Vec::new();
     };
+    let thread = &view.thread.id;
     let turn = &last.turn;
     let mut messages: Vec<_> = last
         .items
@@ -102,25 +137,34 @@ fn last_turn(view: &ThreadView) -> Vec<pb::ClientMessage> {
                 ItemKind::UserMessage { key: Some(key), .. } => Some(key.clone()),
                 _ => turn.key.clone(),
             };
-            item_update(item, key)
+            item_update(item, thread, key, version)
         })
         .collect();
     let status = if turn.status == TurnStatus::Running {
-        pb::TurnStatus::Running
+        WireTurnStatus::Running
     } else {
-        pb::TurnStatus::Completed
+        WireTurnStatus::Completed
     };
-    messages.push(turn_update(turn.key.clone(), &turn.id, status));
+    messages.push(turn_update(turn.key.clone(), thread, &turn.id, status));
     messages
 }
 
 /// The threads being followed, so each is followed once.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct Followers {
     threads: Arc<Mutex<HashSet<ThreadId>>>,
+    version: ProtocolVersion,
 }
 
 impl Followers {
+    /// Followers reporting in `version`.
+    pub(crate) fn new(version: ProtocolVersion) -> Self {
+        Self {
+            threads: Arc::default(),
+            version,
+        }
+    }
+
     /// Follows `thread` from the event after the current end of its log,
     /// unless it is followed already. Returns once the subscription exists,
     /// so a message sent afterwards is seen.
@@ -158,7 +202,7 @@ impl Followers {
         {
             Ok(feed) => {
                 if restate {
-                    for message in last_turn(&view) {
+                    for message in last_turn(&view, self.version) {
                         if outbox.send(message).await.is_err() {
                             return;
                         }
@@ -169,6 +213,8 @@ impl Followers {
                     thread: thread.clone(),
                     outbox: outbox.clone(),
                     keys: HashMap::new(),
+                    version: self.version,
+                    name: view.thread.name.clone(),
                 };
                 tokio::spawn(follower.run(feed));
             }
@@ -192,6 +238,9 @@ struct Follower {
     outbox: Outbox,
     /// The key (request id) of each turn seen, by turn.
     keys: HashMap<TurnId, Option<String>>,
+    version: ProtocolVersion,
+    /// The thread's name as last reported.
+    name: Option<String>,
 }
 
 impl Follower {
@@ -206,27 +255,35 @@ impl Follower {
                     return;
                 }
             };
-            if let Some(message) = self.update_for(&event.payload).await
-                && self.outbox.send(message).await.is_err()
-            {
-                return;
+            for message in self.updates_for(&event.payload).await {
+                if self.outbox.send(message).await.is_err() {
+                    return;
+                }
             }
         }
     }
 
-    async fn update_for(&mut self, payload: &EventPayload) -> Option<pb::ClientMessage> {
+    async fn updates_for(&mut self, payload: &EventPayload) -> Vec<ClientMessage> {
+        let thread = &self.thread.clone();
         match payload {
             EventPayload::TurnStarted { turn } => {
                 self.keys.insert(turn.id.clone(), turn.key.clone());
-                Some(turn_update(
+                vec![turn_update(
                     turn.key.clone(),
+                    thread,
                     &turn.id,
-                    pb::TurnStatus::Running,
-                ))
+                    WireTurnStatus::Running,
+                )]
             }
-            EventPayload::TurnCompleted { turn_id, .. } => {
+            EventPayload::TurnCompleted { turn_id, usage, .. } => {
                 let key = self.key_of(turn_id).await;
-                Some(turn_update(key, turn_id, pb::TurnStatus::Completed))
+                let mut updates = Vec::new();
+                // Usage first: a control plane seeing the turn end has its numbers.
+                if self.version == ProtocolVersion::V0_7 {
+                    updates.push(self.token_usage(turn_id, usage).await);
+                }
+                updates.push(turn_update(key, thread, turn_id, WireTurnStatus::Completed));
+                updates
             }
             EventPayload::ItemStarted { item } | EventPayload::ItemCompleted { item } => {
                 // A steered message answers its own request.
@@ -234,9 +291,54 @@ impl Follower {
                     ItemKind::UserMessage { key: Some(key), .. } => Some(key.clone()),
                     _ => self.key_of(&item.turn_id).await,
                 };
-                item_update(item, key)
+                item_update(item, thread, key, self.version)
+                    .into_iter()
+                    .collect()
             }
-            _ => None,
+            EventPayload::ThreadConfigured { settings }
+                if self.version == ProtocolVersion::V0_7 && settings.name != self.name =>
+            {
+                self.name.clone_from(&settings.name);
+                vec![ClientMessage {
+                    request_id: None,
+                    payload: Payload::ThreadName {
+                        thread_id: thread.to_string(),
+                        thread_name: settings.name.clone(),
+                    },
+                }]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The thread's usage so far and the turn's, as a token usage update.
+    async fn token_usage(&self, turn: &TurnId, last: &Usage) -> ClientMessage {
+        let mut total = Usage::default();
+        let mut window = None;
+        if let Ok(view) = self.engine.threads().read(&self.thread).await {
+            for t in &view.turns {
+                // The turn just ended may not be in the view yet.
+                if &t.turn.id != turn {
+                    total.add(&t.turn.usage);
+                }
+            }
+            window = self
+                .engine
+                .providers()
+                .model_info(&view.thread.model)
+                .and_then(|info| i64::try_from(info.limit.context).ok())
+                .filter(|w| *w > 0);
+        }
+        total.add(last);
+        ClientMessage {
+            request_id: None,
+            payload: Payload::TokenUsage(ThreadTokenUsageUpdate {
+                thread_id: self.thread.to_string(),
+                sdk_turn_id: turn.to_string(),
+                total_usage: Some(breakdown(&total)),
+                last_usage: Some(breakdown(last)),
+                model_context_window: window,
+            }),
         }
     }
 
@@ -262,9 +364,22 @@ impl Follower {
     }
 }
 
+/// Usage in the protocol's terms (counts past `i64::MAX` are capped).
+fn breakdown(usage: &Usage) -> TokenUsageBreakdown {
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    TokenUsageBreakdown {
+        input_tokens: count(usage.input_tokens),
+        cached_input_tokens: count(usage.cached_input_tokens),
+        output_tokens: count(usage.output_tokens),
+        reasoning_output_tokens: count(usage.reasoning_tokens),
+        total_tokens: count(usage.total()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gantry_runner_protocol::ProtocolVersion::{V0_2, V0_7};
     use gantry_types::ItemId;
 
     fn item(kind: ItemKind, status: ItemStatus) -> Item {
@@ -280,11 +395,15 @@ mod tests {
         }
     }
 
-    fn update(message: pb::ClientMessage) -> pb::ItemUpdate {
+    fn update(message: ClientMessage) -> ItemUpdate {
         match message.payload {
-            Some(Payload::ItemUpdate(u)) => u,
+            Payload::Item(u) => u,
             other => panic!("not an item update: {other:?}"),
         }
+    }
+
+    fn thread() -> ThreadId {
+        ThreadId::from("thread-1")
     }
 
     #[test]
@@ -297,11 +416,17 @@ mod tests {
             exit_code: Some(0),
             duration_ms: Some(3),
         };
-        let msg = item_update(&item(kind, ItemStatus::Completed), Some("r".into())).unwrap();
+        let msg = item_update(
+            &item(kind, ItemStatus::Completed),
+            &thread(),
+            Some("r".into()),
+            V0_2,
+        )
+        .unwrap();
         assert_eq!(msg.request_id.as_deref(), Some("r"));
         let u = update(msg);
-        assert_eq!(u.status, pb::ItemStatus::Completed as i32);
-        assert_eq!(u.item_type, pb::ItemType::CommandExecution as i32);
+        assert_eq!(u.status, WireItemStatus::Completed);
+        assert_eq!(u.item_type, ItemType::CommandExecution);
         let c = u.command_execution_item.unwrap();
         assert_eq!(
             (c.command.as_str(), c.cwd.as_str(), c.process_id.as_str()),
@@ -320,8 +445,10 @@ mod tests {
             exit_code: None,
             duration_ms: None,
         };
-        let u = update(item_update(&item(kind, ItemStatus::InProgress), None).unwrap());
-        assert_eq!(u.status, pb::ItemStatus::Running as i32);
+        let u = update(
+            item_update(&item(kind, ItemStatus::InProgress), &thread(), None, V0_2).unwrap(),
+        );
+        assert_eq!(u.status, WireItemStatus::Running);
         let c = u.command_execution_item.unwrap();
         assert_eq!(c.process_id, "item-1");
         assert_eq!(c.output, None);
@@ -332,10 +459,26 @@ mod tests {
         let kind = ItemKind::Error {
             message: "model unreachable".into(),
         };
-        let u = update(item_update(&item(kind, ItemStatus::Completed), None).unwrap());
-        assert_eq!(u.item_type, pb::ItemType::Unknown as i32);
+        let u =
+            update(item_update(&item(kind, ItemStatus::Completed), &thread(), None, V0_2).unwrap());
+        assert_eq!(u.item_type, ItemType::Unknown);
         assert_eq!(u.text.as_deref(), Some("error: model unreachable"));
         let todos = ItemKind::TodoList { todos: Vec::new() };
-        assert!(item_update(&item(todos, ItemStatus::Completed), None).is_none());
+        assert!(
+            item_update(
+                &item(todos.clone(), ItemStatus::Completed),
+                &thread(),
+                None,
+                V0_2
+            )
+            .is_none()
+        );
+        // 0.7 has a type for the list: a plan.
+        let plan = update(
+            item_update(&item(todos, ItemStatus::Completed), &thread(), None, V0_7).unwrap(),
+        );
+        assert_eq!(plan.item_type, ItemType::Plan);
+        assert_eq!(plan.thread_id.as_deref(), Some("thread-1"));
+        assert_eq!(plan.sdk_turn_id.as_deref(), Some("turn-1"));
     }
 }

@@ -1,19 +1,30 @@
 //! The control plane's requests, served with the engine. Every request is
 //! answered (an update, or a `RequestError` saying why not) echoing its
 //! request id; a request seen before is answered again without a second
-//! effect: agents by their id, threads by the request id they were created
-//! under, messages by their request id as the engine's idempotency key.
+//! effect: agents by their id, threads by their id (0.7.0's, chosen by the
+//! control plane) or by the request id they were created under (0.2.0's,
+//! where the runner chooses), messages by their request id as the engine's
+//! idempotency key.
+//!
+//! 0.7.0 has no agents: its threads live under one agent the runner keeps
+//! ([`IMPLICIT_AGENT`]), made the first time a thread needs it.
 
 use std::path::PathBuf;
 
 use gantry_core::{AgentSpec, CreateThread, Engine, EngineError, IfBusy, valid_thread_id};
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::client_message::Payload;
-use gantry_runner_protocol::pb::server_message::Request;
-use gantry_types::{AgentId, ThreadId, ThreadSettingsPatch, TurnStatus};
+use gantry_runner_protocol::messages::{
+    self, AgentStatus, Payload, Request, SkillMpStatus, ThreadStatus, TurnStatus as WireTurnStatus,
+    UserMessage,
+};
+use gantry_types::{AgentId, GANTRY_SDK, ThreadId, ThreadSettingsPatch, TurnStatus};
+
+use gantry_runner_protocol::messages::ClientMessage;
 
 use super::outbox::{Closed, Outbox};
 use super::reports::{Followers, turn_update};
+
+/// The agent 0.7.0 threads run under.
+pub(crate) const IMPLICIT_AGENT: &str = "companyhelm-threads";
 
 /// Serves requests; cheap to clone.
 #[derive(Clone)]
@@ -43,23 +54,35 @@ impl Handler {
         request_id: Option<String>,
         request: Request,
     ) -> Result<(), Closed> {
+        let id = request_id.as_deref();
         let answer = match request {
-            Request::CreateAgentRequest(r) => self.create_agent(r).await,
-            Request::DeleteAgentRequest(r) => self.delete_agent(r).await,
-            Request::CreateThreadRequest(r) => self.create_thread(request_id.as_deref(), r).await,
-            Request::DeleteThreadRequest(r) => self.delete_thread(r).await,
-            Request::CreateUserMessageRequest(r) => {
-                self.user_message(request_id.as_deref(), r).await
-            }
-            Request::InstallSkillsMpRequest(r) => self.install_skills(r).await,
+            Request::CreateAgent {
+                agent_id,
+                agent_sdk,
+            } => self.create_agent(agent_id, agent_sdk).await,
+            Request::DeleteAgent { agent_id } => self.delete_agent(agent_id).await,
+            Request::CreateThread(r) => self.create_thread(id, r).await,
+            Request::DeleteThread {
+                agent_id,
+                thread_id,
+            } => self.delete_thread(agent_id.as_deref(), thread_id).await,
+            Request::CreateUserMessage(r) => self.user_message(id, r).await,
+            Request::InstallSkills {
+                agent_id,
+                package_name,
+            } => self.install_skills(agent_id, package_name).await,
+            Request::InterruptTurn { thread_id } => self.interrupt(thread_id).await,
+            Request::Heartbeat => Ok(vec![Payload::Heartbeat]),
+            Request::CodexConfiguration { .. } => Err(Refusal(format!(
+                "this runner runs the {GANTRY_SDK} sdk; it has no Codex to configure"
+            ))),
         };
-        let payloads = answer.unwrap_or_else(|Refusal(error_message)| {
-            vec![Payload::RequestError(pb::RequestError { error_message })]
-        });
+        let payloads = answer
+            .unwrap_or_else(|Refusal(error_message)| vec![Payload::RequestError { error_message }]);
         for payload in payloads {
-            let message = pb::ClientMessage {
+            let message = ClientMessage {
                 request_id: request_id.clone(),
-                payload: Some(payload),
+                payload,
             };
             self.outbox.send(message).await?;
         }
@@ -72,45 +95,58 @@ impl Handler {
         request_id: Option<String>,
         why: String,
     ) -> Result<(), Closed> {
-        let message = pb::ClientMessage {
+        let message = ClientMessage {
             request_id,
-            payload: Some(Payload::RequestError(pb::RequestError {
-                error_message: why,
-            })),
+            payload: Payload::RequestError { error_message: why },
         };
         self.outbox.send(message).await
     }
 
-    async fn create_agent(&self, r: pb::CreateAgentRequest) -> Answer {
+    async fn create_agent(&self, agent_id: String, sdk: String) -> Answer {
         let spec = AgentSpec {
-            id: Some(AgentId::from(r.agent_id.as_str())),
-            sdk: Some(r.agent_sdk),
+            id: Some(AgentId::from(agent_id.as_str())),
+            sdk: Some(sdk),
             ..AgentSpec::default()
         };
         // Saving an agent again replaces it with the same: idempotent.
         let agent = self.engine.agents().save(spec).await?;
-        Ok(vec![agent_update(&agent.id, pb::AgentStatus::Ready)])
+        Ok(vec![agent_update(&agent.id, AgentStatus::Ready)])
     }
 
-    async fn delete_agent(&self, r: pb::DeleteAgentRequest) -> Answer {
-        let id = AgentId::from(r.agent_id.as_str());
+    async fn delete_agent(&self, agent_id: String) -> Answer {
+        let id = AgentId::from(agent_id.as_str());
         // Deleting an agent already gone is what was asked.
         self.engine.agents().delete(&id).await?;
-        Ok(vec![agent_update(&id, pb::AgentStatus::Deleted)])
+        Ok(vec![agent_update(&id, AgentStatus::Deleted)])
     }
 
-    async fn create_thread(&self, request_id: Option<&str>, r: pb::CreateThreadRequest) -> Answer {
-        let agent = AgentId::from(r.agent_id.as_str());
-        self.engine.agents().get(&agent).await?;
+    async fn create_thread(&self, request_id: Option<&str>, r: messages::CreateThread) -> Answer {
         self.engine
             .providers()
             .check_model(&r.model)
             .map_err(Refusal)?;
-        // 0.2.0 has the runner choose the thread id; choosing the request id
-        // makes a re-sent request find the thread it created.
-        let id = request_id
-            .filter(|id| valid_thread_id(id))
-            .map_or_else(ThreadId::new, ThreadId::from);
+        let (agent, id) = match (r.thread_id.as_deref(), r.agent_id.as_deref()) {
+            // 0.7.0: the control plane chose the id.
+            (Some(thread), _) => {
+                if !valid_thread_id(thread) {
+                    return Err(Refusal(format!(
+                        "thread id {thread:?} is invalid: use 1 to 128 letters, digits, `-`, `_`, `.` or `:`"
+                    )));
+                }
+                (self.implicit_agent().await?, ThreadId::from(thread))
+            }
+            // 0.2.0 has the runner choose the thread id; choosing the
+            // request id makes a re-sent request find the thread it created.
+            (None, Some(agent)) => {
+                let agent = AgentId::from(agent);
+                self.engine.agents().get(&agent).await?;
+                let id = request_id
+                    .filter(|id| valid_thread_id(id))
+                    .map_or_else(ThreadId::new, ThreadId::from);
+                (agent, id)
+            }
+            (None, None) => return Err(Refusal("a thread needs an agent or an id".to_owned())),
+        };
         if let Ok(view) = self.engine.threads().read(&id).await {
             if view.thread.agent_id.as_ref() != Some(&agent) {
                 return Err(Refusal(format!("thread {id} exists under another agent")));
@@ -118,7 +154,16 @@ impl Handler {
             if view.thread.archived {
                 return Err(Refusal(format!("thread {id} was deleted")));
             }
-            return Ok(vec![thread_update(&id, pb::ThreadStatus::Ready)]);
+            return Ok(vec![thread_update(&id, ThreadStatus::Ready)]);
+        }
+        if !r.mcp_servers.is_empty() || !r.git_skill_packages.is_empty() {
+            // What this runner cannot set up per thread is said, not hidden.
+            tracing::warn!(
+                thread = %id,
+                mcp_servers = r.mcp_servers.len(),
+                git_skill_packages = r.git_skill_packages.len(),
+                "the thread's MCP servers and git skill packages are not set up by this runner"
+            );
         }
         let cwd = workspace_of(&self.workspaces, &id).await?;
         let thread = self
@@ -129,6 +174,9 @@ impl Handler {
                 cwd,
                 model: Some(r.model),
                 reasoning: r.reasoning_level.filter(|l| !l.trim().is_empty()),
+                instructions: r
+                    .additional_model_instructions
+                    .filter(|i| !i.trim().is_empty()),
                 agent: Some(agent),
                 ..CreateThread::default()
             })
@@ -136,26 +184,58 @@ impl Handler {
         self.followers
             .ensure(&self.engine, &thread.id, &self.outbox)
             .await;
-        Ok(vec![thread_update(&thread.id, pb::ThreadStatus::Ready)])
+        Ok(vec![thread_update(&thread.id, ThreadStatus::Ready)])
     }
 
-    async fn delete_thread(&self, r: pb::DeleteThreadRequest) -> Answer {
-        let id = ThreadId::from(r.thread_id.as_str());
-        let view = self.thread_of(&r.agent_id, &id).await?;
+    /// The agent of 0.7.0's threads, made when first needed.
+    async fn implicit_agent(&self) -> Result<AgentId, Refusal> {
+        let id = AgentId::from(IMPLICIT_AGENT);
+        if self.engine.agents().get(&id).await.is_err() {
+            let spec = AgentSpec {
+                id: Some(id.clone()),
+                sdk: Some(GANTRY_SDK.to_owned()),
+                ..AgentSpec::default()
+            };
+            self.engine.agents().save(spec).await?;
+        }
+        Ok(id)
+    }
+
+    async fn delete_thread(&self, agent: Option<&str>, thread: String) -> Answer {
+        let id = ThreadId::from(thread.as_str());
+        let view = match self.thread_of(agent, &id).await {
+            Ok(view) => view,
+            // 0.7.0: deleting a thread this runner does not have is what was
+            // asked (CompanyHelm's runner answers the same).
+            Err(_) if agent.is_none() && self.engine.threads().read(&id).await.is_err() => {
+                return Ok(vec![thread_update(&id, ThreadStatus::Deleted)]);
+            }
+            Err(refusal) => return Err(refusal),
+        };
         if !view.thread.archived {
             self.engine.turns().interrupt(&id).await?;
             self.engine.threads().archive(&id).await?;
         }
-        Ok(vec![thread_update(&id, pb::ThreadStatus::Deleted)])
+        Ok(vec![thread_update(&id, ThreadStatus::Deleted)])
     }
 
-    async fn user_message(
-        &self,
-        request_id: Option<&str>,
-        r: pb::CreateUserMessageRequest,
-    ) -> Answer {
+    /// Interrupts the thread's running turn and answers once it ended: its
+    /// turn update, or the thread ready when no turn was running.
+    async fn interrupt(&self, thread: String) -> Answer {
+        let id = ThreadId::from(thread.as_str());
+        self.thread_of(None, &id).await?;
+        Ok(match self.engine.turns().interrupt(&id).await? {
+            Some(turn) => {
+                let update = turn_update(None, &id, &turn, WireTurnStatus::Completed);
+                vec![update.payload]
+            }
+            None => vec![thread_update(&id, ThreadStatus::Ready)],
+        })
+    }
+
+    async fn user_message(&self, request_id: Option<&str>, r: UserMessage) -> Answer {
         let thread = ThreadId::from(r.thread_id.as_str());
-        let view = self.thread_of(&r.agent_id, &thread).await?;
+        let view = self.thread_of(r.agent_id.as_deref(), &thread).await?;
         if let Some(running) = view.running_turn()
             && !r.allow_steer
             && running.turn.key.as_deref() != request_id
@@ -212,33 +292,35 @@ impl Handler {
         // A steer, or a request seen before: say where the turn stands.
         let view = self.engine.threads().read(&thread).await?;
         let status = match view.turns.iter().find(|t| t.turn.id == delivered.turn) {
-            Some(t) if t.turn.status != TurnStatus::Running => pb::TurnStatus::Completed,
-            _ => pb::TurnStatus::Running,
+            Some(t) if t.turn.status != TurnStatus::Running => WireTurnStatus::Completed,
+            _ => WireTurnStatus::Running,
         };
-        let update = turn_update(None, &delivered.turn, status);
-        Ok(update.payload.into_iter().collect())
+        let update = turn_update(None, &thread, &delivered.turn, status);
+        Ok(vec![update.payload])
     }
 
-    async fn install_skills(&self, r: pb::InstallSkillsMpRequest) -> Answer {
-        let agent = AgentId::from(r.agent_id.as_str());
+    async fn install_skills(&self, agent_id: String, package_name: String) -> Answer {
+        let agent = AgentId::from(agent_id.as_str());
         self.engine
             .agents()
-            .install_skill_package(&agent, &r.package_name)
+            .install_skill_package(&agent, &package_name)
             .await?;
-        Ok(vec![Payload::SkillMpUpdate(pb::SkillMpUpdate {
-            agent_id: r.agent_id,
-            status: pb::SkillMpStatus::Installed as i32,
-            package_name: r.package_name,
-        })])
+        Ok(vec![Payload::SkillPackage {
+            agent_id,
+            package_name,
+            status: SkillMpStatus::Installed,
+        }])
     }
 
-    /// The thread, if it belongs to the agent.
+    /// The thread, if it belongs to the agent (0.2.0 names it; 0.7.0's
+    /// threads are all under the implicit agent).
     async fn thread_of(
         &self,
-        agent: &str,
+        agent: Option<&str>,
         thread: &ThreadId,
     ) -> Result<std::sync::Arc<gantry_types::ThreadView>, Refusal> {
         let view = self.engine.threads().read(thread).await?;
+        let agent = agent.unwrap_or(IMPLICIT_AGENT);
         if view.thread.agent_id.as_ref().map(AgentId::as_str) != Some(agent) {
             return Err(Refusal(format!(
                 "thread {thread} does not belong to agent {agent}"
@@ -259,18 +341,18 @@ fn busy(turn: &gantry_types::TurnId, thread: &ThreadId) -> Refusal {
     ))
 }
 
-fn agent_update(id: &AgentId, status: pb::AgentStatus) -> Payload {
-    Payload::AgentUpdate(pb::AgentUpdate {
+fn agent_update(id: &AgentId, status: AgentStatus) -> Payload {
+    Payload::Agent {
         agent_id: id.to_string(),
-        status: status as i32,
-    })
+        status,
+    }
 }
 
-fn thread_update(id: &ThreadId, status: pb::ThreadStatus) -> Payload {
-    Payload::ThreadUpdate(pb::ThreadUpdate {
+fn thread_update(id: &ThreadId, status: ThreadStatus) -> Payload {
+    Payload::Thread {
         thread_id: id.to_string(),
-        status: status as i32,
-    })
+        status,
+    }
 }
 
 /// Creates the workspace of thread `id` and checks that, resolved, it is a

@@ -6,11 +6,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::agent_runner_control_service_client::AgentRunnerControlServiceClient;
-use gantry_runner_protocol::validate::Validate;
+use gantry_runner_protocol::messages::{ClientMessage, Payload, Request};
+use gantry_runner_protocol::v0_2::agent_runner_control_service_client::AgentRunnerControlServiceClient;
+use gantry_runner_protocol::{Inbound, ProtocolVersion};
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tonic::Code;
 
@@ -20,6 +20,7 @@ use super::endpoint::{ControlPlaneUrl, Outbound};
 use super::github_env::GithubCommandEnv;
 use super::outbox::{UNCONFIRMED, Unconfirmed};
 use super::requests::Handler;
+use super::wire::{self, Incoming};
 
 /// How long the control channel may take to open (response headers).
 const OPEN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -36,12 +37,13 @@ const DUPLICATE_RETRY_MIN: Duration = Duration::from_secs(1);
 /// Everything a connection attempt needs.
 pub(crate) struct Session {
     pub url: ControlPlaneUrl,
+    pub protocol: ProtocolVersion,
     pub token: String,
     pub ca_pem: Option<Vec<u8>>,
     pub backoff: Backoff,
     pub github: Option<Arc<GithubCommandEnv>>,
     pub handler: Handler,
-    pub outbox: mpsc::Receiver<pb::ClientMessage>,
+    pub outbox: mpsc::Receiver<ClientMessage>,
     pub unconfirmed: Unconfirmed,
 }
 
@@ -92,7 +94,7 @@ impl Session {
     /// One connection, from registration until it ends.
     async fn connect_once(
         &mut self,
-        requests: &mpsc::Sender<pb::ServerMessage>,
+        requests: &mpsc::Sender<Incoming>,
         shutdown: &CancellationToken,
     ) -> Result<Ended, RunnerError> {
         let channel = tokio::select! {
@@ -103,12 +105,14 @@ impl Session {
             Ok(channel) => channel,
             Err(why) => return Ok(Ended::Retry(why)),
         };
-        let mut client = AgentRunnerControlServiceClient::new(channel);
-        if let Some(github) = &self.github {
-            github.connect(client.clone());
+        // 0.7.0 has no GitHub rpcs (see `github_env`).
+        if let Some(github) = &self.github
+            && self.protocol == ProtocolVersion::V0_2
+        {
+            github.connect(AgentRunnerControlServiceClient::new(channel.clone()));
         }
-        let register = super::catalog::register_request(&self.handler.engine);
-        if let Err(status) = client.register_runner(register).await {
+        let registration = super::catalog::registration(&self.handler.engine);
+        if let Err(status) = wire::register(self.protocol, channel.clone(), &registration).await {
             return match status.code() {
                 Code::Unauthenticated | Code::PermissionDenied => Err(RunnerError::Refused(
                     format!("{:?}: {}", status.code(), status.message()),
@@ -126,14 +130,11 @@ impl Session {
         for message in self.unconfirmed.replay() {
             let _ = tx.try_send(message.clone());
         }
-        let opened = tokio::time::timeout(
-            OPEN_TIMEOUT,
-            client.control_channel(ReceiverStream::new(rx)),
-        );
+        let opened = tokio::time::timeout(OPEN_TIMEOUT, wire::open(self.protocol, channel, rx));
         let mut inbound = tokio::select! {
             () = shutdown.cancelled() => return Ok(Ended::Shutdown),
             opened = opened => match opened {
-                Ok(Ok(response)) => response.into_inner(),
+                Ok(Ok(requests)) => requests,
                 Ok(Err(status)) if status.code() == Code::AlreadyExists => {
                     return Ok(Ended::Duplicate(status.message().to_owned()));
                 }
@@ -147,14 +148,22 @@ impl Session {
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => return Ok(Ended::Shutdown),
-                message = inbound.message() => match message {
-                    Ok(Some(message)) => {
-                        if requests.send(message).await.is_err() {
+                message = inbound.next() => match message {
+                    // Answered at once, not behind the requests being served:
+                    // the answer says this connection is alive.
+                    Some(Ok(Incoming { request_id, request: Ok(Request::Heartbeat) })) => {
+                        let answer = ClientMessage { request_id, payload: Payload::Heartbeat };
+                        if tx.send(answer).await.is_err() {
+                            return Ok(Ended::Retry("the channel stopped taking updates".to_owned()));
+                        }
+                    }
+                    Some(Ok(incoming)) => {
+                        if requests.send(incoming).await.is_err() {
                             return Ok(Ended::Shutdown);
                         }
                     }
-                    Ok(None) => return Ok(Ended::Retry("the control plane closed the channel".to_owned())),
-                    Err(status) => return Ok(Ended::Retry(format!("channel broke: {}", status.message()))),
+                    None => return Ok(Ended::Retry("the control plane closed the channel".to_owned())),
+                    Some(Err(status)) => return Ok(Ended::Retry(format!("channel broke: {}", status.message()))),
                 },
                 update = self.outbox.recv() => {
                     let Some(update) = update else {
@@ -171,27 +180,35 @@ impl Session {
 }
 
 /// Serves requests one at a time, in the order they came; a skill install,
-/// which may download, runs beside the others.
-async fn serve_requests(handler: Handler, mut requests: mpsc::Receiver<pb::ServerMessage>) {
-    while let Some(message) = requests.recv().await {
-        let request_id = message.request_id.clone();
-        if let Err(violation) = message.validate() {
-            if handler
-                .refuse(request_id, violation.to_string())
-                .await
-                .is_err()
-            {
-                return;
+/// which may download, runs beside the others. A request of a kind the
+/// version does not know is ignored (as CompanyHelm's runner does), logged
+/// once per kind.
+async fn serve_requests(handler: Handler, mut requests: mpsc::Receiver<Incoming>) {
+    let mut unknown = std::collections::HashSet::new();
+    while let Some(Incoming {
+        request_id,
+        request,
+    }) = requests.recv().await
+    {
+        let request = match request {
+            Ok(request) => request,
+            Err(Inbound::Unknown(field)) => {
+                if unknown.insert(field) {
+                    tracing::warn!(
+                        ?field,
+                        "ignoring a request of a kind this protocol version does not know (logged once per kind)"
+                    );
+                }
+                continue;
             }
-            continue;
-        }
-        let Some(request) = message.request else {
-            continue;
+            Err(why) => {
+                if handler.refuse(request_id, why.to_string()).await.is_err() {
+                    return;
+                }
+                continue;
+            }
         };
-        if matches!(
-            request,
-            pb::server_message::Request::InstallSkillsMpRequest(_)
-        ) {
+        if matches!(request, Request::InstallSkills { .. }) {
             let handler = handler.clone();
             tokio::spawn(async move {
                 let _ = handler.handle(request_id, request).await;

@@ -2,7 +2,7 @@
 //! ([`GithubInstallations`]) for an authenticated runner. Without an app
 //! configured they answer `UNIMPLEMENTED`.
 
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::v0_2 as pb;
 use gantry_runner_protocol::validate::Validate;
 use tonic::Status;
 

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use super::error::{body, optional_body};
 use crate::ControlPlane;
 use crate::error::ApiError;
-use crate::ops::{MessageAccepted, NewThread};
+use crate::ops::{InterruptSent, MessageAccepted, NewThread};
 use crate::views::{AgentView, RunnerView, SkillView, ThreadDetail, ThreadView};
 
 /// What a route answers.
@@ -110,4 +110,14 @@ pub(super) async fn send_message(
     let new = body(&bytes)?;
     let accepted = cp.send_message(&id, new).await?;
     Ok((StatusCode::ACCEPTED, Json(accepted)))
+}
+
+/// `POST /v1/threads/{id}/interrupt`: `202` once the interrupt went to the
+/// runner (0.7.0); the turn's end comes over the events route.
+pub(super) async fn interrupt(
+    State(cp): State<ControlPlane>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<InterruptSent>), ApiError> {
+    let sent = cp.interrupt(&id).await?;
+    Ok((StatusCode::ACCEPTED, Json(sent)))
 }

@@ -41,6 +41,7 @@ pub(super) fn router(cp: ControlPlane, access: Access) -> Router {
             get(handlers::thread).delete(handlers::delete_thread),
         )
         .route("/v1/threads/{id}/messages", post(handlers::send_message))
+        .route("/v1/threads/{id}/interrupt", post(handlers::interrupt))
         .route("/v1/threads/{id}/events", get(events::follow))
         .fallback(error::no_route)
         .with_state(cp)

@@ -1,9 +1,9 @@
 //! Agents: created on a chosen or the least loaded runner, deleted, given
-//! skill packages.
+//! skill packages. A 0.7.0 runner has no agents: its agents are kept here
+//! only (its threads bring what the agent needs).
 
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::client_message::Payload;
-use gantry_runner_protocol::pb::server_message::Request;
+use gantry_runner_protocol::ProtocolVersion;
+use gantry_runner_protocol::messages::{AgentStatus, Payload, Request, SkillMpStatus};
 
 use super::{NewAgent, NewSkill, Subject, unexpected};
 use crate::ControlPlane;
@@ -42,10 +42,24 @@ impl ControlPlane {
         let runner_id = self
             .runner_for(new.runner_id.as_deref(), &sdk, new.model.as_deref())
             .await?;
-        let request = Request::CreateAgentRequest(pb::CreateAgentRequest {
+        if self.protocol_of(&runner_id) == ProtocolVersion::V0_7 {
+            let now = crate::now_ms();
+            let agent = AgentRecord {
+                id: agent_id,
+                runner_id,
+                sdk,
+                model: new.model,
+                status: crate::tracking::merge::READY.to_owned(),
+                created_at: now,
+                updated_at: now,
+            };
+            self.inner.store.put_agent(&agent).await?;
+            return Ok(AgentView::new(agent, Vec::new()));
+        }
+        let request = Request::CreateAgent {
             agent_id: agent_id.clone(),
             agent_sdk: sdk.clone(),
-        });
+        };
         let subject = Subject {
             agent_id: Some(&agent_id),
             thread_id: None,
@@ -56,8 +70,13 @@ impl ControlPlane {
             },
         };
         match self.ask(&runner_id, request, subject).await? {
-            (_, Payload::AgentUpdate(u))
-                if u.agent_id == agent_id && u.status() == pb::AgentStatus::Ready => {}
+            (
+                _,
+                Payload::Agent {
+                    agent_id: id,
+                    status,
+                },
+            ) if id == agent_id && status == AgentStatus::Ready => {}
             (_, reply) => return Err(unexpected("create_agent_request", &reply)),
         }
         let agent = self.inner.store.agent(&agent_id).await?.ok_or_else(|| {
@@ -164,17 +183,24 @@ impl ControlPlane {
     /// Deletes an agent on its runner; deleting it again changes nothing.
     pub(crate) async fn delete_agent(&self, id: &str) -> Result<AgentView, ApiError> {
         let agent = self.agent_record(id).await?;
-        if agent.status != DELETED {
-            let request = Request::DeleteAgentRequest(pb::DeleteAgentRequest {
+        if agent.status != DELETED && self.protocol_of(&agent.runner_id) == ProtocolVersion::V0_7 {
+            let agent = AgentRecord {
+                status: DELETED.to_owned(),
+                updated_at: crate::now_ms(),
+                ..agent
+            };
+            self.inner.store.put_agent(&agent).await?;
+        } else if agent.status != DELETED {
+            let request = Request::DeleteAgent {
                 agent_id: id.to_owned(),
-            });
+            };
             let subject = Subject {
                 agent_id: Some(id),
                 ..Subject::default()
             };
             match self.ask(&agent.runner_id, request, subject).await? {
-                (_, Payload::AgentUpdate(u))
-                    if u.agent_id == id && u.status() == pb::AgentStatus::Deleted => {}
+                (_, Payload::Agent { agent_id, status })
+                    if agent_id == id && status == AgentStatus::Deleted => {}
                 (_, reply) => return Err(unexpected("delete_agent_request", &reply)),
             }
         }
@@ -189,18 +215,30 @@ impl ControlPlane {
     ) -> Result<SkillView, ApiError> {
         require("package_name", &new.package_name)?;
         let agent = self.live_agent(agent_id).await?;
-        let request = Request::InstallSkillsMpRequest(pb::InstallSkillsMpRequest {
+        if self.protocol_of(&agent.runner_id) == ProtocolVersion::V0_7 {
+            return Err(ApiError::Conflict(format!(
+                "agent {agent_id} runs on a runner of protocol 0.7, which installs no skill \
+                 packages into agents: give a thread its skills as git packages \
+                 (git_skill_packages of POST /v1/agents/{agent_id}/threads)"
+            )));
+        }
+        let request = Request::InstallSkills {
             agent_id: agent_id.to_owned(),
             package_name: new.package_name.clone(),
-        });
+        };
         let subject = Subject {
             agent_id: Some(agent_id),
             ..Subject::default()
         };
         match self.ask(&agent.runner_id, request, subject).await? {
-            (_, Payload::SkillMpUpdate(u))
-                if u.package_name == new.package_name
-                    && u.status() == pb::SkillMpStatus::Installed => {}
+            (
+                _,
+                Payload::SkillPackage {
+                    package_name,
+                    status,
+                    ..
+                },
+            ) if package_name == new.package_name && status == SkillMpStatus::Installed => {}
             (_, reply) => return Err(unexpected("install_skills_mp_request", &reply)),
         }
         self.inner

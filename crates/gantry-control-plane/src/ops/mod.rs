@@ -10,15 +10,14 @@ use serde::Deserialize;
 
 use crate::store::RequestRecord;
 
-pub(crate) use threads::MessageAccepted;
+pub(crate) use threads::{InterruptSent, MessageAccepted};
 
 use super::error::ApiError;
 use super::requests::{self, Params};
 use super::{ControlPlane, now_ms};
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::client_message::Payload;
-use gantry_runner_protocol::pb::server_message::Request;
+use gantry_runner_protocol::messages::{Payload, Request, ServerMessage};
 use gantry_runner_protocol::validate::Validate;
+use gantry_runner_protocol::{ProtocolVersion, map};
 
 /// `POST /v1/agents`.
 #[derive(Debug, Default, Deserialize)]
@@ -50,6 +49,24 @@ pub(crate) struct NewThread {
     pub model: Option<String>,
     /// Reasoning level.
     pub reasoning_level: Option<String>,
+    /// 0.7.0 runners: instructions added to the model's for every turn.
+    pub instructions: Option<String>,
+    /// 0.7.0 runners: skills the thread checks out from git.
+    #[serde(default)]
+    pub git_skill_packages: Vec<NewGitSkills>,
+}
+
+/// Skills from one git repository (`ThreadGitSkillPackage`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewGitSkills {
+    /// The repository.
+    pub repository_url: String,
+    /// A commit, branch or tag.
+    pub commit_reference: String,
+    /// The skills' directories in it.
+    #[serde(default)]
+    pub skills: Vec<String>,
 }
 
 /// `POST /v1/threads/{id}/messages`.
@@ -86,20 +103,8 @@ impl ControlPlane {
         subject: Subject<'_>,
     ) -> Result<(String, Payload), ApiError> {
         let inner = &self.inner;
-        if !inner.registry.is_connected(runner_id) {
-            return Err(ApiError::Unavailable(format!(
-                "runner {runner_id} is offline"
-            )));
-        }
-        let id = uuid::Uuid::now_v7().to_string();
-        let kind = requests::kind(&request);
-        let message = pb::ServerMessage {
-            request_id: Some(id.clone()),
-            request: Some(request),
-        };
-        message
-            .validate()
-            .map_err(|v| ApiError::BadRequest(v.to_string()))?;
+        let (id, message) = self.prepare(runner_id, request)?;
+        let kind = requests::kind(&message.request);
         // Recorded before it is sent: the replies are attributed through it.
         inner
             .store
@@ -119,21 +124,54 @@ impl ControlPlane {
             .request(&inner.registry, runner_id, message)
             .await?;
         match reply {
-            Payload::RequestError(e) => Err(ApiError::Conflict(e.error_message)),
+            Payload::RequestError { error_message } => Err(ApiError::Conflict(error_message)),
             reply => Ok((id, reply)),
+        }
+    }
+
+    /// The protocol version a runner speaks.
+    pub(crate) fn protocol_of(&self, runner_id: &str) -> ProtocolVersion {
+        self.inner.registry.version(runner_id, None)
+    }
+
+    /// A request to a connected, healthy runner, with a new id, checked
+    /// against the runner's version (one it cannot carry is refused).
+    fn prepare(
+        &self,
+        runner_id: &str,
+        request: Request,
+    ) -> Result<(String, ServerMessage), ApiError> {
+        let registry = &self.inner.registry;
+        if !registry.is_connected(runner_id) {
+            return Err(ApiError::Unavailable(format!(
+                "runner {runner_id} is offline"
+            )));
+        }
+        if !registry.is_healthy(runner_id) {
+            return Err(ApiError::Unavailable(format!(
+                "runner {runner_id} is unhealthy: it missed its heartbeats"
+            )));
+        }
+        let id = uuid::Uuid::now_v7().to_string();
+        let message = ServerMessage {
+            request_id: Some(id.clone()),
+            request,
+        };
+        let version = self.protocol_of(runner_id);
+        let checked = match version {
+            ProtocolVersion::V0_2 => map::v0_2::server_to_wire(&message).map(|m| m.validate()),
+            ProtocolVersion::V0_7 => map::v0_7::server_to_wire(&message).map(|m| m.validate()),
+        };
+        match checked {
+            Ok(Ok(())) => Ok((id, message)),
+            Ok(Err(v)) => Err(ApiError::BadRequest(v.to_string())),
+            Err(why) => Err(ApiError::Conflict(format!("runner {runner_id}: {why}"))),
         }
     }
 }
 
 /// A reply that does not answer the request.
 fn unexpected(request: &str, reply: &Payload) -> ApiError {
-    let name = match reply {
-        Payload::RequestError(_) => "request_error",
-        Payload::AgentUpdate(_) => "agent_update",
-        Payload::ThreadUpdate(_) => "thread_update",
-        Payload::TurnUpdate(_) => "turn_update",
-        Payload::ItemUpdate(_) => "item_update",
-        Payload::SkillMpUpdate(_) => "skill_mp_update",
-    };
+    let name = reply.name();
     ApiError::BadGateway(format!("the runner answered {request} with {name}"))
 }

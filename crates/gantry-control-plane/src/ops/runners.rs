@@ -22,9 +22,12 @@ impl ControlPlane {
             .into_iter()
             .map(|runner| {
                 let connected = inner.registry.is_connected(&runner.id);
+                let healthy = inner.registry.is_healthy(&runner.id);
+                let pinned = runner.protocol.as_deref().and_then(|p| p.parse().ok());
+                let protocol = inner.registry.version(&runner.id, pinned).to_string();
                 let offers = inner.registry.offers(&runner.id);
                 let load = loads.get(&runner.id).copied().unwrap_or_default();
-                RunnerView::new(runner, connected, offers, load)
+                RunnerView::new(runner, (connected, healthy), protocol, offers, load)
             })
             .collect())
     }

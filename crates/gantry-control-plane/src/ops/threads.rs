@@ -1,9 +1,13 @@
 //! Threads: created on their agent's runner, read with their turns and
-//! items, deleted, and sent messages.
+//! items, deleted, sent messages, interrupted. A 0.2.0 runner picks a new
+//! thread's id; for a 0.7.0 one the control plane does, and gives the
+//! thread its instructions, skills and a secret of its own.
 
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::client_message::Payload;
-use gantry_runner_protocol::pb::server_message::Request;
+use gantry_runner_protocol::ProtocolVersion;
+use gantry_runner_protocol::messages::{
+    CreateThread, Payload, Request, ThreadGitSkill, ThreadGitSkillPackage, ThreadStatus,
+    UserMessage,
+};
 use serde::Serialize;
 
 use super::{NewMessage, NewThread, Subject, unexpected};
@@ -45,11 +49,25 @@ impl ControlPlane {
             &model,
             new.reasoning_level.as_deref(),
         )?;
-        let request = Request::CreateThreadRequest(pb::CreateThreadRequest {
-            agent_id: agent_id.to_owned(),
+        require_if_given("instructions", new.instructions.as_deref())?;
+        let v0_7 = self.protocol_of(&agent.runner_id) == ProtocolVersion::V0_7;
+        if !v0_7 && (new.instructions.is_some() || !new.git_skill_packages.is_empty()) {
+            return Err(ApiError::BadRequest(format!(
+                "instructions, git_skill_packages: runner {} speaks protocol 0.2, whose threads take neither",
+                agent.runner_id
+            )));
+        }
+        let request = Request::CreateThread(CreateThread {
+            agent_id: Some(agent_id.to_owned()),
             model: model.clone(),
             reasoning_level: new.reasoning_level.clone(),
+            ..CreateThread::default()
         });
+        let request = if v0_7 {
+            v0_7_thread(request, new.instructions, new.git_skill_packages)?
+        } else {
+            request
+        };
         let subject = Subject {
             agent_id: Some(agent_id),
             thread_id: None,
@@ -60,7 +78,13 @@ impl ControlPlane {
             },
         };
         let thread_id = match self.ask(&agent.runner_id, request, subject).await? {
-            (_, Payload::ThreadUpdate(u)) if u.status() == pb::ThreadStatus::Ready => u.thread_id,
+            (
+                _,
+                Payload::Thread {
+                    thread_id,
+                    status: ThreadStatus::Ready,
+                },
+            ) => thread_id,
             (_, reply) => return Err(unexpected("create_thread_request", &reply)),
         };
         let thread = self.inner.store.thread(&thread_id).await?.ok_or_else(|| {
@@ -115,18 +139,18 @@ impl ControlPlane {
     pub(crate) async fn delete_thread(&self, id: &str) -> Result<ThreadView, ApiError> {
         let thread = self.thread_record(id).await?;
         if thread.status != DELETED {
-            let request = Request::DeleteThreadRequest(pb::DeleteThreadRequest {
-                agent_id: thread.agent_id.clone(),
+            let request = Request::DeleteThread {
+                agent_id: Some(thread.agent_id.clone()),
                 thread_id: id.to_owned(),
-            });
+            };
             let subject = Subject {
                 agent_id: Some(&thread.agent_id),
                 thread_id: Some(id),
                 params: Params::default(),
             };
             match self.ask(&thread.runner_id, request, subject).await? {
-                (_, Payload::ThreadUpdate(u))
-                    if u.thread_id == id && u.status() == pb::ThreadStatus::Deleted => {}
+                (_, Payload::Thread { thread_id, status })
+                    if thread_id == id && status == ThreadStatus::Deleted => {}
                 (_, reply) => return Err(unexpected("delete_thread_request", &reply)),
             }
         }
@@ -157,8 +181,8 @@ impl ControlPlane {
                 new.reasoning_level.as_deref(),
             )?;
         }
-        let request = Request::CreateUserMessageRequest(pb::CreateUserMessageRequest {
-            agent_id: thread.agent_id.clone(),
+        let request = Request::CreateUserMessage(UserMessage {
+            agent_id: Some(thread.agent_id.clone()),
             thread_id: thread_id.to_owned(),
             text: new.text,
             allow_steer: new.allow_steer,
@@ -171,7 +195,7 @@ impl ControlPlane {
             params: Params::default(),
         };
         let (request_id, turn_id) = match self.ask(&thread.runner_id, request, subject).await? {
-            (id, Payload::TurnUpdate(u)) => (id, u.sdk_turn_id),
+            (id, Payload::Turn(u)) => (id, u.sdk_turn_id),
             (_, reply) => return Err(unexpected("create_user_message_request", &reply)),
         };
         // Steered when the turn was started by another request.
@@ -187,4 +211,89 @@ impl ControlPlane {
             steered,
         })
     }
+}
+
+/// `202` of `POST /v1/threads/{id}/interrupt`.
+#[derive(Debug, Serialize)]
+pub(crate) struct InterruptSent {
+    /// The request that carried the interrupt.
+    pub request_id: String,
+    /// The thread.
+    pub thread_id: String,
+}
+
+impl ControlPlane {
+    /// Asks the thread's runner to interrupt its running turn. The turn's
+    /// end comes as its update (on the thread's events): CompanyHelm's
+    /// runner answers an interrupt no other way. 0.2.0 has no interrupt.
+    pub(crate) async fn interrupt(&self, thread_id: &str) -> Result<InterruptSent, ApiError> {
+        let thread = self.thread_record(thread_id).await?;
+        if thread.status == DELETED {
+            return Err(ApiError::Conflict(format!("thread {thread_id} is deleted")));
+        }
+        if self.protocol_of(&thread.runner_id) == ProtocolVersion::V0_2 {
+            return Err(ApiError::Conflict(format!(
+                "runner {} speaks protocol 0.2, which has no interrupt",
+                thread.runner_id
+            )));
+        }
+        let request = Request::InterruptTurn {
+            thread_id: thread_id.to_owned(),
+        };
+        let (request_id, message) = self.prepare(&thread.runner_id, request)?;
+        let inner = &self.inner;
+        inner
+            .store
+            .put_request(&crate::store::RequestRecord {
+                id: request_id.clone(),
+                runner_id: thread.runner_id.clone(),
+                kind: crate::requests::INTERRUPT_TURN.to_owned(),
+                agent_id: Some(thread.agent_id.clone()),
+                thread_id: Some(thread_id.to_owned()),
+                turn_id: None,
+                params: "{}".to_owned(),
+                created_at: crate::now_ms(),
+            })
+            .await?;
+        inner
+            .dispatcher
+            .send(&inner.registry, &thread.runner_id, message)
+            .await?;
+        Ok(InterruptSent {
+            request_id,
+            thread_id: thread_id.to_owned(),
+        })
+    }
+}
+
+/// A 0.2.0 `CreateThread` made 0.7.0's: an id chosen here, the thread's
+/// instructions and skills, and a secret of its own (random; the thread
+/// would present it on calls back, which this control plane does not
+/// serve, so it is not kept).
+fn v0_7_thread(
+    request: Request,
+    instructions: Option<String>,
+    skills: Vec<super::NewGitSkills>,
+) -> Result<Request, ApiError> {
+    let Request::CreateThread(mut thread) = request else {
+        return Ok(request);
+    };
+    let secret = crate::auth::new_token()
+        .map_err(|e| ApiError::Internal(format!("cannot make the thread's secret: {e}")))?;
+    thread.thread_id = Some(uuid::Uuid::now_v7().to_string());
+    thread.additional_model_instructions = instructions;
+    thread.cli_secret = Some(secret);
+    thread.git_skill_packages = skills
+        .into_iter()
+        .map(|p| ThreadGitSkillPackage {
+            repository_url: p.repository_url,
+            commit_reference: p.commit_reference,
+            skills: p
+                .skills
+                .into_iter()
+                .map(|directory_path| ThreadGitSkill { directory_path })
+                .collect(),
+        })
+        .collect();
+    Ok(Request::CreateThread(thread))
 }

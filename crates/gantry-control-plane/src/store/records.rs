@@ -16,6 +16,9 @@ pub struct RunnerRecord {
     pub created_at: i64,
     /// When the runner last registered (ms since the epoch).
     pub registered_at: Option<i64>,
+    /// The protocol version it was pinned to (`0.2`, `0.7`); `None`: the
+    /// version is detected at each registration.
+    pub protocol: Option<String>,
 }
 
 /// A bearer token of the HTTP API (a user's, not a runner's).
@@ -93,6 +96,10 @@ pub struct ThreadRecord {
     pub created_at: i64,
     /// Last changed (ms since the epoch).
     pub updated_at: i64,
+    /// Its name, as its (0.7.0) runner last said.
+    pub name: Option<String>,
+    /// JSON of its token usage, as its (0.7.0) runner last said.
+    pub token_usage: Option<String>,
 }
 
 /// A request sent to a runner: what its answers are attributed to.

@@ -5,13 +5,14 @@
 /// Columns of a runner row, in [`crate::store::RunnerRecord`] order.
 macro_rules! runner_columns {
     () => {
-        "id, name, token_hash, sdks, created_at, registered_at"
+        "id, name, token_hash, sdks, created_at, registered_at, protocol"
     };
 }
 
 /// Inserts a runner.
 pub(super) const INSERT_RUNNER: &str = "INSERT INTO runners \
-     (id, name, token_hash, sdks, created_at, registered_at) VALUES ($1, $2, $3, $4, $5, $6)";
+     (id, name, token_hash, sdks, created_at, registered_at, protocol) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
 /// Every runner, oldest first.
 pub(super) const RUNNERS: &str = concat!(
@@ -99,7 +100,8 @@ pub(super) const LINK_REQUEST: &str = "UPDATE requests SET \
 /// Columns of a thread row.
 macro_rules! thread_columns {
     () => {
-        "id, agent_id, runner_id, model, reasoning_level, status, created_at, updated_at"
+        "id, agent_id, runner_id, model, reasoning_level, status, created_at, updated_at, \
+         name, token_usage"
     };
 }
 
@@ -116,12 +118,14 @@ pub(super) const THREADS_OF_AGENT: &str = concat!(
 
 /// Inserts or updates a thread (its creation time stays).
 pub(super) const UPSERT_THREAD: &str = "INSERT INTO threads \
-     (id, agent_id, runner_id, model, reasoning_level, status, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+     (id, agent_id, runner_id, model, reasoning_level, status, created_at, updated_at, \
+     name, token_usage) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
      ON CONFLICT (id) DO UPDATE SET agent_id = excluded.agent_id, \
      runner_id = excluded.runner_id, model = excluded.model, \
      reasoning_level = excluded.reasoning_level, status = excluded.status, \
-     updated_at = excluded.updated_at";
+     updated_at = excluded.updated_at, name = excluded.name, \
+     token_usage = excluded.token_usage";
 
 /// Columns of a turn row.
 macro_rules! turn_columns {

@@ -81,7 +81,8 @@ impl ControlPlaneStore for SqliteControlPlaneStore {
             .bind(&runner.token_hash)
             .bind(&runner.sdks)
             .bind(runner.created_at)
-            .bind(runner.registered_at);
+            .bind(runner.registered_at)
+            .bind(&runner.protocol);
         self.write("add runner", query).await
     }
 
@@ -343,7 +344,9 @@ async fn upsert(conn: &mut SqliteConnection, row: &Upsert, seq: i64) -> Result<(
             .bind(&t.reasoning_level)
             .bind(&t.status)
             .bind(t.created_at)
-            .bind(t.updated_at),
+            .bind(t.updated_at)
+            .bind(&t.name)
+            .bind(&t.token_usage),
         Upsert::Turn(t) => sqlx::query(sql::UPSERT_TURN)
             .bind(&t.thread_id)
             .bind(&t.id)

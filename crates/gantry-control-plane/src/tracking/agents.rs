@@ -1,6 +1,6 @@
 //! Agent and skill updates: plain upserts, not part of any thread's log.
 
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::messages::{AgentStatus, SkillMpStatus};
 
 use super::Context;
 use super::merge::{DELETED, READY, lifecycle};
@@ -11,14 +11,15 @@ use crate::store::{AgentRecord, SkillRecord, StoreError};
 /// the answer to our `CreateAgentRequest` for it.
 pub(super) async fn agent_update(
     ctx: &Context<'_>,
-    update: &pb::AgentUpdate,
+    agent_id: &str,
+    status: AgentStatus,
 ) -> Result<(), StoreError> {
-    let incoming = match update.status() {
-        pb::AgentStatus::Ready => READY,
-        pb::AgentStatus::Deleted => DELETED,
-        pb::AgentStatus::Unknown => return Ok(()),
+    let incoming = match status {
+        AgentStatus::Ready => READY,
+        AgentStatus::Deleted => DELETED,
+        AgentStatus::Unknown => return Ok(()),
     };
-    match ctx.store.agent(&update.agent_id).await? {
+    match ctx.store.agent(agent_id).await? {
         Some(agent) if agent.runner_id != ctx.runner_id => {
             tracing::warn!(runner = ctx.runner_id, agent = %agent.id, "update for another runner's agent; ignored");
             Ok(())
@@ -39,17 +40,16 @@ pub(super) async fn agent_update(
         }
         None => {
             let created = ctx.request.filter(|r| {
-                r.kind == requests::CREATE_AGENT
-                    && r.agent_id.as_deref() == Some(update.agent_id.as_str())
+                r.kind == requests::CREATE_AGENT && r.agent_id.as_deref() == Some(agent_id)
             });
             let Some(request) = created.filter(|_| incoming == READY) else {
-                tracing::debug!(runner = ctx.runner_id, agent = %update.agent_id, "update for an unknown agent; ignored");
+                tracing::debug!(runner = ctx.runner_id, agent = %agent_id, "update for an unknown agent; ignored");
                 return Ok(());
             };
             let params = Params::parse(&request.params);
             ctx.store
                 .put_agent(&AgentRecord {
-                    id: update.agent_id.clone(),
+                    id: agent_id.to_owned(),
                     runner_id: ctx.runner_id.to_owned(),
                     sdk: params.sdk.unwrap_or_default(),
                     model: params.model,
@@ -65,26 +65,28 @@ pub(super) async fn agent_update(
 /// A skill package was installed into (or removed from) an agent of this runner.
 pub(super) async fn skill_update(
     ctx: &Context<'_>,
-    update: &pb::SkillMpUpdate,
+    agent_id: &str,
+    package_name: &str,
+    status: SkillMpStatus,
 ) -> Result<(), StoreError> {
-    let status = match update.status() {
-        pb::SkillMpStatus::Installed => "installed",
-        pb::SkillMpStatus::Deleted => DELETED,
-        pb::SkillMpStatus::Unknown => return Ok(()),
+    let status = match status {
+        SkillMpStatus::Installed => "installed",
+        SkillMpStatus::Deleted => DELETED,
+        SkillMpStatus::Unknown => return Ok(()),
     };
     let owned = ctx
         .store
-        .agent(&update.agent_id)
+        .agent(agent_id)
         .await?
         .is_some_and(|a| a.runner_id == ctx.runner_id);
     if !owned {
-        tracing::debug!(runner = ctx.runner_id, agent = %update.agent_id, "skill update for an unknown agent; ignored");
+        tracing::debug!(runner = ctx.runner_id, agent = %agent_id, "skill update for an unknown agent; ignored");
         return Ok(());
     }
     ctx.store
         .put_skill(&SkillRecord {
-            agent_id: update.agent_id.clone(),
-            package_name: update.package_name.clone(),
+            agent_id: agent_id.to_owned(),
+            package_name: package_name.to_owned(),
             status: status.to_owned(),
             updated_at: ctx.now,
         })

@@ -2,7 +2,7 @@
 //! (a runner re-sends the turns that were active when its channel dropped),
 //! so every rule is idempotent and no status goes backwards.
 
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::messages as pb;
 
 use crate::store::{ItemRecord, TurnRecord};
 
@@ -31,6 +31,15 @@ pub(crate) fn item_type(item_type: pb::ItemType) -> &'static str {
         pb::ItemType::AgentMessage => "agent_message",
         pb::ItemType::Reasoning => "reasoning",
         pb::ItemType::CommandExecution => "command_execution",
+        pb::ItemType::Plan => "plan",
+        pb::ItemType::FileChange => "file_change",
+        pb::ItemType::McpToolCall => "mcp_tool_call",
+        pb::ItemType::CollabAgentToolCall => "collab_agent_tool_call",
+        pb::ItemType::WebSearch => "web_search",
+        pb::ItemType::ImageView => "image_view",
+        pb::ItemType::EnteredReviewMode => "entered_review_mode",
+        pb::ItemType::ExitedReviewMode => "exited_review_mode",
+        pb::ItemType::ContextCompaction => "context_compaction",
         pb::ItemType::Unknown => UNKNOWN,
     }
 }

@@ -4,7 +4,10 @@
 //!
 //! Updates carry no thread id in 0.2.0: an update is attributed through the
 //! request it echoes (`request_id` -> agent, thread, turn, kept in the store
-//! so the attribution survives a restart).
+//! so the attribution survives a restart). 0.7.0's name their thread (and
+//! turn), which attributes those that echo no request of ours (a runner's
+//! own updates, an interrupt's answer); thread names and token usage are
+//! kept with the thread.
 
 mod agents;
 pub(crate) mod merge;
@@ -13,8 +16,7 @@ mod threads;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::client_message::Payload;
+use gantry_runner_protocol::messages::{ClientMessage, Payload};
 use tokio::sync::{Mutex, broadcast};
 
 use super::now_ms;
@@ -62,11 +64,15 @@ impl Tracker {
     pub(crate) async fn apply(
         &self,
         runner_id: &str,
-        message: &pb::ClientMessage,
+        message: &ClientMessage,
     ) -> Result<(), StoreError> {
-        let Some(payload) = &message.payload else {
+        let payload = &message.payload;
+        if matches!(
+            payload,
+            Payload::Heartbeat | Payload::Sdk(_) | Payload::CodexDeviceCode { .. }
+        ) {
             return Ok(());
-        };
+        }
         let serial = self.serial_of(runner_id);
         let _serial = serial.lock().await;
         let request = match message.request_id.as_deref() {
@@ -80,18 +86,32 @@ impl Tracker {
             now: now_ms(),
         };
         let entry = match payload {
-            Payload::AgentUpdate(u) => {
-                agents::agent_update(&context, u).await?;
+            Payload::Agent { agent_id, status } => {
+                agents::agent_update(&context, agent_id, *status).await?;
                 None
             }
-            Payload::SkillMpUpdate(u) => {
-                agents::skill_update(&context, u).await?;
+            Payload::SkillPackage {
+                agent_id,
+                package_name,
+                status,
+            } => {
+                agents::skill_update(&context, agent_id, package_name, *status).await?;
                 None
             }
-            Payload::ThreadUpdate(u) => threads::thread_update(&context, u).await?,
-            Payload::TurnUpdate(u) => threads::turn_update(&context, u).await?,
-            Payload::ItemUpdate(u) => threads::item_update(&context, u).await?,
-            Payload::RequestError(e) => threads::request_error(&context, e).await?,
+            Payload::Thread { thread_id, status } => {
+                threads::thread_update(&context, thread_id, *status).await?
+            }
+            Payload::Turn(u) => threads::turn_update(&context, u).await?,
+            Payload::Item(u) => threads::item_update(&context, u).await?,
+            Payload::RequestError { error_message } => {
+                threads::request_error(&context, error_message).await?
+            }
+            Payload::ThreadName {
+                thread_id,
+                thread_name,
+            } => threads::thread_name(&context, thread_id, thread_name.as_deref()).await?,
+            Payload::TokenUsage(u) => threads::token_usage(&context, u).await?,
+            Payload::Heartbeat | Payload::Sdk(_) | Payload::CodexDeviceCode { .. } => None,
         };
         if let Some(entry) = entry {
             // No follower is not an error.

@@ -5,8 +5,8 @@ use crate::support;
 
 use std::time::Duration;
 
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::server_message::Request as RunnerRequest;
+use gantry_runner_protocol::v0_2 as pb;
+use gantry_runner_protocol::v0_2::server_message::Request as RunnerRequest;
 use serde_json::json;
 use support::{
     FakeRunner, Harness, agent_update, answer, offering, request_error, runner_with_thread,

@@ -22,6 +22,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/threads/{id}"),
     ("delete", "/v1/threads/{id}"),
     ("post", "/v1/threads/{id}/messages"),
+    ("post", "/v1/threads/{id}/interrupt"),
     ("get", "/v1/threads/{id}/events"),
 ];
 

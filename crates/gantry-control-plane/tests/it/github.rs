@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use gantry_control_plane::ControlPlaneOptions;
 use gantry_control_plane::github::GithubApp;
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::v0_2 as pb;
 use gantry_testkit::github::{APP_PRIVATE_KEY_PEM, APP_PUBLIC_KEY_PEM, FakeGithub};
 use proto_runner_control::{GithubTokens, git_env};
 use support::{Harness, client, guarded};

@@ -6,7 +6,7 @@ use crate::support;
 use std::future::poll_fn;
 
 use bytes::Bytes;
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::v0_2 as pb;
 use gantry_runner_protocol::validate::Validate;
 use http_body_util::BodyExt;
 use proptest::prelude::*;

@@ -8,8 +8,8 @@ use crate::support;
 use std::time::Duration;
 
 use gantry_control_plane::ControlPlaneOptions;
-use gantry_runner_protocol::pb::server_message::Request as RunnerRequest;
-use gantry_runner_protocol::pb::{self, ItemStatus, ItemType, TurnStatus};
+use gantry_runner_protocol::v0_2::server_message::Request as RunnerRequest;
+use gantry_runner_protocol::v0_2::{self as pb, ItemStatus, ItemType, TurnStatus};
 use serde_json::json;
 use support::{
     FakeRunner, Harness, agent_update, answer, client, item_update, offering, take_events,

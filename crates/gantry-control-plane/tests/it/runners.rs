@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use gantry_control_plane::store::{ControlPlaneStore, SqliteControlPlaneStore};
-use gantry_runner_protocol::pb;
+use gantry_runner_protocol::v0_2 as pb;
 use support::{
     FakeRunner, GUARD, Harness, client, guarded, offering, runner_with_thread, take_events,
 };
@@ -150,7 +150,7 @@ async fn a_runner_added_by_another_process_can_connect_at_once() {
     let h = Harness::start(dir.path(), TIMEOUT).await;
     // What `gantry control-plane add-runner` does: straight into the store.
     let store = SqliteControlPlaneStore::open_in(dir.path()).await.unwrap();
-    let (_, token) = gantry_control_plane::add_runner(&store, "late")
+    let (_, token) = gantry_control_plane::add_runner(&store, "late", None)
         .await
         .unwrap();
 

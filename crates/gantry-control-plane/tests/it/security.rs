@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use gantry_control_plane::store::SqliteControlPlaneStore;
 use gantry_control_plane::{ControlPlaneOptions, create_api_token, revoke_api_token};
-use gantry_runner_protocol::pb::server_message::Request as RunnerRequest;
+use gantry_runner_protocol::v0_2::server_message::Request as RunnerRequest;
 use serde_json::{Value, json};
 use support::{FakeRunner, Harness, offering, runner_with_thread};
 

@@ -6,8 +6,8 @@ use crate::support;
 
 use std::time::Duration;
 
-use gantry_runner_protocol::pb::server_message::Request as RunnerRequest;
-use gantry_runner_protocol::pb::{self, ItemStatus, ItemType, TurnStatus};
+use gantry_runner_protocol::v0_2::server_message::Request as RunnerRequest;
+use gantry_runner_protocol::v0_2::{self as pb, ItemStatus, ItemType, TurnStatus};
 use serde_json::{Value, json};
 use support::{
     FakeRunner, Harness, answer, item_update, request_error, runner_with_thread, take_events,

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::agent_runner_control_service_server::{
+use gantry_runner_protocol::v0_2 as pb;
+use gantry_runner_protocol::v0_2::agent_runner_control_service_server::{
     AgentRunnerControlService, AgentRunnerControlServiceServer,
 };
 use tokio::sync::mpsc;

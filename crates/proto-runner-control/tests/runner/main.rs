@@ -12,9 +12,9 @@ use fake_plane::{Conn, FakePlane, TOKEN};
 use gantry_core::{Engine, EngineBuilder, SingleModel};
 use gantry_llm::ClientConfig;
 use gantry_llm::openai_chat::OpenAiChatClient;
-use gantry_runner_protocol::pb;
-use gantry_runner_protocol::pb::client_message::Payload;
-use gantry_runner_protocol::pb::server_message::Request;
+use gantry_runner_protocol::v0_2 as pb;
+use gantry_runner_protocol::v0_2::client_message::Payload;
+use gantry_runner_protocol::v0_2::server_message::Request;
 use gantry_store::SqliteStore;
 use gantry_testkit::{MockLlm, Script, Step};
 use proto_runner_control::{
@@ -107,6 +107,7 @@ async fn start_runner(
         .unwrap();
     let options = RunnerOptions {
         url: ControlPlaneUrl::parse(&plane.url()).unwrap(),
+        protocol: runner::ProtocolVersion::V0_2,
         token: token.to_owned(),
         ca_pem: None,
         workspaces: dir.join("workspaces"),

@@ -10,6 +10,7 @@ fn runner(id: &str, name: &str) -> RunnerRecord {
         sdks: "[]".into(),
         created_at: 1,
         registered_at: None,
+        protocol: None,
     }
 }
 
@@ -35,6 +36,8 @@ fn thread(id: &str, agent_id: &str, runner_id: &str) -> ThreadRecord {
         status: "ready".into(),
         created_at: 3,
         updated_at: 3,
+        name: None,
+        token_usage: None,
     }
 }
 
