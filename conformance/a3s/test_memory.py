@@ -1,4 +1,6 @@
-"""Memory: store, retrieve, search, statistics, clearing."""
+"""Memory: store, retrieve, search, statistics, clearing, deleting one, summaries."""
+
+import json
 
 import grpc
 
@@ -70,3 +72,42 @@ def test_bad_memory_input_is_refused(gantry, mock_llm):
     assert code == grpc.StatusCode.NOT_FOUND
     code, details = code_of(lambda: stub.ClearMemories(pb.ClearMemoriesRequest(), timeout=HANG_GUARD))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "session_id" in details
+
+
+def test_one_memory_is_deleted_and_memories_are_summarized_by_the_sessions_model(gantry, mock_llm):
+    pb, stub = gantry.pb, gantry.stub
+    llm = mock_llm([{"reply": {"text": "Ship with ship.sh; Monday's deploy failed."}}])
+    session = gantry.session(llm)
+    for memory_id, content in [("ship", "deploy with ship.sh"), ("monday", "the deploy failed on Monday"),
+                               ("gone", "a wrong fact")]:
+        stub.StoreMemory(
+            pb.StoreMemoryRequest(session_id=session, memory=pb.MemoryItem(id=memory_id, content=content, tags=["ops"])),
+            timeout=HANG_GUARD,
+        )
+    delete = lambda memory_id: stub.DeleteMemory(  # noqa: E731
+        pb.DeleteMemoryRequest(session_id=session, memory_id=memory_id), timeout=HANG_GUARD
+    ).success
+    assert delete("gone")
+    assert not delete("gone"), "an id the session does not see is success=false, as in A3S"
+    assert not stub.RetrieveMemory(
+        pb.RetrieveMemoryRequest(session_id=session, memory_id="gone"), timeout=HANG_GUARD
+    ).HasField("memory")
+
+    summary = stub.SummarizeMemories(pb.SummarizeMemoriesRequest(session_id=session, tags=["ops"]), timeout=HANG_GUARD)
+    assert summary.summary == "Ship with ship.sh; Monday's deploy failed."
+    assert summary.memory_count == 2 and summary.stored and summary.summary_memory_id
+    [request] = llm.requests()
+    asked = json.dumps(request["body"])
+    assert "ship.sh" in asked and "Monday" in asked and "a wrong fact" not in asked
+    kept = stub.RetrieveMemory(
+        pb.RetrieveMemoryRequest(session_id=session, memory_id=summary.summary_memory_id), timeout=HANG_GUARD
+    ).memory
+    assert kept.content == summary.summary and list(kept.tags) == ["summary"]
+    assert kept.memory_type == pb.MEMORY_TYPE_SEMANTIC and kept.metadata["source_count"] == "2"
+    history = stub.GetMessages(pb.GetMessagesRequest(session_id=session), timeout=HANG_GUARD)
+    assert history.total_count == 0, "the summary request is not part of the conversation"
+
+    nothing = stub.SummarizeMemories(
+        pb.SummarizeMemoriesRequest(session_id=session, tags=["no-such-tag"]), timeout=HANG_GUARD
+    )
+    assert nothing.memory_count == 0 and not nothing.stored and nothing.summary_memory_id == ""

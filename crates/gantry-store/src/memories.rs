@@ -62,6 +62,14 @@ pub trait MemoryStorage: Send + Sync {
     /// How many memories `scopes` hold, by class.
     async fn memory_stats(&self, scopes: &[MemoryScope]) -> Result<MemoryStats, StoreError>;
 
+    /// Deletes the memory with `id` if it is in one of `scopes`; returns
+    /// whether there was one.
+    async fn delete_memory(
+        &self,
+        scopes: &[MemoryScope],
+        id: &MemoryId,
+    ) -> Result<bool, StoreError>;
+
     /// Deletes the memories of `types` in `scopes`; returns how many.
     async fn clear_memories(
         &self,

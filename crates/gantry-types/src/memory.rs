@@ -219,6 +219,34 @@ pub struct MemoryQuery {
     pub min_importance: Option<f32>,
 }
 
+/// Which memories to summarize (newer A3S `SummarizeMemories`): those a
+/// thread sees, narrowed like a search without text.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemorySummaryRequest {
+    /// Only memories carrying every one of these tags (case-insensitive).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// At most this many memories, the most important and newest first (0
+    /// means 50; at most 100).
+    #[serde(default)]
+    pub limit: u32,
+    /// Only memories stored in the last this many hours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recent_hours: Option<u32>,
+}
+
+/// A summary the model wrote of some memories, kept as a memory itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemorySummary {
+    /// The summary's text.
+    pub summary: String,
+    /// How many memories it summarizes.
+    pub memory_count: u32,
+    /// The summary as stored in the thread's memory (semantic, tagged
+    /// `summary`); `None` when there was nothing to summarize.
+    pub stored: Option<MemoryItem>,
+}
+
 /// The result of a search (seed 001 `SearchMemoriesResponse`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemorySearchResult {
@@ -330,6 +358,11 @@ pub enum MemoryEvent {
         memory_ids: Vec<MemoryId>,
         /// How many matched before the limit.
         total_count: u64,
+    },
+    /// One memory was deleted by its id.
+    Deleted {
+        /// Its id.
+        memory_id: MemoryId,
     },
     /// Memories were cleared.
     Cleared {

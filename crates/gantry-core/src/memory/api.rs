@@ -7,10 +7,11 @@
 
 use gantry_types::ThreadId;
 use gantry_types::memory::{
-    MemoryClear, MemoryId, MemoryItem, MemoryQuery, MemorySearchResult, MemoryStats, NewMemory,
+    MemoryClear, MemoryId, MemoryItem, MemoryQuery, MemorySearchResult, MemoryStats, MemorySummary,
+    MemorySummaryRequest, NewMemory,
 };
 
-use super::Memories;
+use super::{Memories, summarize};
 use crate::{Engine, EngineError};
 
 /// Memory: a thread's (or its agent's) stored memories.
@@ -61,6 +62,32 @@ impl Memory<'_> {
     /// (episodic), working.
     pub async fn stats(self, thread: &ThreadId) -> Result<MemoryStats, EngineError> {
         self.engine.memories(thread).await?.stats().await
+    }
+
+    /// Deletes the memory with `id` that the thread sees (its own, or its
+    /// agent's shared one). [`EngineError::NotFound`] if it sees none.
+    pub async fn delete(&self, thread: &ThreadId, id: &MemoryId) -> Result<(), EngineError> {
+        self.engine.memories(thread).await?.delete(id).await
+    }
+
+    /// Asks the thread's model (its own model server or the engine's, with
+    /// its sampling settings) for a summary of the memories it sees, apart
+    /// from its conversation, and stores the summary as a semantic memory
+    /// of the thread tagged `summary` (what A3S's `SummarizeMemories` does).
+    /// With no memory to summarize nothing is asked or stored.
+    /// [`EngineError::Unavailable`] when the model cannot answer.
+    pub async fn summarize(
+        &self,
+        thread: &ThreadId,
+        request: MemorySummaryRequest,
+    ) -> Result<MemorySummary, EngineError> {
+        let view = self.engine.threads().read(thread).await?;
+        let memories = Memories::new(
+            &self.engine.shared,
+            thread.clone(),
+            view.thread.agent_id.clone(),
+        );
+        summarize::summarize(&self.engine.shared, &view.thread, &memories, request).await
     }
 
     /// Deletes the thread's memories of the selected classes, and the

@@ -9,6 +9,7 @@
 
 mod api;
 pub use api::Memory;
+mod summarize;
 mod tools;
 mod validate;
 
@@ -161,6 +162,21 @@ impl Memories {
     /// How many memories the thread sees, by class.
     pub(crate) async fn stats(&self) -> Result<MemoryStats, EngineError> {
         Ok(self.store.memory_stats(&self.scopes(true)).await?)
+    }
+
+    /// Deletes the memory with `id` that the thread sees (its own, or its
+    /// agent's shared one).
+    pub(crate) async fn delete(&self, id: &MemoryId) -> Result<(), EngineError> {
+        if !self.store.delete_memory(&self.scopes(true), id).await? {
+            return Err(EngineError::NotFound {
+                what: "memory",
+                name: id.to_string(),
+            });
+        }
+        self.publish(MemoryEvent::Deleted {
+            memory_id: id.clone(),
+        });
+        Ok(())
     }
 
     /// Deletes the selected classes; returns how many memories went.

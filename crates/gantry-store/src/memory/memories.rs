@@ -131,6 +131,19 @@ impl MemoryStorage for MemoryStore {
         Ok(stats)
     }
 
+    async fn delete_memory(
+        &self,
+        scopes: &[MemoryScope],
+        id: &MemoryId,
+    ) -> Result<bool, StoreError> {
+        let mut table = self.memories();
+        let before = table.items.len();
+        table
+            .items
+            .retain(|m| !(&m.id == id && scopes.contains(&m.scope)));
+        Ok(table.items.len() < before)
+    }
+
     async fn clear_memories(
         &self,
         scopes: &[MemoryScope],

@@ -209,6 +209,34 @@ impl MemoryStorage for SqliteStore {
             }
             q.push(")");
         };
+        self.delete_selected(selected, "clear memories").await
+    }
+
+    async fn delete_memory(
+        &self,
+        scopes: &[MemoryScope],
+        id: &MemoryId,
+    ) -> Result<bool, StoreError> {
+        if scopes.is_empty() {
+            return Ok(false);
+        }
+        let selected = |q: &mut QueryBuilder<Sqlite>| {
+            q.push("SELECT m.pk FROM memories AS m WHERE m.id = ")
+                .push_bind(id.0.clone());
+            push_scopes(q, scopes);
+        };
+        Ok(self.delete_selected(selected, "delete memory").await? > 0)
+    }
+}
+
+impl SqliteStore {
+    /// Deletes the memories `selected` pushes a `SELECT m.pk ...` of, with
+    /// their tags and index rows, in one transaction; returns how many.
+    async fn delete_selected(
+        &self,
+        selected: impl Fn(&mut QueryBuilder<Sqlite>),
+        what: &'static str,
+    ) -> Result<u64, StoreError> {
         let _writer = self.writer.lock().await;
         let mut tx = self.pool.begin().await.map_err(db_error("begin"))?;
         let deleted = async {
@@ -223,11 +251,7 @@ impl MemoryStorage for SqliteStore {
                 q.push(table).push(" WHERE ").push(key).push(" IN (");
                 selected(&mut q);
                 q.push(")");
-                let done = q
-                    .build()
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_error("clear memories"))?;
+                let done = q.build().execute(&mut *tx).await.map_err(db_error(what))?;
                 // The last statement deletes the memories themselves.
                 count = done.rows_affected();
             }
@@ -236,7 +260,7 @@ impl MemoryStorage for SqliteStore {
         .await;
         match deleted {
             Ok(count) => {
-                tx.commit().await.map_err(db_error("commit clear"))?;
+                tx.commit().await.map_err(db_error(what))?;
                 Ok(count)
             }
             Err(e) => {

@@ -4,7 +4,9 @@
 //! semantic + procedural, short-term = episodic, working = working.
 
 use gantry_core::EngineError;
-use gantry_types::memory::{MemoryClear, MemoryId, MemoryItem, MemoryQuery, MemoryType, NewMemory};
+use gantry_types::memory::{
+    MemoryClear, MemoryId, MemoryItem, MemoryQuery, MemorySummaryRequest, MemoryType, NewMemory,
+};
 use tonic::Status;
 
 use super::Ctx;
@@ -200,25 +202,49 @@ fn field_error(field: &str, error: EngineError) -> Status {
     }
 }
 
-/// `DeleteMemory` (newer A3S): not served yet. The engine's memory store
-/// deletes by class (`ClearMemories`), not by id; until it can, this says
-/// so rather than pretend.
+/// `DeleteMemory` (newer A3S): deletes one memory the session sees by
+/// its id. An id it does not see is `success: false` (A3S answers with the
+/// flag, not a status).
 pub(crate) async fn delete_memory(
-    _ctx: &Ctx,
-    _req: pb::DeleteMemoryRequest,
+    ctx: &Ctx,
+    req: pb::DeleteMemoryRequest,
 ) -> Result<pb::DeleteMemoryResponse, Status> {
-    Err(Status::unimplemented(
-        "DeleteMemory: Gantry's memory store cannot delete one memory yet; use ClearMemories",
-    ))
+    let id = session_id(&req.session_id)?;
+    let memory_id = MemoryId::from(required("memory_id", &req.memory_id)?);
+    let success = match ctx.engine.memory().delete(&id, &memory_id).await {
+        Ok(()) => true,
+        Err(EngineError::NotFound { what: "memory", .. }) => false,
+        Err(e) => return Err(status(e)),
+    };
+    Ok(pb::DeleteMemoryResponse { success })
 }
 
-/// `SummarizeMemories` (newer A3S): not served yet (it needs a model call
-/// outside the session's conversation, which the engine does not offer).
+/// `SummarizeMemories` (newer A3S): the session's model summarizes the
+/// memories it sees (tagged with every tag asked, stored in the last
+/// `recent_hours`, at most `limit`, 50 by default) in a request apart
+/// from the conversation; the summary is stored as a semantic memory
+/// tagged `summary`, as A3S does. Nothing to summarize is A3S's answer
+/// with `memory_count` 0 and nothing stored.
 pub(crate) async fn summarize_memories(
-    _ctx: &Ctx,
-    _req: pb::SummarizeMemoriesRequest,
+    ctx: &Ctx,
+    req: pb::SummarizeMemoriesRequest,
 ) -> Result<pb::SummarizeMemoriesResponse, Status> {
-    Err(Status::unimplemented(
-        "SummarizeMemories: not served by Gantry yet; use SearchMemories",
-    ))
+    let id = session_id(&req.session_id)?;
+    let request = MemorySummaryRequest {
+        tags: req.tags,
+        limit: req.limit,
+        recent_hours: req.recent_hours,
+    };
+    let summary = ctx
+        .engine
+        .memory()
+        .summarize(&id, request)
+        .await
+        .map_err(|e| field_error("tags", e))?;
+    Ok(pb::SummarizeMemoriesResponse {
+        summary: summary.summary,
+        memory_count: summary.memory_count,
+        stored: summary.stored.is_some(),
+        summary_memory_id: summary.stored.map(|m| m.id.to_string()).unwrap_or_default(),
+    })
 }

@@ -1,6 +1,6 @@
 //! Memory over the wire: store, retrieve (access counted), search (text,
-//! tags, importance, recency, limit), statistics by class, clearing, and
-//! the errors.
+//! tags, importance, recency, limit), statistics by class, clearing,
+//! deleting one, summaries by the session's model, and the errors.
 
 use crate::common;
 
@@ -426,4 +426,169 @@ async fn bad_memory_input_is_refused_naming_the_field() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::NotFound, "{err:?}");
+}
+
+async fn delete(s: &mut Server, session: &str, memory_id: &str) -> bool {
+    s.client
+        .delete_memory(pb::DeleteMemoryRequest {
+            session_id: session.into(),
+            memory_id: memory_id.into(),
+        })
+        .await
+        .expect("delete")
+        .into_inner()
+        .success
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_memory_is_deleted_by_id_and_only_where_the_session_sees_it() {
+    let mut s = Server::start(vec![]).await;
+    let session = s.session().await;
+    let other = s.session().await;
+    let gone = store(
+        &mut s,
+        &session,
+        memory("a fact", pb::MemoryType::Semantic, 0.5, &["x"]),
+    )
+    .await;
+    store(
+        &mut s,
+        &session,
+        memory("another fact", pb::MemoryType::Semantic, 0.5, &["x"]),
+    )
+    .await;
+
+    assert!(
+        !delete(&mut s, &other, &gone).await,
+        "another session does not see it"
+    );
+    assert!(delete(&mut s, &session, &gone).await);
+    assert!(!delete(&mut s, &session, &gone).await, "deleted once");
+    assert_eq!(stats(&mut s, &session).await.long_term_count, 1);
+    let retrieved = s
+        .client
+        .retrieve_memory(pb::RetrieveMemoryRequest {
+            session_id: session.clone(),
+            memory_id: gone.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(retrieved.memory, None);
+    let found = search(
+        &mut s,
+        pb::SearchMemoriesRequest {
+            session_id: session.clone(),
+            tags: vec!["x".into()],
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(found.total_count, 1);
+
+    let err = s
+        .client
+        .delete_memory(pb::DeleteMemoryRequest {
+            session_id: session.clone(),
+            memory_id: " ".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().contains("memory_id"), "{}", err.message());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memories_are_summarized_by_the_session_model_and_the_summary_is_kept() {
+    let answer = "Deploys go through scripts/ship.sh; the on-call rota is in ops.md.";
+    let mut s = Server::start(vec![gantry_testkit::Step::text(answer)]).await;
+    let session = s.session().await;
+    for (content, tags) in [
+        ("The deploy script is scripts/ship.sh", &["ops"][..]),
+        ("The on-call rota lives in ops.md", &["ops", "team"][..]),
+        ("The parser is hand-written", &["code"][..]),
+    ] {
+        store(
+            &mut s,
+            &session,
+            memory(content, pb::MemoryType::Semantic, 0.5, tags),
+        )
+        .await;
+    }
+
+    let summary = s
+        .client
+        .summarize_memories(pb::SummarizeMemoriesRequest {
+            session_id: session.clone(),
+            tags: vec!["ops".into()],
+            limit: 0,
+            recent_hours: Some(1),
+        })
+        .await
+        .expect("summarize")
+        .into_inner();
+    assert_eq!(summary.summary, answer);
+    assert_eq!(summary.memory_count, 2);
+    assert!(summary.stored);
+
+    // One model request, with the tagged memories and no tools.
+    let requests = s.llm.requests();
+    assert_eq!(requests.len(), 1);
+    let body = requests[0].body.to_string();
+    assert!(
+        body.contains("scripts/ship.sh") && body.contains("ops.md"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("hand-written"),
+        "untagged memory left out: {body}"
+    );
+    assert!(requests[0].body.get("tools").is_none(), "{body}");
+
+    // The summary is a memory of the session; the conversation is untouched.
+    let kept = s
+        .client
+        .retrieve_memory(pb::RetrieveMemoryRequest {
+            session_id: session.clone(),
+            memory_id: summary.summary_memory_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .memory
+        .expect("the summary is stored");
+    assert_eq!(kept.content, answer);
+    assert_eq!(kept.tags, vec!["summary".to_owned()]);
+    assert_eq!(kept.memory_type, i32::from(pb::MemoryType::Semantic));
+    assert_eq!(
+        kept.metadata.get("source_count").map(String::as_str),
+        Some("2")
+    );
+    let messages = s
+        .client
+        .get_messages(pb::GetMessagesRequest {
+            session_id: session.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(messages.total_count, 0, "{:?}", messages.messages);
+
+    // Nothing matching: A3S's answer, no model request, nothing stored.
+    let none = s
+        .client
+        .summarize_memories(pb::SummarizeMemoriesRequest {
+            session_id: session.clone(),
+            tags: vec!["nothing-has-this".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(none.memory_count, 0);
+    assert!(!none.stored);
+    assert_eq!(none.summary_memory_id, "");
+    assert_eq!(none.summary, "No memories found matching the criteria.");
+    assert_eq!(s.llm.requests().len(), 1);
 }

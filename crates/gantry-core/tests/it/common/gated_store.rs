@@ -144,6 +144,13 @@ impl MemoryStorage for GatedStore {
     async fn memory_stats(&self, scopes: &[MemoryScope]) -> Result<MemoryStats, StoreError> {
         self.inner.memory_stats(scopes).await
     }
+    async fn delete_memory(
+        &self,
+        scopes: &[MemoryScope],
+        id: &MemoryId,
+    ) -> Result<bool, StoreError> {
+        self.inner.delete_memory(scopes, id).await
+    }
     async fn clear_memories(
         &self,
         scopes: &[MemoryScope],

@@ -510,3 +510,64 @@ pub(crate) async fn memory_empty(store: &dyn Store) {
         0
     );
 }
+
+/// Deleting one memory by id: only in the scopes asked, with its tags and
+/// index entry (a search no longer finds it, the others still are).
+pub(crate) async fn memory_delete_one(store: &dyn Store) {
+    seed(store).await;
+    let id = |n: &str| MemoryId(n.to_owned());
+    assert!(
+        !store
+            .delete_memory(&[thread_scope()], &id("m12"))
+            .await
+            .unwrap(),
+        "another thread's memory is not reachable from this one"
+    );
+    assert!(
+        !store
+            .delete_memory(&[thread_scope()], &id("m11"))
+            .await
+            .unwrap(),
+        "the agent's memory needs the agent's scope"
+    );
+    assert!(
+        store
+            .delete_memory(&[thread_scope()], &id("m02"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .delete_memory(&[thread_scope()], &id("m02"))
+            .await
+            .unwrap(),
+        "deleted once"
+    );
+    assert!(!store.delete_memory(&[], &id("m01")).await.unwrap());
+    let (found, _) = ids(store, &search(Some("deploy docker registry"))).await;
+    assert!(!found.contains(&"m02".to_owned()), "{found:?}");
+    let mut tagged = search(None);
+    tagged.tags = vec!["deploy".into()];
+    let (found, _) = ids(store, &tagged).await;
+    assert!(
+        !found.contains(&"m02".to_owned()),
+        "its tags went too: {found:?}"
+    );
+    assert_eq!(ids(store, &search(None)).await.1, 10);
+    let (found, _) = ids(store, &search(Some("cargo"))).await;
+    assert!(
+        found.contains(&"m01".to_owned()),
+        "the others stay indexed: {found:?}"
+    );
+    let scopes = [thread_scope(), agent_scope()];
+    assert!(store.delete_memory(&scopes, &id("m11")).await.unwrap());
+    assert_eq!(
+        store.memory_stats(&[other_thread()]).await.unwrap(),
+        MemoryStats {
+            long_term_count: 1,
+            short_term_count: 0,
+            working_count: 0,
+        },
+        "the other thread's memory stays"
+    );
+}

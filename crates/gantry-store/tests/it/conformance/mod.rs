@@ -7,8 +7,8 @@ pub(crate) mod memories;
 
 pub(crate) use jobs::{execution_needs_its_job, job_history, job_names_unique, jobs_crud};
 pub(crate) use memories::{
-    memory_empty, memory_put_and_touch, memory_query_text_is_words, memory_replace,
-    memory_search_filters, memory_search_ranking, memory_stats_and_clear,
+    memory_delete_one, memory_empty, memory_put_and_touch, memory_query_text_is_words,
+    memory_replace, memory_search_filters, memory_search_ranking, memory_stats_and_clear,
 };
 
 use gantry_store::{Commit, Store, StoreError, ThreadQuery};
@@ -29,7 +29,7 @@ macro_rules! conformance_tests {
             jobs_crud, job_names_unique, job_history, execution_needs_its_job,
             memory_put_and_touch, memory_replace, memory_search_ranking,
             memory_search_filters, memory_stats_and_clear, memory_query_text_is_words,
-            memory_empty);
+            memory_empty, memory_delete_one);
     };
     (@cases $fixture:path; $($case:ident),*) => {
         $(

@@ -583,6 +583,12 @@ fn memory(event: &MemoryEvent) -> Out {
             .with("total_count", total_count)
             .with("memory_ids", ids.join(","))
         }
+        MemoryEvent::Deleted { memory_id } => Out::new(
+            EventType::MemoryCleared,
+            format!("memory {memory_id} deleted"),
+        )
+        .with("memory_id", memory_id)
+        .with("cleared_count", 1),
         MemoryEvent::Cleared {
             clear,
             cleared_count,
