@@ -66,7 +66,7 @@ def mock_llm(tmp_path):
 class Gantry:
     """A `gantry serve` process and a stub connected to it."""
 
-    def __init__(self, pb, tmp_path, extra_args=()):
+    def __init__(self, pb, tmp_path, extra_args=(), listen="127.0.0.1:0"):
         self.workspace = tmp_path / "ws"
         self.workspace.mkdir(exist_ok=True)
         home = tmp_path / "home"
@@ -83,7 +83,7 @@ class Gantry:
                 binary("GANTRY_BIN"),
                 "serve",
                 "--listen-addr",
-                "127.0.0.1:0",
+                listen,
                 "--workspace",
                 str(self.workspace),
                 "--storage-backend",
@@ -99,7 +99,11 @@ class Gantry:
         self.addr = read_line(
             self.proc.stderr, r"serving a3s\.code\.agent\.v1\.CodeAgentService on (\S+)", "gantry serve"
         ).group(1)
-        self.channel = grpc.insecure_channel(self.addr)
+        # Over a Unix socket grpc-js (A3S's SDK) sends `:authority:
+        # localhost`; grpcio would send the socket's path, which is no valid
+        # HTTP/2 authority, so it is told to do what grpc-js does.
+        options = [("grpc.default_authority", "localhost")] if self.addr.startswith("unix:") else []
+        self.channel = grpc.insecure_channel(self.addr, options=options)
         grpc.channel_ready_future(self.channel).result(timeout=HANG_GUARD)
         self.stub = pb.grpc.CodeAgentServiceStub(self.channel)
         self.pb = pb

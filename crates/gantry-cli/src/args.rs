@@ -102,8 +102,10 @@ pub(crate) enum StorageBackend {
 /// `gantry serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// gRPC listen address (`HOST:PORT`; port 0 picks a free one).
-    #[arg(long, value_name = "HOST:PORT", default_value = proto_code_agent::DEFAULT_ADDR)]
+    /// gRPC listen address: `HOST:PORT` (port 0 picks a free one), or
+    /// `unix:PATH`, a Unix socket only the server's user may open; its
+    /// calls need no token (the A3S SDK dials `unix:PATH` as it is given).
+    #[arg(long, value_name = "HOST:PORT|unix:PATH", default_value = proto_code_agent::DEFAULT_ADDR)]
     pub listen_addr: String,
 
     /// Workspace of sessions that name none [default: the current directory].
@@ -126,6 +128,13 @@ pub(crate) struct ServeArgs {
     /// TLS private key (PEM); needs --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+
+    /// Return providers' API keys from GetProvider and ListProviders to
+    /// authenticated callers (the token of --auth-token-file, or the
+    /// server's user on a `unix:` socket), as A3S does; others still get
+    /// them masked. Needs --auth-token-file or a `unix:` listen address.
+    #[arg(long)]
+    pub reveal_provider_keys: bool,
 
     /// Seconds running calls may go on after a stop is asked for.
     #[arg(long, value_name = "SECS", default_value_t = 30)]

@@ -8,8 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use gantry_core::{Engine, EngineBuilder, EngineConfig, Providers};
 use gantry_store::{MemoryStore, Store};
-use proto_code_agent::{ServeOptions, TlsPem};
-use tokio::net::TcpListener;
+use proto_code_agent::{Listener, ServeOptions, TlsPem};
 
 use crate::args::{Global, ServeArgs, StorageBackend};
 use crate::setup::{DataDir, read_token};
@@ -35,6 +34,13 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         Some(path) => Some(read_token(path)?),
         None => None,
     };
+    let unix = args.listen_addr.starts_with("unix:");
+    if args.reveal_provider_keys && auth_token.is_none() && !unix {
+        anyhow::bail!(
+            "--reveal-provider-keys returns keys to authenticated callers only: \
+             pass --auth-token-file, or listen on a unix: socket"
+        );
+    }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(TlsPem {
             cert: std::fs::read(cert).with_context(|| format!("cannot read {}", cert.display()))?,
@@ -65,13 +71,13 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     start_background_work(&engine);
     let scheduler = engine.jobs().start_scheduler().await?;
 
-    let listener = TcpListener::bind(&args.listen_addr)
+    let listener = Listener::bind(&args.listen_addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen_addr))?;
     // Before the line below: a stop asked for once it is printed is graceful.
     let stop = stop_signal();
-    if let Ok(addr) = listener.local_addr() {
-        if !addr.ip().is_loopback() && auth_token.is_none() {
+    if let Ok(addr) = listener.address() {
+        if !listener.is_local() && auth_token.is_none() {
             eprintln!(
                 "gantry: warning: listening on {addr}, reachable from other machines, without \
                  authentication; pass --auth-token-file"
@@ -84,6 +90,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         workspace,
         auth_token,
         tls,
+        reveal_provider_keys: args.reveal_provider_keys,
         grace: Duration::from_secs(args.grace_secs),
         exit_on_shutdown: args.exit_on_shutdown,
     };

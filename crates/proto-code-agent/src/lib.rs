@@ -15,6 +15,8 @@ pub mod pb {
         tonic::include_file_descriptor_set!("code_agent_descriptor");
 }
 
+mod auth;
+mod listener;
 mod names;
 mod service;
 mod state;
@@ -24,4 +26,5 @@ mod views;
 pub use service::CodeAgent;
 mod server;
 
+pub use listener::Listener;
 pub use server::{DEFAULT_ADDR, ServeError, ServeOptions, TlsPem, serve};

@@ -1,19 +1,22 @@
 //! The gRPC server: CodeAgentService behind optional bearer-token auth and
-//! TLS, with `grpc.health.v1` and server reflection, and a graceful stop.
+//! TLS, on TCP or a Unix socket, with `grpc.health.v1` and server
+//! reflection, and a graceful stop.
 
 use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use gantry_core::Engine;
 use gantry_grpc::{GuardLayer, incoming};
-use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio_stream::wrappers::UnixListenerStream;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
-use tonic::{Request, Status};
 
+use crate::auth::Auth;
+use crate::listener::Listener;
 use crate::pb;
 use crate::pb::code_agent_service_server::CodeAgentServiceServer;
 use crate::service::CodeAgent;
@@ -32,8 +35,13 @@ pub struct ServeOptions {
     pub workspace: PathBuf,
     /// When set, every CodeAgentService call must carry
     /// `authorization: Bearer <token>` (health and reflection stay open,
-    /// for probes and discovery).
+    /// for probes and discovery), unless it comes over the server's Unix
+    /// socket from the server's own user.
     pub auth_token: Option<String>,
+    /// Whether `GetProvider` and `ListProviders` return the providers'
+    /// keys to authenticated callers (token or Unix socket peer), as A3S
+    /// does; masked otherwise and by default.
+    pub reveal_provider_keys: bool,
     /// PEM certificate chain and private key; plaintext when `None`.
     pub tls: Option<TlsPem>,
     /// How long running calls may go on after a stop is asked for, before
@@ -64,12 +72,12 @@ pub enum ServeError {
     Reflection(#[from] tonic_reflection::server::Error),
 }
 
-/// Serves on `listener` until `stop` completes (or a client calls
+/// Serves on `listener` (TCP or a Unix socket) until `stop` completes (or a client calls
 /// `Shutdown`, with `exit_on_shutdown`); then stops accepting, lets calls finish for the grace
 /// period, interrupts what still runs, and flushes the store.
 pub async fn serve(
     engine: Engine,
-    listener: TcpListener,
+    listener: impl Into<Listener>,
     options: ServeOptions,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
@@ -79,10 +87,11 @@ pub async fn serve(
         options.workspace,
         stop_tx.clone(),
         options.exit_on_shutdown,
+        options.reveal_provider_keys,
     ));
     let service = CodeAgentServiceServer::new(CodeAgent::new(ctx))
         .max_decoding_message_size(64 * 1024 * 1024);
-    let auth = Auth(options.auth_token.map(Arc::from));
+    let auth = Auth::new(options.auth_token);
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health
@@ -105,14 +114,26 @@ pub async fn serve(
         let _ = stop_tx.send(true);
     });
     let mut stopping = stop_rx.clone();
-    let server = builder
+    let router = builder
         .add_service(health_service)
         .add_service(reflection)
-        .add_service(InterceptedService::new(service, auth))
-        .serve_with_incoming_shutdown(incoming(listener), async move {
-            let _ = stopping.wait_for(|s| *s).await;
-        });
-    tokio::pin!(server);
+        .add_service(InterceptedService::new(service, auth));
+    let stopped = async move {
+        let _ = stopping.wait_for(|s| *s).await;
+    };
+    let (server, socket): (Pin<Box<dyn Future<Output = _> + Send>>, _) = match listener.into() {
+        Listener::Tcp(listener) => (
+            Box::pin(router.serve_with_incoming_shutdown(incoming(listener), stopped)),
+            None,
+        ),
+        Listener::Unix { listener, path } => (
+            Box::pin(
+                router.serve_with_incoming_shutdown(UnixListenerStream::new(listener), stopped),
+            ),
+            Some(path),
+        ),
+    };
+    let mut server = server;
 
     let result = tokio::select! {
         result = &mut server => result,
@@ -143,34 +164,8 @@ pub async fn serve(
     if let Err(e) = engine.shutdown().await {
         tracing::error!(error = %e, "stopping with events not saved");
     }
-    result.map_err(ServeError::from)
-}
-
-/// Checks the bearer token on every CodeAgentService call.
-#[derive(Clone)]
-struct Auth(Option<Arc<str>>);
-
-impl tonic::service::Interceptor for Auth {
-    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
-        let Some(expected) = &self.0 else {
-            return Ok(request);
-        };
-        let given = request
-            .metadata()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        match given {
-            Some(token) if same(token.as_bytes(), expected.as_bytes()) => Ok(request),
-            Some(_) => Err(Status::unauthenticated("invalid bearer token")),
-            None => Err(Status::unauthenticated(
-                "missing `authorization: Bearer <token>` metadata",
-            )),
-        }
+    if let Some(path) = socket {
+        let _ = std::fs::remove_file(path);
     }
-}
-
-/// Compares in time independent of where the inputs differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    result.map_err(ServeError::from)
 }

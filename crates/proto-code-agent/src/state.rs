@@ -25,6 +25,8 @@ pub(crate) struct Ctx {
     shutdown: watch::Sender<bool>,
     /// Whether the `Shutdown` rpc stops the process (else only the agent).
     exit_on_shutdown: bool,
+    /// Whether authenticated callers get providers' keys back.
+    reveal_provider_keys: bool,
     /// Skills loaded inline or from a directory over this service, by name:
     /// A3S's skills are the server's, so listings without a session show them.
     skills: RwLock<BTreeMap<String, String>>,
@@ -36,6 +38,7 @@ impl Ctx {
         workspace: PathBuf,
         shutdown: watch::Sender<bool>,
         exit_on_shutdown: bool,
+        reveal_provider_keys: bool,
     ) -> Self {
         Self {
             engine,
@@ -43,6 +46,7 @@ impl Ctx {
             initialized: AtomicBool::new(false),
             shutdown,
             exit_on_shutdown,
+            reveal_provider_keys,
             skills: RwLock::new(BTreeMap::new()),
         }
     }
@@ -73,6 +77,11 @@ impl Ctx {
     /// Whether the `Shutdown` rpc stops the process.
     pub(crate) fn exit_on_shutdown(&self) -> bool {
         self.exit_on_shutdown
+    }
+
+    /// Whether `caller` may read providers' keys back.
+    pub(crate) fn reveals_keys_to(&self, caller: crate::auth::Caller) -> bool {
+        self.reveal_provider_keys && caller == crate::auth::Caller::Authenticated
     }
 
     /// The skills clients loaded over this service (name, `SKILL.md` text).

@@ -40,6 +40,24 @@ impl<'e> ModelProviders<'e> {
             .get(name)
     }
 
+    /// Every provider, by name, with its literal key as stored: for an
+    /// adapter whose authenticated clients may read keys back (keys taken
+    /// from the environment are never filled in).
+    pub fn list_revealed(self) -> Vec<ProviderConfig> {
+        self.engine
+            .provider_registry()
+            .map(|p| p.list_revealed())
+            .unwrap_or_default()
+    }
+
+    /// One provider with its literal key as stored (see [`Self::list_revealed`]).
+    pub fn get_revealed(self, name: &str) -> Result<ProviderConfig, EngineError> {
+        self.engine
+            .provider_registry()
+            .ok_or_else(|| not_found(name))?
+            .get_revealed(name)
+    }
+
     /// The provider that would serve `model` (masked) and the id it is
     /// asked for; `None` when no provider serves it.
     pub fn route_of(self, model: &str) -> Option<(ProviderConfig, String)> {

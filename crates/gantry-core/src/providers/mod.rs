@@ -133,6 +133,21 @@ impl Providers {
             .ok_or_else(|| not_found(name))
     }
 
+    /// Every provider, by name, with literal keys as stored (keys taken
+    /// from the environment are never filled in).
+    pub fn list_revealed(&self) -> Vec<ProviderConfig> {
+        self.read().providers.values().cloned().collect()
+    }
+
+    /// One provider, its literal key as stored.
+    pub fn get_revealed(&self, name: &str) -> Result<ProviderConfig, EngineError> {
+        self.read()
+            .providers
+            .get(name)
+            .cloned()
+            .ok_or_else(|| not_found(name))
+    }
+
     /// Adds a provider (persisted); refused if the name is taken. Returns it masked.
     pub async fn add(&self, provider: ProviderConfig) -> Result<ProviderConfig, EngineError> {
         validate(&provider).map_err(EngineError::InvalidInput)?;

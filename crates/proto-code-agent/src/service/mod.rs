@@ -53,6 +53,7 @@ impl CodeAgent {
 macro_rules! service {
     (
         unary { $($u:ident($ureq:ident) -> $uresp:ident = $uh:path;)* }
+        unary_with_caller { $($c:ident($creq:ident) -> $cresp:ident = $ch:path;)* }
         streaming { $($s:ident($sreq:ident) -> $sty:ident<$sitem:ident> = $sh:path;)* }
     ) => {
         #[tonic::async_trait]
@@ -63,6 +64,18 @@ macro_rules! service {
                     request: Request<pb::$ureq>,
                 ) -> Result<Response<pb::$uresp>, Status> {
                     $uh(&self.ctx, request.into_inner())
+                        .await
+                        .map(Response::new)
+                        .map_err(gantry_grpc::bounded)
+                }
+            )*
+            $(
+                async fn $c(
+                    &self,
+                    request: Request<pb::$creq>,
+                ) -> Result<Response<pb::$cresp>, Status> {
+                    let caller = crate::auth::Caller::of(&request);
+                    $ch(&self.ctx, request.into_inner(), caller)
                         .await
                         .map(Response::new)
                         .map_err(gantry_grpc::bounded)
@@ -129,8 +142,6 @@ service! {
         add_permission_rule(AddPermissionRuleRequest) -> AddPermissionRuleResponse = permissions::add_permission_rule;
         get_todos(GetTodosRequest) -> GetTodosResponse = todos::get_todos;
         set_todos(SetTodosRequest) -> SetTodosResponse = todos::set_todos;
-        list_providers(ListProvidersRequest) -> ListProvidersResponse = providers::list_providers;
-        get_provider(GetProviderRequest) -> GetProviderResponse = providers::get_provider;
         add_provider(AddProviderRequest) -> AddProviderResponse = providers::add_provider;
         update_provider(UpdateProviderRequest) -> UpdateProviderResponse = providers::update_provider;
         remove_provider(RemoveProviderRequest) -> RemoveProviderResponse = providers::remove_provider;
@@ -175,6 +186,11 @@ service! {
         get_queue_stats(GetQueueStatsRequest) -> GetQueueStatsResponse = observability::get_queue_stats;
         agentic_generate(AgenticGenerateRequest) -> AgenticGenerateResponse = generation::agentic_generate;
         delegate(DelegateRequest) -> DelegateResponse = generation::delegate;
+    }
+    // Answers that depend on who asks (keys for authenticated callers).
+    unary_with_caller {
+        list_providers(ListProvidersRequest) -> ListProvidersResponse = providers::list_providers;
+        get_provider(GetProviderRequest) -> GetProviderResponse = providers::get_provider;
     }
     streaming {
         stream_generate(GenerateRequest) -> StreamGenerateStream<GenerateChunk> = generation::stream_generate;

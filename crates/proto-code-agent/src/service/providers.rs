@@ -1,6 +1,8 @@
 //! Model providers and the default model, over the engine's provider
 //! registry. Literal API keys are masked in every answer (the engine masks
-//! them); a masked key sent back unchanged keeps the stored key.
+//! them), except to authenticated callers of a server started to reveal
+//! them (`ServeOptions::reveal_provider_keys`: A3S's clients read back the
+//! key they set); a masked key sent back unchanged keeps the stored key.
 //!
 //! The seed's `ProviderInfo` has no API kind. A new provider speaks
 //! Anthropic Messages when its name or URL says Anthropic (`anthropic`,
@@ -18,24 +20,26 @@ use gantry_types::{ProviderConfig, ProviderKind};
 use tonic::Status;
 
 use super::Ctx;
+use crate::auth::Caller;
 use crate::pb;
 use crate::status::{required, status};
 use crate::views::u32_of;
 
-/// `ListProviders`: every provider by name, keys masked, and the default
-/// model split into its provider and model id.
+/// `ListProviders`: every provider by name, keys masked (unless revealed
+/// to this caller), and the default model split into its provider and
+/// model id.
 pub(crate) async fn list_providers(
     ctx: &Ctx,
     _req: pb::ListProvidersRequest,
+    caller: Caller,
 ) -> Result<pb::ListProvidersResponse, Status> {
     let catalog = ctx.catalog();
-    let providers = ctx
-        .engine
-        .providers()
-        .list()
-        .iter()
-        .map(|p| provider_info(catalog, p))
-        .collect();
+    let listed = if ctx.reveals_keys_to(caller) {
+        ctx.engine.providers().list_revealed()
+    } else {
+        ctx.engine.providers().list()
+    };
+    let providers = listed.iter().map(|p| provider_info(catalog, p)).collect();
     let (default_provider, default_model) =
         split_model(ctx, &ctx.engine.providers().default_model());
     Ok(pb::ListProvidersResponse {
@@ -45,13 +49,21 @@ pub(crate) async fn list_providers(
     })
 }
 
-/// `GetProvider`: one provider by name, its key masked.
+/// `GetProvider`: one provider by name, its key masked (unless revealed
+/// to this caller).
 pub(crate) async fn get_provider(
     ctx: &Ctx,
     req: pb::GetProviderRequest,
+    caller: Caller,
 ) -> Result<pb::GetProviderResponse, Status> {
     let name = required("name", &req.name)?;
-    let provider = ctx.engine.providers().get(name).map_err(status)?;
+    let providers = ctx.engine.providers();
+    let provider = if ctx.reveals_keys_to(caller) {
+        providers.get_revealed(name)
+    } else {
+        providers.get(name)
+    }
+    .map_err(status)?;
     Ok(pb::GetProviderResponse {
         provider: Some(provider_info(ctx.catalog(), &provider)),
     })

@@ -95,6 +95,7 @@ impl Server {
             tls: None,
             grace: Duration::from_secs(1),
             exit_on_shutdown: false,
+            reveal_provider_keys: false,
         };
         tokio::spawn(serve(engine.clone(), listener, options, async move {
             let _ = stopped.await;
