@@ -1,6 +1,7 @@
 """Lifecycle and sessions."""
 
 import grpc
+import pytest
 
 from conftest import HANG_GUARD, code_of
 
@@ -134,3 +135,52 @@ def test_a_destroyed_session_can_not_be_restored_and_a_live_one_can(gantry, mock
     stub.DestroySession(pb.DestroySessionRequest(session_id=session), timeout=HANG_GUARD)
     again = stub.RestoreSession(pb.RestoreSessionRequest(session_id=session), timeout=HANG_GUARD)
     assert not again.success and "destroyed" in again.message
+
+
+def test_a_session_moves_to_another_workspace_between_turns_only(gantry, mock_llm):
+    pb, stub = gantry.pb, gantry.stub
+    pwd = {"reply": {"tool_calls": [{"name": "shell", "arguments": {"command": "pwd"}}]}}
+    llm = mock_llm([pwd, pwd, {"reply": {"text": "moved"}}])
+    session = gantry.session(llm)
+    confirm = pb.ConfirmationPolicy(enabled=True, require_confirm_tools=["shell"], default_timeout_ms=60_000)
+    stub.SetConfirmationPolicy(pb.SetConfirmationPolicyRequest(session_id=session, policy=confirm), timeout=HANG_GUARD)
+    moved = gantry.workspace / "elsewhere"
+
+    # A turn waits for a confirmation: it runs, so the workspace stays.
+    stream = stub.StreamGenerate(
+        pb.GenerateRequest(session_id=session, messages=[pb.Message(role="user", content="where?")]),
+        timeout=2 * HANG_GUARD,
+    )
+    for chunk in stream:
+        if chunk.metadata.get("event") == "confirmation_required":
+            break
+    configure = lambda: stub.ConfigureSession(  # noqa: E731
+        pb.ConfigureSessionRequest(session_id=session, config=pb.SessionConfig(workspace=str(moved))),
+        timeout=HANG_GUARD,
+    )
+    code, details = code_of(configure)
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and "workspace" in details and "turn" in details, details
+    stub.Cancel(pb.CancelRequest(session_id=session), timeout=HANG_GUARD)
+    with pytest.raises(grpc.RpcError) as ended:
+        for _ in stream:
+            pass
+    assert ended.value.code() == grpc.StatusCode.CANCELLED
+    got = stub.GetSession(pb.GetSessionRequest(session_id=session), timeout=HANG_GUARD)
+    assert got.session.config.workspace == str(gantry.workspace)
+
+    # Between turns it moves (created when missing, as A3S does), and the
+    # next turn's commands run there.
+    assert configure().session.config.workspace == str(moved)
+    assert moved.is_dir()
+    stub.SetConfirmationPolicy(
+        pb.SetConfirmationPolicyRequest(session_id=session, policy=pb.ConfirmationPolicy(enabled=False)),
+        timeout=HANG_GUARD,
+    )
+    answer = stub.Generate(
+        pb.GenerateRequest(session_id=session, messages=[pb.Message(role="user", content="where now?")]),
+        timeout=HANG_GUARD,
+    )
+    assert answer.message.content == "moved"
+    assert answer.tool_calls[0].result.output.splitlines()[-1] == str(moved), answer.tool_calls
+    got = stub.GetSession(pb.GetSessionRequest(session_id=session), timeout=HANG_GUARD)
+    assert got.session.config.workspace == str(moved)

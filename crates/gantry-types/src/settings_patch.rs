@@ -58,6 +58,10 @@ pub struct ThreadSettingsPatch {
         deserialize_with = "present"
     )]
     pub max_output_tokens: Option<Option<u32>>,
+    /// The workspace (an absolute path; cannot be cleared). The engine
+    /// moves a thread only between turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
     /// Metadata keys to set (`Some`) or remove (`None`); others are kept.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, Option<String>>,
@@ -93,6 +97,9 @@ impl ThreadSettingsPatch {
         set(&mut settings.endpoint, &self.endpoint);
         set(&mut settings.temperature, &self.temperature);
         set(&mut settings.max_output_tokens, &self.max_output_tokens);
+        if let Some(cwd) = &self.cwd {
+            settings.cwd = Some(cwd.clone());
+        }
         for (key, value) in &self.metadata {
             match value {
                 Some(value) => settings.metadata.insert(key.clone(), value.clone()),
@@ -116,6 +123,7 @@ mod tests {
             temperature: Some(0.5),
             max_output_tokens: None,
             metadata: BTreeMap::from([("keep".into(), "1".into()), ("drop".into(), "2".into())]),
+            cwd: Some("/ws".into()),
         }
     }
 

@@ -171,6 +171,10 @@ pub struct ThreadSettings {
     /// What clients keep with the thread.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+    /// The workspace (absolute path). `None` in events of releases that
+    /// could not move a thread: applying those keeps the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 impl Thread {
@@ -185,6 +189,7 @@ impl Thread {
             temperature: self.temperature,
             max_output_tokens: self.max_output_tokens,
             metadata: self.metadata.clone(),
+            cwd: Some(self.cwd.clone()),
         }
     }
 
@@ -198,6 +203,9 @@ impl Thread {
         self.temperature = settings.temperature;
         self.max_output_tokens = settings.max_output_tokens;
         self.metadata.clone_from(&settings.metadata);
+        if let Some(cwd) = &settings.cwd {
+            self.cwd.clone_from(cwd);
+        }
     }
 }
 
@@ -211,6 +219,11 @@ impl ThreadSettings {
             && !(0.0..=2.0).contains(&t)
         {
             return Err(format!("temperature: {t} is outside 0..=2"));
+        }
+        if let Some(cwd) = &self.cwd
+            && !std::path::Path::new(cwd).is_absolute()
+        {
+            return Err(format!("cwd: `{cwd}` must be an absolute path"));
         }
         if self.max_output_tokens == Some(0) {
             return Err("max_output_tokens: must be at least 1".to_owned());

@@ -389,8 +389,23 @@ impl ThreadActor {
         let mut settings = thread.settings();
         patch.apply_to(&mut settings);
         settings.validate().map_err(EngineError::InvalidInput)?;
+        let moved = settings
+            .cwd
+            .as_ref()
+            .filter(|cwd| **cwd != thread.cwd)
+            .cloned();
+        if let (Some(_), Some(turn)) = (&moved, &self.turn) {
+            // A running turn's tools work in the workspace it started in.
+            return Err(EngineError::Busy {
+                thread: thread.id.clone(),
+                turn: turn.id.clone(),
+            });
+        }
         if settings != thread.settings() {
             self.emit(EventPayload::ThreadConfigured { settings }).await;
+        }
+        if let Some(cwd) = moved {
+            self.follow_workspace(&cwd);
         }
         Ok(self.view.thread.clone())
     }

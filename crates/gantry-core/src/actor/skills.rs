@@ -29,3 +29,18 @@ pub(crate) fn discover_installed(dir: &std::path::Path) -> Vec<gantry_tools::ski
     }
     skills
 }
+
+impl ThreadActor {
+    /// After the thread moved to `cwd`: its workspace skills are the new
+    /// workspace's (the user's and its agent's stay).
+    pub(super) fn follow_workspace(&self, cwd: &str) {
+        let mut set = self.skills.write().unwrap_or_else(|p| p.into_inner());
+        for (dir, source) in gantry_tools::skills::skill_dirs(std::path::Path::new(cwd), None) {
+            let (skills, errors) = gantry_tools::skills::discover_dir(&dir, source);
+            for e in errors {
+                tracing::warn!(error = %e, "skipping a skill");
+            }
+            set.sync_source(source, skills);
+        }
+    }
+}

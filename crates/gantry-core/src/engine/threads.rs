@@ -12,15 +12,7 @@ pub struct Threads<'e> {
 impl Threads<'_> {
     /// Creates a thread.
     pub async fn create(self, params: CreateThread) -> Result<Thread, EngineError> {
-        let cwd = std::fs::canonicalize(&params.cwd)
-            .ok()
-            .filter(|p| p.is_dir())
-            .ok_or_else(|| {
-                EngineError::InvalidInput(format!(
-                    "workspace {} is not an existing directory",
-                    params.cwd.display()
-                ))
-            })?;
+        let cwd = workspace(&params.cwd)?;
         let agent = match &params.agent {
             Some(id) => Some(self.engine.agents().get(id).await?),
             None => None,
@@ -89,12 +81,21 @@ impl Threads<'_> {
     /// sampling, metadata): `patch` is applied to the settings as they are
     /// in the thread now (fields it leaves out keep their value), validated,
     /// recorded, and used from the next model request. Returns the thread as
-    /// it is now. Refused for an archived thread.
+    /// it is now. Refused for an archived thread. A new workspace (`cwd`)
+    /// must be an existing directory and is refused while a turn runs
+    /// ([`EngineError::Busy`]); the thread's workspace skills follow it.
     pub async fn configure(
         self,
         thread: &ThreadId,
-        patch: ThreadSettingsPatch,
+        mut patch: ThreadSettingsPatch,
     ) -> Result<Thread, EngineError> {
+        if let Some(cwd) = patch.cwd.take() {
+            patch.cwd = Some(
+                workspace(std::path::Path::new(&cwd))?
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
         self.engine
             .ask(thread, |reply| Command::Configure { patch, reply })
             .await?
@@ -379,4 +380,17 @@ fn check_thread_id(id: ThreadId) -> Result<ThreadId, EngineError> {
             "thread id `{id}`: use 1 to {MAX_THREAD_ID_LEN} letters, digits, `-`, `_`, `.` or `:` (not `.` or `..`)"
         )))
     }
+}
+
+/// A workspace as the engine keeps it: canonical, and an existing directory.
+fn workspace(dir: &std::path::Path) -> Result<std::path::PathBuf, EngineError> {
+    std::fs::canonicalize(dir)
+        .ok()
+        .filter(|p| p.is_dir())
+        .ok_or_else(|| {
+            EngineError::InvalidInput(format!(
+                "workspace {} is not an existing directory",
+                dir.display()
+            ))
+        })
 }

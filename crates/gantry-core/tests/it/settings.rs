@@ -343,3 +343,49 @@ async fn commands_run_with_the_environment_a_client_set() {
     let told = common::last_tool_result(&h.llm, 1);
     assert!(told.contains("greeting=bonjour"), "{told}");
 }
+
+#[tokio::test]
+async fn a_thread_moves_to_another_workspace_with_its_skills_and_stays_there() {
+    let h = Harness::new(vec![
+        Step::tool_call("shell", serde_json::json!({"command": "pwd"})),
+        Step::text("done"),
+    ])
+    .await;
+    let other = h.dir.path().join("other");
+    let skill = other.join(".gantry/skills/release");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: release\ndescription: Cut a release\n---\nTag it.\n",
+    )
+    .unwrap();
+    let configure = |cwd: &std::path::Path| {
+        h.engine.threads().configure(
+            &h.thread.id,
+            ThreadSettingsPatch {
+                cwd: Some(cwd.to_string_lossy().into_owned()),
+                ..Default::default()
+            },
+        )
+    };
+    let missing = configure(&h.dir.path().join("missing")).await;
+    assert!(
+        matches!(&missing, Err(EngineError::InvalidInput(m)) if m.contains("not an existing directory")),
+        "{missing:?}"
+    );
+    let canonical = other.canonicalize().unwrap();
+    let moved = configure(&other).await.unwrap();
+    assert_eq!(moved.cwd, canonical.to_string_lossy());
+    let skills = h.engine.skills().list(&h.thread.id).await.unwrap();
+    assert!(skills.iter().any(|s| s.name == "release"), "{skills:?}");
+
+    h.run_turn("where are you?").await;
+    let told = common::last_tool_result(&h.llm, 1);
+    assert!(told.contains(&*canonical.to_string_lossy()), "{told}");
+
+    // Recorded in the log: the thread is still there after a restart.
+    h.engine.shutdown().await.expect("events stored");
+    let engine = common::engine_at(h.dir.path(), &h.llm, EngineConfig::default()).await;
+    let reloaded = engine.threads().read(&h.thread.id).await.unwrap();
+    assert_eq!(reloaded.thread.cwd, canonical.to_string_lossy());
+}

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use gantry_core::{ContextMessage, ContextRole, CreateThread, ThreadQuery};
+use gantry_core::{ContextMessage, ContextRole, CreateThread, EngineError, ThreadQuery};
 use gantry_grpc::clip;
 use gantry_types::{ThreadId, ThreadSettings};
 use tonic::Status;
@@ -35,6 +35,7 @@ pub(crate) async fn create_session(
         temperature: None,
         max_output_tokens: None,
         metadata: Default::default(),
+        cwd: None,
     };
     config_patch(&ctx.engine, &config)?.apply_to(&mut settings);
     let (mut instructions, context) = initial_context(&req.initial_context)?;
@@ -180,8 +181,9 @@ pub(crate) async fn get_session(
 }
 
 /// `ConfigureSession`: changes the non-empty fields of the config (name,
-/// system prompt, LLM, limits) from the next model request on. The
-/// workspace of a session cannot change.
+/// system prompt, LLM, limits, workspace) from the next model request on.
+/// A new workspace is created when missing (as `CreateSession` does) and
+/// is refused while a turn runs (`FAILED_PRECONDITION`), as in A3S.
 pub(crate) async fn configure_session(
     ctx: &Ctx,
     req: pb::ConfigureSessionRequest,
@@ -190,26 +192,27 @@ pub(crate) async fn configure_session(
     let config = req
         .config
         .ok_or_else(|| Status::invalid_argument("config: required"))?;
-    let view = ctx.engine.threads().read(&id).await.map_err(status)?;
-    let workspace = config.workspace.trim();
-    if !workspace.is_empty() {
-        let same = std::fs::canonicalize(workspace)
-            .is_ok_and(|dir| dir.to_string_lossy() == view.thread.cwd);
-        if !same {
-            return Err(Status::invalid_argument(format!(
-                "config.workspace: a session's workspace cannot change (it is {})",
-                view.thread.cwd
-            )));
-        }
-    }
+    ctx.live_session(&id).await?;
     // A patch of the fields the config sets: applied inside the thread's
     // actor, so a concurrent change of other fields is kept.
-    let patch = config_patch(&ctx.engine, &config)?;
-    ctx.engine
-        .threads()
-        .configure(&id, patch)
-        .await
-        .map_err(status)?;
+    let mut patch = config_patch(&ctx.engine, &config)?;
+    let moves = match config.workspace.trim() {
+        "" => false,
+        dir => {
+            patch.cwd = Some(workspace_dir(dir)?.to_string_lossy().into_owned());
+            true
+        }
+    };
+    match ctx.engine.threads().configure(&id, patch).await {
+        Ok(_) => {}
+        Err(EngineError::Busy { turn, .. }) if moves => {
+            return Err(Status::failed_precondition(format!(
+                "config.workspace: session {id} is running turn {turn}; its workspace can \
+                 change once the turn ends (or after Cancel)"
+            )));
+        }
+        Err(e) => return Err(status(e)),
+    }
     let view = ctx.engine.threads().read(&id).await.map_err(status)?;
     Ok(pb::ConfigureSessionResponse {
         session: Some(session(&ctx.engine, &view)),

@@ -253,12 +253,15 @@ async fn bad_session_input_is_named() {
         assert!(err.message().contains(field), "{field}: {err:?}");
     }
     let session = s.session().await;
+    // A workspace that cannot be created (under a file).
+    let file = s.dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
     let err = s
         .client
         .configure_session(pb::ConfigureSessionRequest {
             session_id: session,
             config: Some(pb::SessionConfig {
-                workspace: "/tmp".into(),
+                workspace: file.join("ws").to_string_lossy().into_owned(),
                 ..Default::default()
             }),
         })
