@@ -9,9 +9,7 @@
 use std::collections::HashMap;
 
 use gantry_core::{CreateThread, IfBusy};
-use gantry_types::{
-    PermissionRules, RuleDecision, ThreadId, ThreadPolicy, TurnFailure, TurnStatus, Usage,
-};
+use gantry_types::{PermissionRules, RuleDecision, ThreadId, TurnFailure, TurnStatus, Usage};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
@@ -72,8 +70,9 @@ pub(crate) async fn stream_agentic_generate(
     ))
 }
 
-/// `Delegate`: runs `task` in a sub-agent (`explore` and `plan` read only,
-/// `general` with every tool; `allowed_tools` narrows either) and returns
+/// `Delegate`: runs `task` in a sub-agent under its parent's policy
+/// (`explore` and `plan` read only, `general` with every tool the parent
+/// may use; `allowed_tools` narrows either) and returns
 /// its answer with `agent_session_id`, the sub-agent's session.
 pub(crate) async fn delegate(
     ctx: &Ctx,
@@ -186,24 +185,32 @@ async fn start_subagent(
         (None, false) => allowed,
         (None, true) => Vec::new(),
     };
+    // The parent's policy (confirmations, lanes, rules), narrowed to the
+    // agent's tools when it has a list: every other call is denied, and
+    // what the parent denies or asks about still is.
+    let mut policy = thread.policy.clone();
     if agent.tools.is_some() || !tools.is_empty() {
-        // Only the agent's tools: every other call is denied.
-        let policy = ThreadPolicy {
-            permissions: PermissionRules {
-                enabled: true,
-                allow: tools,
-                deny: Vec::new(),
-                ask: Vec::new(),
-                default: RuleDecision::Deny,
-            },
-            ..thread.policy.clone()
+        let parent = &thread.policy.permissions;
+        let inherited = |rules: &Vec<String>| {
+            if parent.enabled {
+                rules.clone()
+            } else {
+                Vec::new()
+            }
         };
-        ctx.engine
-            .safety()
-            .set_policy(&child.id, policy)
-            .await
-            .map_err(status)?;
+        policy.permissions = PermissionRules {
+            enabled: true,
+            allow: tools,
+            deny: inherited(&parent.deny),
+            ask: inherited(&parent.ask),
+            default: RuleDecision::Deny,
+        };
     }
+    ctx.engine
+        .safety()
+        .set_policy(&child.id, policy)
+        .await
+        .map_err(status)?;
     start(ctx, &child.id.to_string(), task).await
 }
 
