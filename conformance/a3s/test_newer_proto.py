@@ -183,6 +183,29 @@ def test_delegate_runs_a_read_only_sub_agent_in_its_own_session(gantry, mock_llm
     assert code is not None and code.name == "NOT_FOUND"
 
 
+def test_a_general_sub_agent_keeps_its_parents_policy(gantry, mock_llm):
+    pb, stub = gantry.pb, gantry.stub
+    llm = mock_llm([
+        {"reply": {"tool_calls": [call("shell", command="touch made.txt"), call("shell", command="echo fine")]}},
+        {"reply": {"text": "One was refused."}},
+    ])
+    parent = gantry.session(llm)
+    stub.AddPermissionRule(
+        pb.AddPermissionRuleRequest(session_id=parent, rule_type="deny", rule="Bash(touch:*)"), timeout=HANG_GUARD
+    )
+    done = stub.Delegate(
+        pb.DelegateRequest(session_id=parent, agent_name="general", task="make a file"), timeout=HANG_GUARD
+    )
+    touch, echo = done.tool_calls
+    assert not touch.result.success, "the parent's deny rule holds in the sub-agent"
+    assert not (gantry.workspace / "made.txt").exists()
+    assert echo.result.success and "fine" in echo.result.output
+    policy = stub.GetPermissionPolicy(
+        pb.GetPermissionPolicyRequest(session_id=done.agent_session_id), timeout=HANG_GUARD
+    ).policy
+    assert "Bash(touch:*)" in [r.rule for r in policy.deny], policy
+
+
 def test_stream_delegate_brackets_the_sub_agents_events(gantry, mock_llm):
     pb, stub = gantry.pb, gantry.stub
     parent = gantry.session(mock_llm([{"reply": {"text": "Planned."}}]))
@@ -223,6 +246,22 @@ def test_tool_metrics_costs_and_queue_stats_come_from_the_record(gantry, mock_ll
     queue = stub.GetQueueStats(pb.GetQueueStatsRequest(session_id=session), timeout=HANG_GUARD)
     assert queue.execute.completed == 1 and queue.execute.failed == 1
     assert queue.generate.completed == 1 and queue.generate.active == 0
+
+
+def test_costs_are_counted_under_the_model_each_turn_ran_with(gantry, mock_llm):
+    pb, stub = gantry.pb, gantry.stub
+    llm = mock_llm([{"reply": {"text": "one"}}, {"reply": {"text": "two"}}])
+    session = gantry.session(llm)
+    stub.Generate(ask(pb, session, "first"), timeout=HANG_GUARD)
+    stub.ConfigureSession(
+        pb.ConfigureSessionRequest(session_id=session, config=pb.SessionConfig(llm=gantry.llm_config(llm, model="gpt-5"))),
+        timeout=HANG_GUARD,
+    )
+    stub.Generate(ask(pb, session, "second"), timeout=HANG_GUARD)
+    cost = stub.GetCostSummary(pb.GetCostSummaryRequest(session_id=session), timeout=HANG_GUARD)
+    assert {m.model: m.call_count for m in cost.by_model} == {"gpt-4.1-mini": 1, "gpt-5": 1}
+    first = stub.GetCostSummary(pb.GetCostSummaryRequest(session_id=session, model="gpt-4.1-mini"), timeout=HANG_GUARD)
+    assert first.call_count == 1 and [m.model for m in first.by_model] == ["gpt-4.1-mini"]
 
 
 def test_reflection_lists_the_newer_rpcs(gantry, tmp_path):

@@ -111,6 +111,10 @@ pub struct Turn {
     /// The kind of failure, when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<TurnFailure>,
+    /// The model the turn ran with (the thread's when it started); `None`
+    /// in logs of releases that did not record it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl Turn {
@@ -135,6 +139,7 @@ impl Turn {
             cost_usd: 0.0,
             error: None,
             failure: None,
+            model: None,
         }
     }
 

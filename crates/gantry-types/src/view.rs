@@ -240,6 +240,7 @@ mod tests {
             cost_usd: 0.0,
             error: None,
             failure: None,
+            model: None,
         };
         let mut item = Item {
             id: "i".into(),

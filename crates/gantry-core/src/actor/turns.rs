@@ -168,13 +168,16 @@ impl ThreadActor {
     }
 
     pub(super) fn new_turn(&self, id: &TurnId, input: &Input) -> Turn {
-        Turn::started(
+        let mut turn = Turn::started(
             id.clone(),
             self.thread_id().clone(),
             input.text.clone(),
             input.key.clone(),
             self.shared.clock.now_ms(),
-        )
+        );
+        // Recorded, so costs stay by model after the thread switches.
+        turn.model = Some(self.view.thread.model.clone());
+        turn
     }
 
     pub(super) async fn start_turn(&mut self, id: TurnId, input: Input, mode: TurnMode) {

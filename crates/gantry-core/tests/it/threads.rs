@@ -242,6 +242,7 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
                 cost_usd: 0.0,
                 error: None,
                 failure: None,
+                model: None,
             },
         },
         EventPayload::ItemCompleted { item: done },

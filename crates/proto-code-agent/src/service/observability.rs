@@ -99,8 +99,9 @@ impl Stats {
 /// `GetCostSummary`: tokens and cost (the engine prices each turn from the
 /// model catalog) of one session or every session, optionally of one model
 /// and between two days (`YYYY-MM-DD`, UTC, both included), by model and by
-/// day. `call_count` counts model requests. A turn is counted under its
-/// session's model.
+/// day. `call_count` counts model requests. A turn is counted under the
+/// model it ran with (turns recorded before the engine kept it: under the
+/// session's model).
 pub(crate) async fn get_cost_summary(
     ctx: &Ctx,
     req: pb::GetCostSummaryRequest,
@@ -117,14 +118,11 @@ pub(crate) async fn get_cost_summary(
     let mut by_model: BTreeMap<String, pb::ModelCostBreakdownProto> = BTreeMap::new();
     let mut by_day: BTreeMap<String, pb::DayCostBreakdownProto> = BTreeMap::new();
     for view in &views {
-        let thread_model = &view.thread.model;
-        if !model.is_empty()
-            && thread_model != model
-            && !thread_model.ends_with(&format!("/{model}"))
-        {
-            continue;
-        }
         for turn in view.turns.iter().map(|t| &t.turn) {
+            let ran_with = turn.model.as_ref().unwrap_or(&view.thread.model);
+            if !model.is_empty() && ran_with != model && !ran_with.ends_with(&format!("/{model}")) {
+                continue;
+            }
             let day = date(turn.started_at);
             if from.as_ref().is_some_and(|f| &day < f) || to.as_ref().is_some_and(|t| &day > t) {
                 continue;
@@ -132,12 +130,13 @@ pub(crate) async fn get_cost_summary(
             let u = &turn.usage;
             let tokens = u.input_tokens + u.output_tokens;
             let calls = u64::from(turn.rounds);
-            let m = by_model.entry(thread_model.clone()).or_insert_with(|| {
-                pb::ModelCostBreakdownProto {
-                    model: thread_model.clone(),
-                    ..Default::default()
-                }
-            });
+            let m =
+                by_model
+                    .entry(ran_with.clone())
+                    .or_insert_with(|| pb::ModelCostBreakdownProto {
+                        model: ran_with.clone(),
+                        ..Default::default()
+                    });
             m.prompt_tokens += u.input_tokens;
             m.completion_tokens += u.output_tokens;
             m.total_tokens += tokens;

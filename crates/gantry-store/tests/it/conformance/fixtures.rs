@@ -132,6 +132,7 @@ pub(crate) fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
                 cost_usd: 0.0,
                 error: None,
                 failure: None,
+                model: None,
             },
         },
     ];
