@@ -18,6 +18,7 @@ mod outbox;
 mod reports;
 mod requests;
 mod session;
+mod thread_mcp;
 mod wire;
 
 use std::path::PathBuf;
@@ -129,6 +130,7 @@ async fn follow_existing_threads(handler: Handler) {
             }
         };
         for thread in page.threads.iter().filter(|t| t.agent_id.is_some()) {
+            start_thread_mcp_servers(&handler.engine, &thread.id);
             handler
                 .followers
                 .resume(&handler.engine, &thread.id, &handler.outbox)
@@ -139,4 +141,19 @@ async fn follow_existing_threads(handler: Handler) {
             None => return,
         }
     }
+}
+
+/// Connects a thread's own MCP servers (kept by the engine across runs) in
+/// the background, so its next turns have their tools again.
+fn start_thread_mcp_servers(engine: &Engine, thread: &gantry_types::ThreadId) {
+    if engine.mcp().thread_servers(thread).is_empty() {
+        return;
+    }
+    let (engine, thread) = (engine.clone(), thread.clone());
+    tokio::spawn(async move {
+        let summary = engine.mcp().start_thread_servers(&thread).await;
+        for failed in summary.failed {
+            tracing::warn!(thread = %thread, server = %failed.server_name, error = %failed.error, "a thread's MCP server did not start again");
+        }
+    });
 }

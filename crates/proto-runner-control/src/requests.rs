@@ -22,6 +22,7 @@ use gantry_runner_protocol::messages::ClientMessage;
 
 use super::outbox::{Closed, Outbox};
 use super::reports::{Followers, turn_update};
+use super::thread_mcp;
 
 /// The agent 0.7.0 threads run under.
 pub(crate) const IMPLICIT_AGENT: &str = "companyhelm-threads";
@@ -156,16 +157,16 @@ impl Handler {
             }
             return Ok(vec![thread_update(&id, ThreadStatus::Ready)]);
         }
-        if !r.mcp_servers.is_empty() || !r.git_skill_packages.is_empty() {
+        let cwd = workspace_of(&self.workspaces, &id).await?;
+        let mcp_servers = thread_mcp::configs(&r.mcp_servers, &cwd).map_err(Refusal)?;
+        if !r.git_skill_packages.is_empty() {
             // What this runner cannot set up per thread is said, not hidden.
             tracing::warn!(
                 thread = %id,
-                mcp_servers = r.mcp_servers.len(),
                 git_skill_packages = r.git_skill_packages.len(),
-                "the thread's MCP servers and git skill packages are not set up by this runner"
+                "the thread's git skill packages are not set up by this runner"
             );
         }
-        let cwd = workspace_of(&self.workspaces, &id).await?;
         let thread = self
             .engine
             .threads()
@@ -181,10 +182,36 @@ impl Handler {
                 ..CreateThread::default()
             })
             .await?;
+        if !mcp_servers.is_empty() {
+            self.start_mcp_servers(&thread.id, mcp_servers).await?;
+        }
         self.followers
             .ensure(&self.engine, &thread.id, &self.outbox)
             .await;
         Ok(vec![thread_update(&thread.id, ThreadStatus::Ready)])
+    }
+
+    /// Gives the thread its MCP servers and connects them before it is
+    /// said ready, so its first turn has their tools. A server that cannot
+    /// start is logged by name (its config may hold secrets) and left out;
+    /// the thread works without it.
+    async fn start_mcp_servers(
+        &self,
+        thread: &ThreadId,
+        servers: Vec<gantry_types::mcp::McpServerConfig>,
+    ) -> Result<(), Refusal> {
+        let mcp = self.engine.mcp();
+        mcp.set_thread_servers(thread, servers).await?;
+        let summary = mcp.start_thread_servers(thread).await;
+        for failed in &summary.failed {
+            tracing::warn!(
+                thread = %thread,
+                server = %failed.server_name,
+                error = %failed.error,
+                "a thread's MCP server did not start; the thread goes on without its tools"
+            );
+        }
+        Ok(())
     }
 
     /// The agent of 0.7.0's threads, made when first needed.
@@ -216,6 +243,8 @@ impl Handler {
             self.engine.turns().interrupt(&id).await?;
             self.engine.threads().archive(&id).await?;
         }
+        // Its servers' processes end with it (deleting again finds none).
+        self.engine.mcp().remove_thread_servers(&id).await?;
         Ok(vec![thread_update(&id, ThreadStatus::Deleted)])
     }
 

@@ -3,6 +3,7 @@
 mod agents;
 mod api;
 mod e2e;
+mod e2e_v0_7;
 mod fuzz;
 mod github;
 mod github_app;

@@ -1,0 +1,212 @@
+//! A real Gantry runner speaking 0.7.0 under the control plane, end to
+//! end: a thread created over HTTP with MCP servers, and what its turns get
+//! of them.
+
+use crate::support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use gantry_core::{Engine, EngineBuilder, SingleModel};
+use gantry_llm::ClientConfig;
+use gantry_llm::openai_chat::OpenAiChatClient;
+use gantry_store::SqliteStore;
+use gantry_testkit::{MockLlm, Script, Step};
+use proto_runner_control::{self as runner, Backoff, ControlPlaneUrl, RunnerOptions};
+use serde_json::{Value, json};
+use support::{GUARD, Harness, guarded};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// A 0.7 runner with its engine, under the harness's control plane.
+struct Runner07 {
+    engine: Engine,
+    stop: CancellationToken,
+    task: JoinHandle<Result<(), runner::RunnerError>>,
+}
+
+impl Runner07 {
+    async fn start(h: &Harness, dir: &Path, token: String, llm: &MockLlm) -> Self {
+        let mut config = ClientConfig::new(llm.base_url());
+        config.retry.max_retries = 0;
+        let models = Arc::new(SingleModel(Arc::new(
+            OpenAiChatClient::new(config).unwrap(),
+        )));
+        std::fs::create_dir_all(dir).unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.join("gantry.db")).await.unwrap());
+        let engine = EngineBuilder::new(store, models).start().await.unwrap();
+        let options = RunnerOptions {
+            url: ControlPlaneUrl::parse(&format!("http://{}", h.grpc)).unwrap(),
+            protocol: runner::ProtocolVersion::V0_7,
+            token,
+            ca_pem: None,
+            workspaces: dir.join("workspaces"),
+            backoff: Backoff::new(Duration::from_millis(20), Duration::from_millis(200)),
+            github: None,
+        };
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(runner::run(engine.clone(), options, stop.clone()));
+        Runner07 { engine, stop, task }
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        guarded("the runner to stop", self.task)
+            .await
+            .unwrap()
+            .unwrap();
+        self.engine.shutdown().await.unwrap();
+    }
+}
+
+/// Waits until the runner is listed as connected; the first model it offers.
+async fn wait_connected(h: &Harness, runner_id: &str) -> String {
+    let deadline = Instant::now() + GUARD;
+    loop {
+        let (_, runners) = h.get("/v1/runners").await;
+        let runner = runners
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == runner_id)
+            .cloned()
+            .unwrap();
+        if runner["connected"] == true {
+            assert_eq!(runner["protocol"], "0.7", "{runner}");
+            return runner["sdks"][0]["models"][0]["name"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        }
+        assert!(Instant::now() < deadline, "the runner never connected");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Sends `text` to the thread and follows its events until the turn ends;
+/// the thread as the API then shows it.
+async fn run_turn(h: &Harness, thread_id: &str, text: &str) -> Value {
+    let mut events = h.follow(thread_id, None).await;
+    let (status, accepted) = h
+        .post(
+            &format!("/v1/threads/{thread_id}/messages"),
+            json!({ "text": text }),
+        )
+        .await;
+    assert_eq!(status, 202, "{accepted}");
+    let turn_id = accepted["turn_id"].as_str().unwrap().to_owned();
+    loop {
+        let event = guarded("the turn to complete", events.next())
+            .await
+            .unwrap();
+        let data: Value = serde_json::from_str(&event.data).unwrap();
+        if event.event == "turn"
+            && data["data"]["id"] == turn_id.as_str()
+            && data["data"]["status"] == "completed"
+        {
+            break;
+        }
+    }
+    h.get(&format!("/v1/threads/{thread_id}")).await.1
+}
+
+/// `dist/index.js` of `@modelcontextprotocol/server-everything`, as the
+/// other MCP tests find it; `None` (skipped, a failure under CI) without it.
+fn everything() -> Option<PathBuf> {
+    let path = std::env::var_os("GANTRY_TEST_MCP_EVERYTHING")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
+                "../../.ci/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+            )
+        });
+    if path.is_file() {
+        return Some(path);
+    }
+    let msg = format!(
+        "@modelcontextprotocol/server-everything is not installed (expected at {}): run .ci/run",
+        path.display()
+    );
+    assert!(std::env::var_os("CI").is_none(), "{msg}");
+    eprintln!("SKIPPED: {msg}");
+    None
+}
+
+#[tokio::test]
+async fn a_threads_mcp_servers_reach_its_model_and_stop_with_it() {
+    let Some(everything) = everything() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let h = Harness::start(&dir.path().join("cp"), Duration::from_secs(20)).await;
+    let (runner_id, token) = h.add_runner("gantry-07").await;
+    let llm = MockLlm::start(Script::new([
+        Step::tool_call("mcp__everything__echo", json!({"message": "hello mcp"})),
+        Step::text("The server echoed."),
+    ]))
+    .unwrap();
+    let runner = Runner07::start(&h, &dir.path().join("runner"), token, &llm).await;
+    let model = wait_connected(&h, &runner_id).await;
+
+    let (status, agent) = h.post("/v1/agents", json!({})).await;
+    assert_eq!(status, 201, "{agent}");
+    let agent_id = agent["id"].as_str().unwrap();
+    let (status, thread) = h
+        .post(
+            &format!("/v1/agents/{agent_id}/threads"),
+            json!({
+                "model": model,
+                "mcp_servers": [{
+                    "name": "everything",
+                    "stdio": {
+                        "command": "node",
+                        "args": [everything],
+                        "env": {"EVERYTHING_API_KEY": "mcp-env-secret-value"},
+                    },
+                }],
+            }),
+        )
+        .await;
+    assert_eq!(status, 201, "{thread}");
+    let thread_id = thread["id"].as_str().unwrap().to_owned();
+    // Kept by name and transport; the environment's values are not.
+    let server = &thread["mcp_servers"][0];
+    assert_eq!(server["name"], "everything");
+    assert_eq!(server["transport"], "stdio");
+    assert_eq!(server["env"], json!(["EVERYTHING_API_KEY"]));
+    assert!(!thread.to_string().contains("mcp-env-secret-value"));
+
+    let thread = run_turn(&h, &thread_id, "echo through the server").await;
+    let items = thread["turns"][0]["items"].as_array().unwrap();
+    let call = items
+        .iter()
+        .find(|i| i["type"] == "mcp_tool_call")
+        .unwrap_or_else(|| panic!("no MCP tool call item: {thread}"));
+    assert_eq!(call["status"], "completed", "{call}");
+
+    // The model was offered the server's tools and got the tool's answer.
+    let requests = llm.requests();
+    let offered = requests[0].body["tools"].to_string();
+    assert!(offered.contains("mcp__everything__echo"), "{offered}");
+    let answered = requests[1].body["messages"].to_string();
+    assert!(answered.contains("Echo: hello mcp"), "{answered}");
+
+    // The server is the thread's own, not the engine's.
+    let engine = &runner.engine;
+    let id = gantry_types::ThreadId::from(thread_id.as_str());
+    assert_eq!(engine.mcp().thread_servers(&id).len(), 1);
+    assert!(
+        engine.mcp().servers().is_empty(),
+        "not an engine-wide server"
+    );
+
+    // Deleting the thread stops its server.
+    let (status, deleted) = h.delete(&format!("/v1/threads/{thread_id}")).await;
+    assert_eq!(status, 200, "{deleted}");
+    assert!(engine.mcp().thread_servers(&id).is_empty());
+
+    runner.stop().await;
+    h.stop().await;
+}
