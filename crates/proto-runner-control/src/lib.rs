@@ -12,6 +12,7 @@
 mod backoff;
 mod catalog;
 mod endpoint;
+mod git_skills;
 mod github_env;
 mod github_tokens;
 mod outbox;

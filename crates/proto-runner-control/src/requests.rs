@@ -22,7 +22,7 @@ use gantry_runner_protocol::messages::ClientMessage;
 
 use super::outbox::{Closed, Outbox};
 use super::reports::{Followers, turn_update};
-use super::thread_mcp;
+use super::{git_skills, thread_mcp};
 
 /// The agent 0.7.0 threads run under.
 pub(crate) const IMPLICIT_AGENT: &str = "companyhelm-threads";
@@ -160,12 +160,12 @@ impl Handler {
         let cwd = workspace_of(&self.workspaces, &id).await?;
         let mcp_servers = thread_mcp::configs(&r.mcp_servers, &cwd).map_err(Refusal)?;
         if !r.git_skill_packages.is_empty() {
-            // What this runner cannot set up per thread is said, not hidden.
-            tracing::warn!(
-                thread = %id,
-                git_skill_packages = r.git_skill_packages.len(),
-                "the thread's git skill packages are not set up by this runner"
-            );
+            // Before the thread starts: it discovers its skills as it does.
+            let skills_dir = git_skills::skills_dir(&cwd);
+            let names = git_skills::install(&self.engine, &r.git_skill_packages, &skills_dir)
+                .await
+                .map_err(Refusal)?;
+            tracing::info!(thread = %id, skills = ?names, "installed the thread's git skill packages");
         }
         let thread = self
             .engine

@@ -1,6 +1,6 @@
 //! A real Gantry runner speaking 0.7.0 under the control plane, end to
-//! end: a thread created over HTTP with MCP servers, and what its turns get
-//! of them.
+//! end: a thread created over HTTP with MCP servers and git skill packages,
+//! and what its turns get of each.
 
 use crate::support;
 
@@ -25,6 +25,8 @@ struct Runner07 {
     engine: Engine,
     stop: CancellationToken,
     task: JoinHandle<Result<(), runner::RunnerError>>,
+    /// The runner's data: its store and workspaces.
+    dir: PathBuf,
 }
 
 impl Runner07 {
@@ -48,7 +50,12 @@ impl Runner07 {
         };
         let stop = CancellationToken::new();
         let task = tokio::spawn(runner::run(engine.clone(), options, stop.clone()));
-        Runner07 { engine, stop, task }
+        Runner07 {
+            engine,
+            stop,
+            task,
+            dir: dir.to_owned(),
+        }
     }
 
     async fn stop(self) {
@@ -206,6 +213,119 @@ async fn a_threads_mcp_servers_reach_its_model_and_stop_with_it() {
     let (status, deleted) = h.delete(&format!("/v1/threads/{thread_id}")).await;
     assert_eq!(status, 200, "{deleted}");
     assert!(engine.mcp().thread_servers(&id).is_empty());
+
+    runner.stop().await;
+    h.stop().await;
+}
+
+/// A git repository (a `file://` URL) with two skills, `greeter` and
+/// `other`, in `skills/`; its URL and the commit's id.
+fn skill_repo(dir: &Path) -> (String, String) {
+    let repo = dir.join("skills-repo");
+    for (name, body) in [
+        ("greeter", "Greet in French: say bonjour."),
+        ("other", "Other."),
+    ] {
+        let skill = repo.join("skills").join(name);
+        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: The {name} skill.\n---\n{body}\n"),
+        )
+        .unwrap();
+    }
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    git(&["init", "--quiet"]);
+    git(&["add", "."]);
+    git(&["commit", "--quiet", "-m", "skills"]);
+    let commit = git(&["rev-parse", "HEAD"]);
+    // A later commit the thread must not get.
+    std::fs::write(
+        repo.join("skills/greeter/SKILL.md"),
+        "---\nname: greeter\ndescription: x\n---\nLATER\n",
+    )
+    .unwrap();
+    git(&["commit", "--quiet", "-am", "later"]);
+    (format!("file://{}", repo.display()), commit)
+}
+
+#[tokio::test]
+async fn a_threads_git_skills_at_their_reference_reach_its_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, commit) = skill_repo(dir.path());
+    let h = Harness::start(&dir.path().join("cp"), Duration::from_secs(20)).await;
+    let (runner_id, token) = h.add_runner("gantry-07").await;
+    let llm = MockLlm::start(Script::new([
+        Step::tool_call("skill", json!({"name": "greeter"})),
+        Step::text("Bonjour."),
+    ]))
+    .unwrap();
+    let runner = Runner07::start(&h, &dir.path().join("runner"), token, &llm).await;
+    let model = wait_connected(&h, &runner_id).await;
+    let (_, agent) = h.post("/v1/agents", json!({})).await;
+    let agent_id = agent["id"].as_str().unwrap();
+    let (status, thread) = h
+        .post(
+            &format!("/v1/agents/{agent_id}/threads"),
+            json!({
+                "model": model,
+                "git_skill_packages": [{
+                    "repository_url": url,
+                    "commit_reference": commit,
+                    "skills": ["skills/greeter"],
+                }],
+            }),
+        )
+        .await;
+    assert_eq!(status, 201, "{thread}");
+    let thread_id = thread["id"].as_str().unwrap().to_owned();
+    let skills = runner
+        .dir
+        .join("workspaces")
+        .join(&thread_id)
+        .join(".gantry/skills");
+    assert!(skills.join("greeter/SKILL.md").is_file());
+    assert!(!skills.join("other").exists(), "only the listed directory");
+
+    run_turn(&h, &thread_id, "greet me").await;
+    // The model was offered the skill, and got it at the commit asked for.
+    let requests = llm.requests();
+    assert!(requests[0].body["tools"].to_string().contains("greeter"));
+    let after_skill = requests[1].body["messages"].to_string();
+    assert!(after_skill.contains("Greet in French"), "{after_skill}");
+    assert!(!after_skill.contains("LATER"));
+
+    // A reference the repository does not have refuses the thread, saying so.
+    let (status, refused) = h
+        .post(
+            &format!("/v1/agents/{agent_id}/threads"),
+            json!({
+                "model": model,
+                "git_skill_packages": [{"repository_url": url, "commit_reference": "no-such-branch"}],
+            }),
+        )
+        .await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("no-such-branch"),
+        "{refused}"
+    );
 
     runner.stop().await;
     h.stop().await;
