@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 use proto_runner_control::{
-    self as runner, Backoff, ControlPlaneUrl, GithubCommandEnv, ProtocolVersion, RunnerOptions,
+    self as runner, Backoff, ControlPlaneUrl, ProtocolVersion, RunnerCommandEnv, RunnerOptions,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -91,8 +91,15 @@ pub(crate) async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
         .workspaces
         .clone()
         .unwrap_or_else(|| data.path.join("workspaces"));
-    let github = GithubCommandEnv::new();
-    let source = github.clone();
+    // Threads' CLI secrets (0.7) live beside the store, never in it.
+    let command_env = RunnerCommandEnv::new(Some(data.path.join("runner-secrets")));
+    // 0.7.0 has no GitHub rpcs: its threads get no token from the control plane.
+    let command_env = match args.protocol {
+        ProtocolVersion::V0_2 => command_env.github_from_control_plane(),
+        ProtocolVersion::V0_7 => command_env,
+    }
+    .shared();
+    let source = command_env.clone();
     let engine = daemon_engine(
         data.store.clone(),
         providers_config,
@@ -116,7 +123,7 @@ pub(crate) async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
         ca_pem,
         workspaces,
         backoff: Backoff::default(),
-        github: Some(github),
+        command_env: Some(command_env),
     };
     // Handlers before the runner starts (and says it dials).
     let signal = stop_signal();

@@ -1,53 +1,46 @@
 //! GitHub credentials for a thread's `git` and `gh` commands: an
-//! installation token from the control plane, put in that one command's
-//! environment as it starts (see [`git_env`]); never stored, never logged.
+//! installation token from the control plane (0.2.0's GitHub rpcs), put in
+//! that one command's environment as it starts (see [`git_env`]); never
+//! stored, never logged.
 
 use std::sync::{Arc, RwLock};
 
-use async_trait::async_trait;
-use gantry_core::CommandEnvSource;
 use gantry_runner_protocol::v0_2::agent_runner_control_service_client::AgentRunnerControlServiceClient;
 use gantry_types::ThreadId;
 
 use super::endpoint::Outbound;
 use super::github_tokens::{GithubTokens, git_env};
 
-/// The engine's [`CommandEnvSource`] for a runner: commands that run `git`
-/// or `gh` get a token for the first installation the control plane lists
-/// for this runner; other commands get nothing.
-#[derive(Debug, Default)]
-pub struct GithubCommandEnv {
+/// Where `git` and `gh` commands get a GitHub token: commands that run
+/// them get one; other commands get nothing.
+#[derive(Debug)]
+pub(crate) enum GithubCommandEnv {
+    /// The first installation the control plane lists for this runner.
     /// Tokens over the current connection; none while disconnected.
-    tokens: RwLock<Option<Arc<GithubTokens<Outbound>>>>,
+    ControlPlane(RwLock<Option<Arc<GithubTokens<Outbound>>>>),
 }
 
 impl GithubCommandEnv {
-    /// A source with no connection yet.
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self::default())
+    /// Tokens from the control plane, once connected.
+    pub(crate) fn control_plane() -> Self {
+        GithubCommandEnv::ControlPlane(RwLock::new(None))
     }
 
     /// Fetches tokens over a new connection (the cache starts empty).
     pub(crate) fn connect(&self, client: AgentRunnerControlServiceClient<Outbound>) {
+        let GithubCommandEnv::ControlPlane(slot) = self;
         let tokens = Arc::new(GithubTokens::new(client));
-        *self.tokens.write().unwrap_or_else(|p| p.into_inner()) = Some(tokens);
+        *slot.write().unwrap_or_else(|p| p.into_inner()) = Some(tokens);
     }
 
-    fn current(&self) -> Option<Arc<GithubTokens<Outbound>>> {
-        self.tokens
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-}
-
-#[async_trait]
-impl CommandEnvSource for GithubCommandEnv {
-    async fn env_for(&self, thread: &ThreadId, command: &str) -> Vec<(String, String)> {
+    /// The variables for `command` of `thread`.
+    pub(crate) async fn env_for(&self, thread: &ThreadId, command: &str) -> Vec<(String, String)> {
         if !runs_git(command) {
             return Vec::new();
         }
-        let Some(tokens) = self.current() else {
+        let GithubCommandEnv::ControlPlane(slot) = self;
+        let current = slot.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(tokens) = current else {
             tracing::warn!(thread = %thread, "no GitHub token for a git command: not connected to the control plane");
             return Vec::new();
         };

@@ -11,6 +11,7 @@
 
 mod backoff;
 mod catalog;
+mod command_env;
 mod endpoint;
 mod git_skills;
 mod github_env;
@@ -20,6 +21,7 @@ mod reports;
 mod requests;
 mod session;
 mod thread_mcp;
+mod thread_secrets;
 mod wire;
 
 use std::path::PathBuf;
@@ -29,10 +31,11 @@ use gantry_core::Engine;
 use tokio_util::sync::CancellationToken;
 
 pub use backoff::Backoff;
+pub use command_env::RunnerCommandEnv;
 pub use endpoint::ControlPlaneUrl;
 pub use gantry_runner_protocol::ProtocolVersion;
-pub use github_env::GithubCommandEnv;
 pub use github_tokens::{GithubTokens, git_env};
+pub use thread_secrets::CLI_SECRET_ENV;
 
 use outbox::{Outbox, Unconfirmed};
 use reports::Followers;
@@ -54,11 +57,11 @@ pub struct RunnerOptions {
     pub workspaces: PathBuf,
     /// Reconnect delays.
     pub backoff: Backoff,
-    /// Where `git`/`gh` commands get their GitHub token; the same source
-    /// must be given to the engine ([`gantry_core::EngineBuilder::command_env_source`]).
-    /// It asks the control plane over the GitHub rpcs, which only 0.2.0 has:
-    /// under 0.7.0 it is never connected.
-    pub github: Option<Arc<GithubCommandEnv>>,
+    /// What a thread's commands get in their environment (its CLI
+    /// secret, GitHub tokens); the same source must be given to the engine
+    /// ([`gantry_core::EngineBuilder::command_env_source`]). Without it,
+    /// commands get neither.
+    pub command_env: Option<Arc<RunnerCommandEnv>>,
 }
 
 /// Why the runner stopped before it was asked to.
@@ -96,6 +99,7 @@ pub async fn run(
         workspaces: options.workspaces,
         outbox: outbox.clone(),
         followers: Followers::new(options.protocol),
+        command_env: options.command_env.clone(),
     };
     // Beside the session: restating threads may fill the outbox, which
     // only the session drains.
@@ -106,7 +110,7 @@ pub async fn run(
         token: options.token,
         ca_pem: options.ca_pem,
         backoff: options.backoff,
-        github: options.github,
+        command_env: options.command_env,
         handler,
         outbox: queued,
         unconfirmed: Unconfirmed::default(),

@@ -20,8 +20,10 @@ use gantry_types::{AgentId, GANTRY_SDK, ThreadId, ThreadSettingsPatch, TurnStatu
 
 use gantry_runner_protocol::messages::ClientMessage;
 
+use super::command_env::RunnerCommandEnv;
 use super::outbox::{Closed, Outbox};
 use super::reports::{Followers, turn_update};
+use super::thread_secrets::CLI_SECRET_ENV;
 use super::{git_skills, thread_mcp};
 
 /// The agent 0.7.0 threads run under.
@@ -35,6 +37,8 @@ pub(crate) struct Handler {
     pub workspaces: PathBuf,
     pub outbox: Outbox,
     pub followers: Followers,
+    /// Where a thread's CLI secret goes; none without a command env.
+    pub command_env: Option<std::sync::Arc<RunnerCommandEnv>>,
 }
 
 /// Why a request was not carried out, as the control plane reads it.
@@ -158,6 +162,7 @@ impl Handler {
             return Ok(vec![thread_update(&id, ThreadStatus::Ready)]);
         }
         let cwd = workspace_of(&self.workspaces, &id).await?;
+        let instructions = self.instructions(&id, &r)?;
         let mcp_servers = thread_mcp::configs(&r.mcp_servers, &cwd).map_err(Refusal)?;
         if !r.git_skill_packages.is_empty() {
             // Before the thread starts: it discovers its skills as it does.
@@ -175,9 +180,7 @@ impl Handler {
                 cwd,
                 model: Some(r.model),
                 reasoning: r.reasoning_level.filter(|l| !l.trim().is_empty()),
-                instructions: r
-                    .additional_model_instructions
-                    .filter(|i| !i.trim().is_empty()),
+                instructions,
                 agent: Some(agent),
                 ..CreateThread::default()
             })
@@ -189,6 +192,39 @@ impl Handler {
             .ensure(&self.engine, &thread.id, &self.outbox)
             .await;
         Ok(vec![thread_update(&thread.id, ThreadStatus::Ready)])
+    }
+
+    /// The thread's instructions: the control plane's, and where its
+    /// commands find its CLI secret, which is kept for them (the secret
+    /// itself never enters the instructions: they are in the event log).
+    fn instructions(
+        &self,
+        id: &ThreadId,
+        r: &messages::CreateThread,
+    ) -> Result<Option<String>, Refusal> {
+        let given = r
+            .additional_model_instructions
+            .as_deref()
+            .map(str::trim)
+            .filter(|i| !i.is_empty());
+        let Some(secret) = r.cli_secret.as_deref().filter(|s| !s.is_empty()) else {
+            return Ok(given.map(str::to_owned));
+        };
+        let Some(env) = &self.command_env else {
+            tracing::warn!(thread = %id, "this runner has no command environment: the thread's CLI secret does not reach its commands");
+            return Ok(given.map(str::to_owned));
+        };
+        env.secrets
+            .set(id, secret)
+            .map_err(|e| Refusal(format!("cannot keep the thread's secret: {e}")))?;
+        let note = format!(
+            "Commands you run find this thread's secret for the CompanyHelm agent API in \
+             ${CLI_SECRET_ENV} (send it as `Authorization: Bearer ${CLI_SECRET_ENV}`); never print it."
+        );
+        Ok(Some(match given {
+            Some(given) => format!("{given}\n\n{note}"),
+            None => note,
+        }))
     }
 
     /// Gives the thread its MCP servers and connects them before it is
@@ -245,6 +281,9 @@ impl Handler {
         }
         // Its servers' processes end with it (deleting again finds none).
         self.engine.mcp().remove_thread_servers(&id).await?;
+        if let Some(env) = &self.command_env {
+            env.secrets.remove(&id);
+        }
         Ok(vec![thread_update(&id, ThreadStatus::Deleted)])
     }
 

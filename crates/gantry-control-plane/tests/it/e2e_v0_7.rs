@@ -1,6 +1,6 @@
 //! A real Gantry runner speaking 0.7.0 under the control plane, end to
-//! end: a thread created over HTTP with MCP servers and git skill packages,
-//! and what its turns get of each.
+//! end: a thread created over HTTP with MCP servers, git skill packages and
+//! (always) a CLI secret, and what its turns get of each.
 
 use crate::support;
 
@@ -14,7 +14,9 @@ use gantry_llm::ClientConfig;
 use gantry_llm::openai_chat::OpenAiChatClient;
 use gantry_store::SqliteStore;
 use gantry_testkit::{MockLlm, Script, Step};
-use proto_runner_control::{self as runner, Backoff, ControlPlaneUrl, RunnerOptions};
+use proto_runner_control::{
+    self as runner, Backoff, CLI_SECRET_ENV, ControlPlaneUrl, RunnerCommandEnv, RunnerOptions,
+};
 use serde_json::{Value, json};
 use support::{GUARD, Harness, guarded};
 use tokio::task::JoinHandle;
@@ -38,7 +40,13 @@ impl Runner07 {
         )));
         std::fs::create_dir_all(dir).unwrap();
         let store = Arc::new(SqliteStore::open(&dir.join("gantry.db")).await.unwrap());
-        let engine = EngineBuilder::new(store, models).start().await.unwrap();
+        // Threads' secrets beside the store, as `gantry runner` keeps them.
+        let command_env = RunnerCommandEnv::new(Some(dir.join("runner-secrets"))).shared();
+        let engine = EngineBuilder::new(store, models)
+            .command_env_source(command_env.clone())
+            .start()
+            .await
+            .unwrap();
         let options = RunnerOptions {
             url: ControlPlaneUrl::parse(&format!("http://{}", h.grpc)).unwrap(),
             protocol: runner::ProtocolVersion::V0_7,
@@ -46,7 +54,7 @@ impl Runner07 {
             ca_pem: None,
             workspaces: dir.join("workspaces"),
             backoff: Backoff::new(Duration::from_millis(20), Duration::from_millis(200)),
-            github: None,
+            command_env: Some(command_env),
         };
         let stop = CancellationToken::new();
         let task = tokio::spawn(runner::run(engine.clone(), options, stop.clone()));
@@ -329,4 +337,98 @@ async fn a_threads_git_skills_at_their_reference_reach_its_model() {
 
     runner.stop().await;
     h.stop().await;
+}
+
+/// Every file under `dir`, as bytes, with its path.
+fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                out.push((path, bytes));
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_threads_commands_see_its_cli_secret_and_nothing_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Harness::start(&dir.path().join("cp"), Duration::from_secs(20)).await;
+    let (runner_id, token) = h.add_runner("gantry-07").await;
+    let llm = MockLlm::start(Script::new([
+        Step::tool_call(
+            "shell",
+            json!({"command": format!(
+                "printf %s \"${CLI_SECRET_ENV}\" > seen-secret; echo length=${{#{CLI_SECRET_ENV}}}"
+            )}),
+        ),
+        Step::text("Done."),
+    ]))
+    .unwrap();
+    let runner = Runner07::start(&h, &dir.path().join("runner"), token, &llm).await;
+    let model = wait_connected(&h, &runner_id).await;
+    let (_, agent) = h.post("/v1/agents", json!({})).await;
+    let agent_id = agent["id"].as_str().unwrap();
+    let (status, thread) = h
+        .post(
+            &format!("/v1/agents/{agent_id}/threads"),
+            json!({"model": model, "instructions": "Be brief."}),
+        )
+        .await;
+    assert_eq!(status, 201, "{thread}");
+    let thread_id = thread["id"].as_str().unwrap().to_owned();
+    let workspace = runner.dir.join("workspaces").join(&thread_id);
+
+    let thread = run_turn(&h, &thread_id, "use the secret").await;
+
+    // The command had the thread's secret in its environment...
+    let secret = std::fs::read_to_string(workspace.join("seen-secret")).unwrap();
+    assert!(secret.len() >= 32, "a real secret: {} chars", secret.len());
+    let items = thread["turns"][0]["items"].as_array().unwrap();
+    let command = items
+        .iter()
+        .find(|i| i["type"] == "command_execution")
+        .unwrap_or_else(|| panic!("no command: {thread}"));
+    assert!(
+        command
+            .to_string()
+            .contains(&format!("length={}", secret.len())),
+        "{command}"
+    );
+    // ...and the model was told where it is, never what it is.
+    let id = gantry_types::ThreadId::from(thread_id.as_str());
+    let view = runner.engine.threads().read(&id).await.unwrap();
+    let instructions = view.thread.instructions.clone().unwrap_or_default();
+    assert!(instructions.starts_with("Be brief."), "{instructions}");
+    assert!(instructions.contains(CLI_SECRET_ENV), "{instructions}");
+    for request in &llm.requests() {
+        assert!(
+            !request.body.to_string().contains(&secret),
+            "the secret reached the model"
+        );
+    }
+
+    // Nowhere in either store (nor its log, nor the API's answers).
+    runner.engine.flush().await.unwrap();
+    let runner_dir = runner.dir.clone();
+    runner.stop().await;
+    h.stop().await;
+    let stores = files_under(&runner_dir)
+        .into_iter()
+        .chain(files_under(&dir.path().join("cp")))
+        .filter(|(path, _)| path.to_string_lossy().contains(".db"));
+    let mut checked = 0;
+    for (path, bytes) in stores {
+        checked += 1;
+        let found = bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
+        assert!(!found, "the secret is in {}", path.display());
+    }
+    assert!(checked >= 2, "both stores were read");
+    assert!(!thread.to_string().contains(&secret));
 }
