@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use gantry_core::CommandEnvSource;
 use gantry_types::ThreadId;
 
-use super::github_env::GithubCommandEnv;
+use super::github_env::{GithubCommandEnv, TokenFile};
 use super::thread_secrets::{CLI_SECRET_ENV, ThreadSecrets};
 
 /// A runner's command environment; give the same one to the engine
@@ -37,6 +37,14 @@ impl RunnerCommandEnv {
     /// 0.7.0 control plane has none: commands then get no token).
     pub fn github_from_control_plane(mut self) -> Self {
         self.github = Some(GithubCommandEnv::control_plane());
+        self
+    }
+
+    /// The GitHub token in `file` (its first line), read again whenever the
+    /// file changes; in either protocol version, instead of the control
+    /// plane's.
+    pub fn github_token_file(mut self, file: PathBuf) -> Self {
+        self.github = Some(GithubCommandEnv::File(TokenFile::new(file)));
         self
     }
 

@@ -33,6 +33,17 @@ struct Runner07 {
 
 impl Runner07 {
     async fn start(h: &Harness, dir: &Path, token: String, llm: &MockLlm) -> Self {
+        Self::start_with(h, dir, token, llm, None).await
+    }
+
+    /// [`Runner07::start`], its `git` commands given the token in `github_token_file`.
+    async fn start_with(
+        h: &Harness,
+        dir: &Path,
+        token: String,
+        llm: &MockLlm,
+        github_token_file: Option<PathBuf>,
+    ) -> Self {
         let mut config = ClientConfig::new(llm.base_url());
         config.retry.max_retries = 0;
         let models = Arc::new(SingleModel(Arc::new(
@@ -41,7 +52,11 @@ impl Runner07 {
         std::fs::create_dir_all(dir).unwrap();
         let store = Arc::new(SqliteStore::open(&dir.join("gantry.db")).await.unwrap());
         // Threads' secrets beside the store, as `gantry runner` keeps them.
-        let command_env = RunnerCommandEnv::new(Some(dir.join("runner-secrets"))).shared();
+        let mut command_env = RunnerCommandEnv::new(Some(dir.join("runner-secrets")));
+        if let Some(file) = github_token_file {
+            command_env = command_env.github_token_file(file);
+        }
+        let command_env = command_env.shared();
         let engine = EngineBuilder::new(store, models)
             .command_env_source(command_env.clone())
             .start()
@@ -431,4 +446,76 @@ async fn a_threads_commands_see_its_cli_secret_and_nothing_keeps_it() {
     }
     assert!(checked >= 2, "both stores were read");
     assert!(!thread.to_string().contains(&secret));
+}
+
+#[tokio::test]
+async fn git_commands_of_a_07_thread_get_the_token_file_and_its_rotations() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("gh.token");
+    std::fs::write(&token_file, "ghs_first\n").unwrap();
+    let h = Harness::start(&dir.path().join("cp"), Duration::from_secs(20)).await;
+    let (runner_id, token) = h.add_runner("gantry-07").await;
+    let git = "git config --get http.https://github.com/.extraheader; echo gh=$GH_TOKEN";
+    let llm = MockLlm::start(Script::new([
+        Step::tool_call("shell", json!({"command": git})),
+        Step::tool_call("shell", json!({"command": "echo plain=${#GH_TOKEN}"})),
+        Step::text("first"),
+        Step::tool_call("shell", json!({"command": git})),
+        Step::text("second"),
+    ]))
+    .unwrap();
+    let runner = Runner07::start_with(
+        &h,
+        &dir.path().join("runner"),
+        token,
+        &llm,
+        Some(token_file.clone()),
+    )
+    .await;
+    let model = wait_connected(&h, &runner_id).await;
+    let (_, agent) = h.post("/v1/agents", json!({})).await;
+    let agent_id = agent["id"].as_str().unwrap();
+    let (status, thread) = h
+        .post(
+            &format!("/v1/agents/{agent_id}/threads"),
+            json!({"model": model}),
+        )
+        .await;
+    assert_eq!(status, 201, "{thread}");
+    let thread_id = thread["id"].as_str().unwrap().to_owned();
+
+    let outputs = |thread: &Value, turn: usize| -> Vec<String> {
+        thread["turns"][turn]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["type"] == "command_execution")
+            .map(|i| i.to_string())
+            .collect()
+    };
+    use base64::Engine as _;
+    let header = |token: &str| {
+        let basic =
+            base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"));
+        format!("AUTHORIZATION: basic {basic}")
+    };
+    let thread = run_turn(&h, &thread_id, "push").await;
+    let first = outputs(&thread, 0);
+    assert_eq!(first.len(), 2, "{thread}");
+    assert!(first[0].contains(&header("ghs_first")), "{}", first[0]);
+    assert!(first[0].contains("gh=ghs_first"), "{}", first[0]);
+    assert!(
+        first[1].contains("plain=0"),
+        "not for other commands: {}",
+        first[1]
+    );
+
+    // Rotated by whatever writes the file: the next git command has it.
+    std::fs::write(&token_file, "ghs_second\n").unwrap();
+    let thread = run_turn(&h, &thread_id, "push again").await;
+    let second = outputs(&thread, 1);
+    assert!(second[0].contains("gh=ghs_second"), "{}", second[0]);
+
+    runner.stop().await;
+    h.stop().await;
 }
