@@ -13,3 +13,4 @@ mod runners;
 mod security;
 mod support;
 mod threads;
+mod unknown_kinds;
