@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 use proto_runner_control::{
-    self as runner, Backoff, ControlPlaneUrl, GithubCommandEnv, ProtocolVersion, RunnerOptions,
+    self as runner, Backoff, ControlPlaneUrl, ProtocolVersion, RunnerCommandEnv, RunnerOptions,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -31,6 +31,9 @@ Examples:
 
   # Under a control plane of CompanyHelm's current protocol (0.5.x-0.7.0):
   gantry runner --protocol 0.7 --control-plane http://cp.internal:7400 --token-file builder-1.token
+
+  # ... whose threads' git and gh commands use the token in a file:
+  gantry runner --protocol 0.7 --github-token-file gh.token --control-plane http://cp.internal:7400 --token-file builder-1.token
 
 The models offered are the configured providers' (see --config); each thread
 works in its own directory under --workspaces. The runner reconnects with
@@ -72,6 +75,15 @@ pub(crate) struct RunnerArgs {
         default_value = "0.2"
     )]
     pub protocol: ProtocolVersion,
+
+    /// File whose first line is a GitHub token for the threads' `git` and
+    /// `gh` commands (as `GH_TOKEN`, `GITHUB_TOKEN` and git's
+    /// `http.extraheader`, in those commands' environment only). Read again
+    /// whenever it changes, so whatever rotates the token just rewrites the
+    /// file. Replaces the control plane's installation tokens (0.2), and is
+    /// the way to give 0.7 threads a token (0.7.0 has no GitHub rpcs).
+    #[arg(long, env = "GANTRY_GITHUB_TOKEN_FILE", value_name = "FILE")]
+    pub github_token_file: Option<PathBuf>,
 }
 
 /// Runs the runner until SIGINT/SIGTERM, or until the control plane
@@ -91,8 +103,15 @@ pub(crate) async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
         .workspaces
         .clone()
         .unwrap_or_else(|| data.path.join("workspaces"));
-    let github = GithubCommandEnv::new();
-    let source = github.clone();
+    // Threads' CLI secrets (0.7) live beside the store, never in it.
+    let command_env = RunnerCommandEnv::new(Some(data.path.join("runner-secrets")));
+    let command_env = match (&args.github_token_file, args.protocol) {
+        (Some(file), _) => command_env.github_token_file(file.clone()),
+        (None, ProtocolVersion::V0_2) => command_env.github_from_control_plane(),
+        (None, ProtocolVersion::V0_7) => command_env,
+    }
+    .shared();
+    let source = command_env.clone();
     let engine = daemon_engine(
         data.store.clone(),
         providers_config,
@@ -116,7 +135,7 @@ pub(crate) async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
         ca_pem,
         workspaces,
         backoff: Backoff::default(),
-        github: Some(github),
+        command_env: Some(command_env),
     };
     // Handlers before the runner starts (and says it dials).
     let signal = stop_signal();

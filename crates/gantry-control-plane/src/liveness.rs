@@ -5,13 +5,15 @@
 //! answers again. 0.2.0 has no heartbeat: such a runner's connection is
 //! watched by HTTP/2 keepalive only.
 
+use std::time::Duration;
+
 use gantry_runner_protocol::messages::{Request, ServerMessage};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use crate::ControlPlane;
-use crate::registry::Outbox;
+use crate::registry::{Outbox, Registry};
 
 /// Intervals without an answer after which a runner is unhealthy.
 pub(crate) const MISSES: u32 = 2;
@@ -23,20 +25,38 @@ pub(crate) async fn heartbeats(
     outbox: Outbox,
     ended: CancellationToken,
 ) {
-    let every = cp.inner.heartbeat;
-    let registry = &cp.inner.registry;
+    let inner = &cp.inner;
+    beat(
+        inner.heartbeat,
+        &inner.registry,
+        &runner_id,
+        &outbox,
+        (&ended, &inner.stop),
+    )
+    .await;
+}
+
+/// Every `every`: marks the runner unhealthy once it has not answered for
+/// [`MISSES`] intervals, then asks again, until `ended` or `stop`.
+async fn beat(
+    every: Duration,
+    registry: &Registry,
+    runner_id: &str,
+    outbox: &Outbox,
+    (ended, stop): (&CancellationToken, &CancellationToken),
+) {
     let mut tick = tokio::time::interval_at(Instant::now() + every, every);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             () = ended.cancelled() => return,
-            () = cp.inner.stop.cancelled() => return,
+            () = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
         let late = registry
-            .last_heard(&runner_id)
+            .last_heard(runner_id)
             .is_none_or(|heard| heard.elapsed() > every * MISSES);
-        if late && registry.mark_unhealthy(&runner_id) {
+        if late && registry.mark_unhealthy(runner_id) {
             tracing::warn!(
                 runner = %runner_id,
                 "runner missed its heartbeats: unhealthy, it gets no new work until it answers"
@@ -54,3 +74,6 @@ pub(crate) async fn heartbeats(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -36,7 +36,7 @@ pub(crate) fn kind(request: &Request) -> &'static str {
 }
 
 /// What recording the answer to a request needs: a new agent's SDK and
-/// default model, a new thread's model and reasoning level.
+/// default model, a new thread's model, reasoning level and MCP servers.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Params {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,6 +45,9 @@ pub(crate) struct Params {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_level: Option<String>,
+    /// A new thread's MCP servers, as kept (no secret values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<Vec<crate::ops::McpServerView>>,
 }
 
 impl Params {

@@ -112,6 +112,9 @@ pub(crate) struct ThreadView {
     /// Its token usage, as its (0.7.0) runner last said.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_usage: Option<serde_json::Value>,
+    /// Its MCP servers (0.7.0), without secret values.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<crate::ops::McpServerView>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -171,6 +174,11 @@ impl From<&ThreadRecord> for ThreadView {
                 .token_usage
                 .as_deref()
                 .and_then(|json| serde_json::from_str(json).ok()),
+            mcp_servers: thread
+                .mcp_servers
+                .as_deref()
+                .and_then(|json| serde_json::from_str(json).ok())
+                .unwrap_or_default(),
             created_at: thread.created_at,
             updated_at: thread.updated_at,
         }

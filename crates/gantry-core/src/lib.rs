@@ -30,6 +30,7 @@ pub mod projection;
 mod providers;
 mod skills_api;
 mod structured_api;
+mod thread_mcp;
 mod todos;
 mod turn;
 mod writer;
@@ -66,4 +67,5 @@ pub use structured_api::{
     DEFAULT_STRUCTURED_RETRIES, Goals, Plans, Structured, StructuredChunk, StructuredOutput,
     StructuredRequest, StructuredStream,
 };
+pub use thread_mcp::THREAD_MCP_SERVERS_SETTING;
 pub use writer::StoreUnavailable;

@@ -141,11 +141,16 @@ where
 /// through the environment (git reads exactly COUNT pairs); `git -c` still
 /// wins over it.
 pub fn git_env(token: &InstallationToken) -> Vec<(String, String)> {
+    git_env_of(&token.token)
+}
+
+/// [`git_env`] of a bare token.
+pub(crate) fn git_env_of(token: &str) -> Vec<(String, String)> {
     // What GitHub's own actions/checkout sets: user `x-access-token`.
-    let basic = STANDARD.encode(format!("x-access-token:{}", token.token));
+    let basic = STANDARD.encode(format!("x-access-token:{token}"));
     [
-        ("GH_TOKEN", token.token.clone()),
-        ("GITHUB_TOKEN", token.token.clone()),
+        ("GH_TOKEN", token.to_owned()),
+        ("GITHUB_TOKEN", token.to_owned()),
         ("GIT_CONFIG_COUNT", "1".to_owned()),
         (
             "GIT_CONFIG_KEY_0",

@@ -11,13 +11,17 @@
 
 mod backoff;
 mod catalog;
+mod command_env;
 mod endpoint;
+mod git_skills;
 mod github_env;
 mod github_tokens;
 mod outbox;
 mod reports;
 mod requests;
 mod session;
+mod thread_mcp;
+mod thread_secrets;
 mod wire;
 
 use std::path::PathBuf;
@@ -27,10 +31,11 @@ use gantry_core::Engine;
 use tokio_util::sync::CancellationToken;
 
 pub use backoff::Backoff;
+pub use command_env::RunnerCommandEnv;
 pub use endpoint::ControlPlaneUrl;
 pub use gantry_runner_protocol::ProtocolVersion;
-pub use github_env::GithubCommandEnv;
 pub use github_tokens::{GithubTokens, git_env};
+pub use thread_secrets::CLI_SECRET_ENV;
 
 use outbox::{Outbox, Unconfirmed};
 use reports::Followers;
@@ -52,11 +57,11 @@ pub struct RunnerOptions {
     pub workspaces: PathBuf,
     /// Reconnect delays.
     pub backoff: Backoff,
-    /// Where `git`/`gh` commands get their GitHub token; the same source
-    /// must be given to the engine ([`gantry_core::EngineBuilder::command_env_source`]).
-    /// It asks the control plane over the GitHub rpcs, which only 0.2.0 has:
-    /// under 0.7.0 it is never connected.
-    pub github: Option<Arc<GithubCommandEnv>>,
+    /// What a thread's commands get in their environment (its CLI
+    /// secret, GitHub tokens); the same source must be given to the engine
+    /// ([`gantry_core::EngineBuilder::command_env_source`]). Without it,
+    /// commands get neither.
+    pub command_env: Option<Arc<RunnerCommandEnv>>,
 }
 
 /// Why the runner stopped before it was asked to.
@@ -94,6 +99,7 @@ pub async fn run(
         workspaces: options.workspaces,
         outbox: outbox.clone(),
         followers: Followers::new(options.protocol),
+        command_env: options.command_env.clone(),
     };
     // Beside the session: restating threads may fill the outbox, which
     // only the session drains.
@@ -104,7 +110,7 @@ pub async fn run(
         token: options.token,
         ca_pem: options.ca_pem,
         backoff: options.backoff,
-        github: options.github,
+        command_env: options.command_env,
         handler,
         outbox: queued,
         unconfirmed: Unconfirmed::default(),
@@ -129,6 +135,7 @@ async fn follow_existing_threads(handler: Handler) {
             }
         };
         for thread in page.threads.iter().filter(|t| t.agent_id.is_some()) {
+            start_thread_mcp_servers(&handler.engine, &thread.id);
             handler
                 .followers
                 .resume(&handler.engine, &thread.id, &handler.outbox)
@@ -139,4 +146,19 @@ async fn follow_existing_threads(handler: Handler) {
             None => return,
         }
     }
+}
+
+/// Connects a thread's own MCP servers (kept by the engine across runs) in
+/// the background, so its next turns have their tools again.
+fn start_thread_mcp_servers(engine: &Engine, thread: &gantry_types::ThreadId) {
+    if engine.mcp().thread_servers(thread).is_empty() {
+        return;
+    }
+    let (engine, thread) = (engine.clone(), thread.clone());
+    tokio::spawn(async move {
+        let summary = engine.mcp().start_thread_servers(&thread).await;
+        for failed in summary.failed {
+            tracing::warn!(thread = %thread, server = %failed.server_name, error = %failed.error, "a thread's MCP server did not start again");
+        }
+    });
 }

@@ -20,8 +20,11 @@ use gantry_types::{AgentId, GANTRY_SDK, ThreadId, ThreadSettingsPatch, TurnStatu
 
 use gantry_runner_protocol::messages::ClientMessage;
 
+use super::command_env::RunnerCommandEnv;
 use super::outbox::{Closed, Outbox};
 use super::reports::{Followers, turn_update};
+use super::thread_secrets::CLI_SECRET_ENV;
+use super::{git_skills, thread_mcp};
 
 /// The agent 0.7.0 threads run under.
 pub(crate) const IMPLICIT_AGENT: &str = "companyhelm-threads";
@@ -34,6 +37,8 @@ pub(crate) struct Handler {
     pub workspaces: PathBuf,
     pub outbox: Outbox,
     pub followers: Followers,
+    /// Where a thread's CLI secret goes; none without a command env.
+    pub command_env: Option<std::sync::Arc<RunnerCommandEnv>>,
 }
 
 /// Why a request was not carried out, as the control plane reads it.
@@ -156,16 +161,17 @@ impl Handler {
             }
             return Ok(vec![thread_update(&id, ThreadStatus::Ready)]);
         }
-        if !r.mcp_servers.is_empty() || !r.git_skill_packages.is_empty() {
-            // What this runner cannot set up per thread is said, not hidden.
-            tracing::warn!(
-                thread = %id,
-                mcp_servers = r.mcp_servers.len(),
-                git_skill_packages = r.git_skill_packages.len(),
-                "the thread's MCP servers and git skill packages are not set up by this runner"
-            );
-        }
         let cwd = workspace_of(&self.workspaces, &id).await?;
+        let instructions = self.instructions(&id, &r)?;
+        let mcp_servers = thread_mcp::configs(&r.mcp_servers, &cwd).map_err(Refusal)?;
+        if !r.git_skill_packages.is_empty() {
+            // Before the thread starts: it discovers its skills as it does.
+            let skills_dir = git_skills::skills_dir(&cwd);
+            let names = git_skills::install(&self.engine, &r.git_skill_packages, &skills_dir)
+                .await
+                .map_err(Refusal)?;
+            tracing::info!(thread = %id, skills = ?names, "installed the thread's git skill packages");
+        }
         let thread = self
             .engine
             .threads()
@@ -174,17 +180,74 @@ impl Handler {
                 cwd,
                 model: Some(r.model),
                 reasoning: r.reasoning_level.filter(|l| !l.trim().is_empty()),
-                instructions: r
-                    .additional_model_instructions
-                    .filter(|i| !i.trim().is_empty()),
+                instructions,
                 agent: Some(agent),
                 ..CreateThread::default()
             })
             .await?;
+        if !mcp_servers.is_empty() {
+            self.start_mcp_servers(&thread.id, mcp_servers).await?;
+        }
         self.followers
             .ensure(&self.engine, &thread.id, &self.outbox)
             .await;
         Ok(vec![thread_update(&thread.id, ThreadStatus::Ready)])
+    }
+
+    /// The thread's instructions: the control plane's, and where its
+    /// commands find its CLI secret, which is kept for them (the secret
+    /// itself never enters the instructions: they are in the event log).
+    fn instructions(
+        &self,
+        id: &ThreadId,
+        r: &messages::CreateThread,
+    ) -> Result<Option<String>, Refusal> {
+        let given = r
+            .additional_model_instructions
+            .as_deref()
+            .map(str::trim)
+            .filter(|i| !i.is_empty());
+        let Some(secret) = r.cli_secret.as_deref().filter(|s| !s.is_empty()) else {
+            return Ok(given.map(str::to_owned));
+        };
+        let Some(env) = &self.command_env else {
+            tracing::warn!(thread = %id, "this runner has no command environment: the thread's CLI secret does not reach its commands");
+            return Ok(given.map(str::to_owned));
+        };
+        env.secrets
+            .set(id, secret)
+            .map_err(|e| Refusal(format!("cannot keep the thread's secret: {e}")))?;
+        let note = format!(
+            "Commands you run find this thread's secret for the CompanyHelm agent API in \
+             ${CLI_SECRET_ENV} (send it as `Authorization: Bearer ${CLI_SECRET_ENV}`); never print it."
+        );
+        Ok(Some(match given {
+            Some(given) => format!("{given}\n\n{note}"),
+            None => note,
+        }))
+    }
+
+    /// Gives the thread its MCP servers and connects them before it is
+    /// said ready, so its first turn has their tools. A server that cannot
+    /// start is logged by name (its config may hold secrets) and left out;
+    /// the thread works without it.
+    async fn start_mcp_servers(
+        &self,
+        thread: &ThreadId,
+        servers: Vec<gantry_types::mcp::McpServerConfig>,
+    ) -> Result<(), Refusal> {
+        let mcp = self.engine.mcp();
+        mcp.set_thread_servers(thread, servers).await?;
+        let summary = mcp.start_thread_servers(thread).await;
+        for failed in &summary.failed {
+            tracing::warn!(
+                thread = %thread,
+                server = %failed.server_name,
+                error = %failed.error,
+                "a thread's MCP server did not start; the thread goes on without its tools"
+            );
+        }
+        Ok(())
     }
 
     /// The agent of 0.7.0's threads, made when first needed.
@@ -215,6 +278,11 @@ impl Handler {
         if !view.thread.archived {
             self.engine.turns().interrupt(&id).await?;
             self.engine.threads().archive(&id).await?;
+        }
+        // Its servers' processes end with it (deleting again finds none).
+        self.engine.mcp().remove_thread_servers(&id).await?;
+        if let Some(env) = &self.command_env {
+            env.secrets.remove(&id);
         }
         Ok(vec![thread_update(&id, ThreadStatus::Deleted)])
     }

@@ -16,8 +16,8 @@ use tonic::Code;
 
 use super::RunnerError;
 use super::backoff::Backoff;
+use super::command_env::RunnerCommandEnv;
 use super::endpoint::{ControlPlaneUrl, Outbound};
-use super::github_env::GithubCommandEnv;
 use super::outbox::{UNCONFIRMED, Unconfirmed};
 use super::requests::Handler;
 use super::wire::{self, Incoming};
@@ -41,7 +41,7 @@ pub(crate) struct Session {
     pub token: String,
     pub ca_pem: Option<Vec<u8>>,
     pub backoff: Backoff,
-    pub github: Option<Arc<GithubCommandEnv>>,
+    pub command_env: Option<Arc<RunnerCommandEnv>>,
     pub handler: Handler,
     pub outbox: mpsc::Receiver<ClientMessage>,
     pub unconfirmed: Unconfirmed,
@@ -106,7 +106,7 @@ impl Session {
             Err(why) => return Ok(Ended::Retry(why)),
         };
         // 0.7.0 has no GitHub rpcs (see `github_env`).
-        if let Some(github) = &self.github
+        if let Some(github) = self.command_env.as_ref().and_then(|e| e.github.as_ref())
             && self.protocol == ProtocolVersion::V0_2
         {
             github.connect(AgentRunnerControlServiceClient::new(channel.clone()));

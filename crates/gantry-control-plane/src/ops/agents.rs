@@ -66,7 +66,7 @@ impl ControlPlane {
             params: Params {
                 sdk: Some(sdk),
                 model: new.model,
-                reasoning_level: None,
+                ..Params::default()
             },
         };
         match self.ask(&runner_id, request, subject).await? {

@@ -3,6 +3,7 @@
 //! with what the runner's reply recorded in the store.
 
 mod agents;
+mod mcp;
 mod runners;
 mod threads;
 
@@ -10,6 +11,7 @@ use serde::Deserialize;
 
 use crate::store::RequestRecord;
 
+pub(crate) use mcp::McpServerView;
 pub(crate) use threads::{InterruptSent, MessageAccepted};
 
 use super::error::ApiError;
@@ -54,6 +56,9 @@ pub(crate) struct NewThread {
     /// 0.7.0 runners: skills the thread checks out from git.
     #[serde(default)]
     pub git_skill_packages: Vec<NewGitSkills>,
+    /// 0.7.0 runners: MCP servers the thread's turns get the tools of.
+    #[serde(default)]
+    pub mcp_servers: Vec<mcp::NewMcpServer>,
 }
 
 /// Skills from one git repository (`ThreadGitSkillPackage`).

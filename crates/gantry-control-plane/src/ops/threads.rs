@@ -51,12 +51,17 @@ impl ControlPlane {
         )?;
         require_if_given("instructions", new.instructions.as_deref())?;
         let v0_7 = self.protocol_of(&agent.runner_id) == ProtocolVersion::V0_7;
-        if !v0_7 && (new.instructions.is_some() || !new.git_skill_packages.is_empty()) {
+        if !v0_7
+            && (new.instructions.is_some()
+                || !new.git_skill_packages.is_empty()
+                || !new.mcp_servers.is_empty())
+        {
             return Err(ApiError::BadRequest(format!(
-                "instructions, git_skill_packages: runner {} speaks protocol 0.2, whose threads take neither",
+                "instructions, git_skill_packages, mcp_servers: runner {} speaks protocol 0.2, whose threads take none of them",
                 agent.runner_id
             )));
         }
+        let (mcp_servers, mcp_views) = super::mcp::thread_servers(new.mcp_servers)?;
         let request = Request::CreateThread(CreateThread {
             agent_id: Some(agent_id.to_owned()),
             model: model.clone(),
@@ -64,7 +69,12 @@ impl ControlPlane {
             ..CreateThread::default()
         });
         let request = if v0_7 {
-            v0_7_thread(request, new.instructions, new.git_skill_packages)?
+            v0_7_thread(
+                request,
+                new.instructions,
+                new.git_skill_packages,
+                mcp_servers,
+            )?
         } else {
             request
         };
@@ -75,6 +85,7 @@ impl ControlPlane {
                 sdk: None,
                 model: Some(model),
                 reasoning_level: new.reasoning_level,
+                mcp_servers: (!mcp_views.is_empty()).then_some(mcp_views),
             },
         };
         let thread_id = match self.ask(&agent.runner_id, request, subject).await? {
@@ -267,13 +278,14 @@ impl ControlPlane {
 }
 
 /// A 0.2.0 `CreateThread` made 0.7.0's: an id chosen here, the thread's
-/// instructions and skills, and a secret of its own (random; the thread
+/// instructions, skills and MCP servers, and a secret of its own (random; the thread
 /// would present it on calls back, which this control plane does not
 /// serve, so it is not kept).
 fn v0_7_thread(
     request: Request,
     instructions: Option<String>,
     skills: Vec<super::NewGitSkills>,
+    mcp_servers: Vec<gantry_runner_protocol::messages::ThreadMcpServer>,
 ) -> Result<Request, ApiError> {
     let Request::CreateThread(mut thread) = request else {
         return Ok(request);
@@ -283,6 +295,7 @@ fn v0_7_thread(
     thread.thread_id = Some(uuid::Uuid::now_v7().to_string());
     thread.additional_model_instructions = instructions;
     thread.cli_secret = Some(secret);
+    thread.mcp_servers = mcp_servers;
     thread.git_skill_packages = skills
         .into_iter()
         .map(|p| ThreadGitSkillPackage {

@@ -100,6 +100,8 @@ pub struct ThreadRecord {
     pub name: Option<String>,
     /// JSON of its token usage, as its (0.7.0) runner last said.
     pub token_usage: Option<String>,
+    /// JSON of its MCP servers (0.7.0), without secret values.
+    pub mcp_servers: Option<String>,
 }
 
 /// A request sent to a runner: what its answers are attributed to.

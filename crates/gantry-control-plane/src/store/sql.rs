@@ -101,7 +101,7 @@ pub(super) const LINK_REQUEST: &str = "UPDATE requests SET \
 macro_rules! thread_columns {
     () => {
         "id, agent_id, runner_id, model, reasoning_level, status, created_at, updated_at, \
-         name, token_usage"
+         name, token_usage, mcp_servers"
     };
 }
 
@@ -119,13 +119,13 @@ pub(super) const THREADS_OF_AGENT: &str = concat!(
 /// Inserts or updates a thread (its creation time stays).
 pub(super) const UPSERT_THREAD: &str = "INSERT INTO threads \
      (id, agent_id, runner_id, model, reasoning_level, status, created_at, updated_at, \
-     name, token_usage) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+     name, token_usage, mcp_servers) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
      ON CONFLICT (id) DO UPDATE SET agent_id = excluded.agent_id, \
      runner_id = excluded.runner_id, model = excluded.model, \
      reasoning_level = excluded.reasoning_level, status = excluded.status, \
      updated_at = excluded.updated_at, name = excluded.name, \
-     token_usage = excluded.token_usage";
+     token_usage = excluded.token_usage, mcp_servers = excluded.mcp_servers";
 
 /// Columns of a turn row.
 macro_rules! turn_columns {

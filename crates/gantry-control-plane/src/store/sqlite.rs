@@ -346,7 +346,8 @@ async fn upsert(conn: &mut SqliteConnection, row: &Upsert, seq: i64) -> Result<(
             .bind(t.created_at)
             .bind(t.updated_at)
             .bind(&t.name)
-            .bind(&t.token_usage),
+            .bind(&t.token_usage)
+            .bind(&t.mcp_servers),
         Upsert::Turn(t) => sqlx::query(sql::UPSERT_TURN)
             .bind(&t.thread_id)
             .bind(&t.id)

@@ -103,6 +103,10 @@ async fn new_thread(
         updated_at: ctx.now,
         name: None,
         token_usage: None,
+        mcp_servers: params
+            .mcp_servers
+            .filter(|servers| !servers.is_empty())
+            .and_then(|servers| serde_json::to_string(&servers).ok()),
     }))
 }
 

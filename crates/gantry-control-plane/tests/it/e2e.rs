@@ -43,7 +43,7 @@ async fn a_gantry_runner_serves_a_users_message_end_to_end() {
         ca_pem: None,
         workspaces: dir.path().join("runner/workspaces"),
         backoff: Backoff::new(Duration::from_millis(20), Duration::from_millis(200)),
-        github: None,
+        command_env: None,
     };
     let stop = CancellationToken::new();
     let running = tokio::spawn(runner::run(engine.clone(), options, stop.clone()));

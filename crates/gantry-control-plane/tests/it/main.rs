@@ -3,6 +3,7 @@
 mod agents;
 mod api;
 mod e2e;
+mod e2e_v0_7;
 mod fuzz;
 mod github;
 mod github_app;
@@ -12,3 +13,4 @@ mod runners;
 mod security;
 mod support;
 mod threads;
+mod unknown_kinds;

@@ -110,6 +110,7 @@ impl EngineBuilder {
                 writer,
                 tools: self.tools,
                 mcp: self.mcp,
+                thread_mcp: Default::default(),
                 lsp: self.lsp,
                 models: self.models,
                 clock: self.clock,
@@ -124,6 +125,7 @@ impl EngineBuilder {
             }),
         };
         engine.load_mcp_servers().await?;
+        engine.load_thread_mcp_servers().await?;
         engine.forward_lsp_events();
         for id in engine.shared.store.running_threads().await? {
             // One thread that cannot be loaded (a corrupt row) stays

@@ -56,6 +56,8 @@ pub(crate) struct Shared {
     pub writer: Writer,
     pub tools: ToolRegistry,
     pub mcp: McpManager,
+    /// Threads' own MCP servers.
+    pub thread_mcp: crate::thread_mcp::ThreadMcp,
     /// Language servers, one per (workspace root, language).
     pub lsp: LspManager,
     pub models: Arc<dyn ModelResolver>,

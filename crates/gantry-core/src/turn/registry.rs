@@ -9,7 +9,8 @@ use gantry_tools::skills::SkillTool;
 use super::{TurnSpec, read_skills};
 use crate::engine::Shared;
 
-/// The built-ins, the tools of connected MCP servers, the `skill` tool
+/// The built-ins, the tools of connected MCP servers (the engine's and
+/// the thread's own), the `skill` tool
 /// when the thread has skills, the memory tools (`remember`, `recall`),
 /// and the `lsp_*` tools while a language
 /// server runs for the thread's workspace.
@@ -17,6 +18,12 @@ pub(super) async fn turn_tools(shared: &Shared, spec: &TurnSpec) -> ToolRegistry
     let mut tools = shared.tools.clone();
     for tool in shared.mcp.tools_as_registry_entries().await {
         tools.register(tool);
+    }
+    // The thread's own servers, after the engine's: theirs win a name.
+    if let Some(own) = shared.thread_mcp.of(&spec.thread_id) {
+        for tool in own.tools_as_registry_entries().await {
+            tools.register(tool);
+        }
     }
     if !read_skills(&spec.skills).names().is_empty() {
         tools.register(Arc::new(SkillTool::new(spec.skills.clone())));

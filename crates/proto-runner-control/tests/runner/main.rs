@@ -18,7 +18,7 @@ use gantry_runner_protocol::v0_2::server_message::Request;
 use gantry_store::SqliteStore;
 use gantry_testkit::{MockLlm, Script, Step};
 use proto_runner_control::{
-    self as runner, Backoff, ControlPlaneUrl, GithubCommandEnv, RunnerError, RunnerOptions,
+    self as runner, Backoff, ControlPlaneUrl, RunnerCommandEnv, RunnerError, RunnerOptions,
 };
 use serde_json::json;
 use tokio::task::JoinHandle;
@@ -95,13 +95,15 @@ async fn start_runner(
         OpenAiChatClient::new(config).unwrap(),
     )));
     let store = Arc::new(SqliteStore::open(&dir.join("gantry.db")).await.unwrap());
-    let github = GithubCommandEnv::new();
+    let command_env = RunnerCommandEnv::new(None)
+        .github_from_control_plane()
+        .shared();
     let engine = EngineBuilder::new(store, models)
         .config(gantry_core::EngineConfig {
             data_dir: Some(dir.join("data")),
             ..Default::default()
         })
-        .command_env_source(github.clone())
+        .command_env_source(command_env.clone())
         .start()
         .await
         .unwrap();
@@ -112,7 +114,7 @@ async fn start_runner(
         ca_pem: None,
         workspaces: dir.join("workspaces"),
         backoff: Backoff::new(Duration::from_millis(20), Duration::from_millis(200)),
-        github: Some(github),
+        command_env: Some(command_env),
     };
     let stop = CancellationToken::new();
     let runner = tokio::spawn(runner::run(engine.clone(), options, stop.clone()));

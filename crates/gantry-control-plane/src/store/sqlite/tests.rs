@@ -38,6 +38,7 @@ fn thread(id: &str, agent_id: &str, runner_id: &str) -> ThreadRecord {
         updated_at: 3,
         name: None,
         token_usage: None,
+        mcp_servers: None,
     }
 }
 
