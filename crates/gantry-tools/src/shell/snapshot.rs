@@ -117,7 +117,12 @@ impl ShellSnapshots {
     /// How to start a command whose environment adds `explicit` to
     /// Gantry's: from the current snapshot, taken now if there is none yet
     /// or a profile file changed.
-    pub async fn launch(&self, explicit: &BTreeMap<String, String>) -> Launch {
+    ///
+    /// The profile runs in a task of its own: a command interrupted while
+    /// it waits does not kill the profile halfway (which can leave its lock
+    /// files behind, as `pyenv rehash` does), and the next command finds the
+    /// snapshot ready.
+    pub async fn launch(self: &Arc<Self>, explicit: &BTreeMap<String, String>) -> Launch {
         let env = child_env::resolved(explicit.iter());
         let (shell, program) = Shell::of(&env);
         let key = hash_of(&(shell, &program, &env));
@@ -131,12 +136,22 @@ impl ShellSnapshots {
             }
             entry.clone()
         };
-        let taken = entry
-            .taken
-            .get_or_init(|| self.take(shell, &program, &env, explicit, key, stamp))
-            .await;
+        let taking = {
+            let (entry, explicit) = (entry.clone(), explicit.clone());
+            let path = self.dir.join(format!("{key:016x}-{stamp:016x}.sh"));
+            tokio::spawn(async move {
+                entry
+                    .taken
+                    .get_or_init(|| take(shell, program, env, explicit, path))
+                    .await
+                    .clone()
+            })
+        };
+        let taken = taking
+            .await
+            .unwrap_or_else(|e| Err(format!("taking it failed: {e}")));
         match taken {
-            Ok(path) => Launch::Snapshot(path.clone()),
+            Ok(path) => Launch::Snapshot(path),
             Err(why) => {
                 let first = !entry.reported.swap(true, Ordering::Relaxed);
                 Launch::Login(first.then(|| {
@@ -148,23 +163,21 @@ impl ShellSnapshots {
             }
         }
     }
+}
 
-    async fn take(
-        &self,
-        shell: Shell,
-        program: &Path,
-        env: &BTreeMap<OsString, OsString>,
-        explicit: &BTreeMap<String, String>,
-        key: u64,
-        stamp: u64,
-    ) -> Result<PathBuf, String> {
-        let text = capture::capture(shell, program, env, explicit).await?;
-        let path = self.dir.join(format!("{key:016x}-{stamp:016x}.sh"));
-        write_private(&path, &text).map_err(|e| format!("writing {}: {e}", path.display()))?;
-        check_sources_cleanly(&path, explicit).await?;
-        tracing::debug!(path = %path.display(), bytes = text.len(), "shell snapshot taken");
-        Ok(path)
-    }
+/// Captures the profile into `path`.
+async fn take(
+    shell: Shell,
+    program: PathBuf,
+    env: BTreeMap<OsString, OsString>,
+    explicit: BTreeMap<String, String>,
+    path: PathBuf,
+) -> Result<PathBuf, String> {
+    let text = capture::capture(shell, &program, &env, &explicit).await?;
+    write_private(&path, &text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    check_sources_cleanly(&path, &explicit).await?;
+    tracing::debug!(path = %path.display(), bytes = text.len(), "shell snapshot taken");
+    Ok(path)
 }
 
 impl Entry {

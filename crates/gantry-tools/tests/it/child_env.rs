@@ -31,11 +31,9 @@ async fn commands_get_the_environment_without_keys() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = ctx(dir.path());
     // Set for commands explicitly (a client's `Initialize.env`): passes.
-    c.env = std::sync::Arc::new(
-        [("CLIENT_API_KEY".to_owned(), "sk-envtest-CLIENT".to_owned())]
-            .into_iter()
-            .collect(),
-    );
+    let mut env = (*c.env).clone();
+    env.insert("CLIENT_API_KEY".to_owned(), "sk-envtest-CLIENT".to_owned());
+    c.env = std::sync::Arc::new(env);
     let out = ShellTool.run(json!({"command": "env"}), c).await;
     let ItemKind::CommandExecution { output, .. } = out.item else {
         panic!("not a command: {:?}", out.item);

@@ -185,3 +185,35 @@ async fn a_sandboxed_command_sources_its_snapshot_but_cannot_read_other_files_be
     assert_ne!(code, Some(0), "{output}");
     assert!(output.contains("Permission denied"), "{output}");
 }
+
+#[tokio::test]
+async fn a_command_dropped_while_the_profile_runs_does_not_kill_the_profile() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    // A profile that takes a lock while it works, as `pyenv rehash` does.
+    std::fs::write(
+        home.path().join(".bashrc"),
+        "touch \"$HOME/lock\"; sleep 0.5; rm \"$HOME/lock\"; echo ran >> \"$HOME/runs\"\n",
+    )
+    .unwrap();
+    let snapshots = Arc::new(ShellSnapshots::new(None).unwrap());
+    let c = ctx_with(ws.path(), home.path(), &snapshots);
+
+    // The engine drops a tool's future when it gives up on the call.
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(100),
+        ShellTool.run(json!({"command": "true"}), c.clone()),
+    )
+    .await;
+    assert!(
+        dropped.is_err(),
+        "the command was still waiting for the profile"
+    );
+    // The next command waits for the same capture instead of starting another.
+    assert_eq!(run(&c, "echo next").await.1, "next\n");
+    assert!(
+        !home.path().join("lock").exists(),
+        "the profile finished its work"
+    );
+    assert_eq!(profile_runs(home.path()), 1);
+}

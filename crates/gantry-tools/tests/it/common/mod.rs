@@ -8,8 +8,18 @@ use gantry_tools::{Tool, ToolContext, ToolOutput};
 use serde_json::Value;
 
 /// A context for `dir`, canonicalized as the engine would.
+/// A context in `dir` whose commands get a bare `HOME`: this machine's
+/// login profile (which may run `pyenv rehash` and leave its lock behind
+/// when a test kills a command) stays out of the tests.
 pub(crate) fn ctx(dir: &Path) -> ToolContext {
-    ToolContext::new(canon(dir))
+    static BARE_HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let home = BARE_HOME.get_or_init(|| tempfile::tempdir().expect("bare home"));
+    let mut c = ToolContext::new(canon(dir));
+    c.env = Arc::new(std::collections::BTreeMap::from([(
+        "HOME".to_owned(),
+        home.path().display().to_string(),
+    )]));
+    c
 }
 
 pub(crate) fn canon(dir: &Path) -> PathBuf {
