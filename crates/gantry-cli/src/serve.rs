@@ -11,7 +11,10 @@ use gantry_store::{MemoryStore, Store};
 use proto_code_agent::{ServeOptions, TlsPem};
 use tokio::net::TcpListener;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::args::{Global, ServeArgs, StorageBackend};
+use crate::codewhale::HttpListener;
 use crate::setup::{DataDir, read_token};
 use crate::signals::stop_signal;
 
@@ -62,6 +65,21 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot listen on {}", args.listen_addr))?;
     // Before the line below: a stop asked for once it is printed is graceful.
     let stop = stop_signal();
+    // One stop for every listener: a signal, or the A3S `Shutdown` rpc.
+    let stopping = CancellationToken::new();
+    let codewhale = match &args.codewhale_addr {
+        Some(addr) => Some(
+            HttpListener::start(
+                &engine,
+                workspace.clone(),
+                addr,
+                args.codewhale_token_file.as_deref(),
+                stopping.clone(),
+            )
+            .await?,
+        ),
+        None => None,
+    };
     if let Ok(addr) = listener.local_addr() {
         if !addr.ip().is_loopback() && auth_token.is_none() {
             eprintln!(
@@ -72,13 +90,33 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         // The one line scripts wait for (the port, when 0 was asked for).
         eprintln!("gantry: serving a3s.code.agent.v1.CodeAgentService on {addr}");
     }
+    if let Some(codewhale) = &codewhale {
+        eprintln!("gantry: serving CodeWhale HTTP on {}", codewhale.addr);
+    }
     let options = ServeOptions {
         workspace,
         auth_token,
         tls,
         grace: Duration::from_secs(args.grace_secs),
     };
-    let served = proto_code_agent::serve(engine, listener, options, stop).await;
+    {
+        let stopping = stopping.clone();
+        tokio::spawn(async move {
+            stop.await;
+            stopping.cancel();
+        });
+    }
+    let served = proto_code_agent::serve(
+        engine,
+        listener,
+        options,
+        stopping.clone().cancelled_owned(),
+    )
+    .await;
+    stopping.cancel();
+    if let Some(codewhale) = codewhale {
+        codewhale.stopped().await?;
+    }
     // Runs the stop cut off are recorded as cancelled before the store closes.
     scheduler.stop().await;
     served?;
