@@ -1,6 +1,6 @@
 //! `PromptRequest`: one real turn, answered with the agent's last message
 //! and the turn's frames. Without a thread, the prompt gets a thread of
-//! its own (archived once answered, so listings keep to conversations).
+//! its own, kept like any other (its conversation can be read and forked).
 
 use gantry_core::projection::{Part, Role, conversation};
 use gantry_core::{CreateThread, EngineError, IfBusy};
@@ -13,12 +13,12 @@ use crate::wire::{EventFrame, PromptRequest, PromptResponse};
 impl CodeWhale {
     /// Runs `req`'s turn to its end.
     pub async fn prompt(&self, req: PromptRequest) -> Result<PromptResponse, ServiceError> {
-        let (thread, own) = match &req.thread_id {
+        let thread = match &req.thread_id {
             Some(id) => {
                 if self.view(id).await?.is_none() {
                     return Err(ServiceError::Invalid(format!("thread `{id}` not found")));
                 }
-                (ThreadId(id.clone()), false)
+                ThreadId(id.clone())
             }
             None => {
                 let create = CreateThread {
@@ -27,7 +27,7 @@ impl CodeWhale {
                     policy: self.policy_of(Default::default(), None, None, true)?,
                     ..CreateThread::default()
                 };
-                (self.engine().threads().create(create).await?.id, true)
+                self.engine().threads().create(create).await?.id
             }
         };
         let start = self.engine().threads().read(&thread).await?.thread.last_seq;
@@ -48,9 +48,6 @@ impl CodeWhale {
         let events = collect_turn(&mut feed, &turn).await?;
         let view = self.engine().threads().read(&thread).await?;
         let output = last_answer(&view, &turn);
-        if own {
-            self.engine().threads().archive(&thread).await?;
-        }
         Ok(PromptResponse {
             output,
             model: view.thread.model.clone(),
