@@ -2,6 +2,7 @@
 
 mod a3s_conformance;
 mod codewhale_conformance;
+mod codewhale_serve;
 mod common;
 mod config;
 mod crash;

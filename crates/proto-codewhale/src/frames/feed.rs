@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use gantry_core::{Engine, EngineError, Feed, Notification};
+use gantry_core::{Engine, EngineError, Notification, Subscription};
 use gantry_types::{ItemId, ThreadId};
 
 use super::{FrameMapper, FramePosition, Framed};
@@ -66,7 +66,9 @@ impl ResumePoint {
 
 /// A thread's frames from a resume point on.
 pub struct FrameFeed {
-    feed: Feed,
+    engine: Engine,
+    thread: ThreadId,
+    sub: Subscription,
     mapper: FrameMapper,
     after_seq: u64,
 }
@@ -91,9 +93,11 @@ impl FrameFeed {
         }
         // From the start: the frames before the point rebuild what the
         // client knows, and are dropped.
-        let feed = engine.feeds().follow(thread, 1).await?;
+        let sub = engine.feeds().subscribe(thread, 1).await?;
         Ok(Self {
-            feed,
+            engine: engine.clone(),
+            thread: thread.clone(),
+            sub,
             mapper,
             after_seq: from.after_seq,
         })
@@ -102,8 +106,22 @@ impl FrameFeed {
     /// The next frames (possibly none for a notification); `Ok(None)` once
     /// the engine shut down.
     pub async fn next(&mut self) -> Result<Option<Vec<Framed>>, EngineError> {
-        let Some(notification) = self.feed.next().await? else {
-            return Ok(None);
+        let notification = loop {
+            match self.sub.next().await {
+                None => return Ok(None),
+                // Behind the bus: the store has the events missed, and the
+                // new subscription starts each item in progress with its
+                // text so far, of which the client has some already.
+                Some(Notification::Lagged { resume_from }) => {
+                    self.sub = self
+                        .engine
+                        .feeds()
+                        .subscribe(&self.thread, resume_from)
+                        .await?;
+                    self.mapper.resync_open_items();
+                }
+                Some(notification) => break notification,
+            }
         };
         let frames = self.mapper.map(&notification);
         match &notification {

@@ -100,6 +100,17 @@ impl FrameMapper {
         }
     }
 
+    /// Every item in progress gets its text so far next (a subscription
+    /// picked up after a lag), of which the client has what was streamed.
+    pub fn resync_open_items(&mut self) {
+        self.resync.extend(
+            self.items
+                .iter()
+                .filter(|(_, i)| i.started)
+                .map(|(id, _)| id.clone()),
+        );
+    }
+
     /// The frames of one notification.
     pub fn map(&mut self, notification: &Notification) -> Vec<Framed> {
         match notification {
@@ -322,6 +333,7 @@ impl FrameMapper {
     }
 
     fn item_completed(&mut self, item: &Item, out: &mut Vec<EventFrame>) {
+        self.resync.remove(&item.id);
         let streamed = self.items.remove(&item.id).map_or(0, |i| i.streamed);
         let response_id = response_id(&item.turn_id, item.round);
         let rest = |text: &str| text.get(streamed..).unwrap_or_default().to_owned();

@@ -17,6 +17,7 @@ use gantry_types::ThreadId;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 use crate::CodeWhale;
 use crate::frames::{FrameFeed, ResumePoint};
@@ -37,13 +38,20 @@ where
 {
     let (out, rx) = mpsc::channel::<String>(OUT_CAPACITY);
     let writer = tokio::spawn(write_lines(output, rx));
+    // Ends the followers of threads and of MCP startup with the session.
+    let session = CancellationToken::new();
     let followed: Arc<Mutex<HashSet<String>>> = Arc::default();
     let mut requests = JoinSet::new();
-    let mut followers = JoinSet::new();
-    followers.spawn(forward_mcp(cw.clone(), out.clone()));
+    tokio::spawn(
+        session
+            .clone()
+            .run_until_cancelled_owned(forward_mcp(cw.clone(), out.clone())),
+    );
     let mut lines = BufReader::new(input).lines();
     let (exit_tx, mut exit_rx) = mpsc::channel::<()>(1);
     loop {
+        // Answered requests leave the set.
+        while requests.try_join_next().is_some() {}
         let line = tokio::select! {
             line = lines.next_line() => line?,
             _ = exit_rx.recv() => break,
@@ -67,14 +75,22 @@ where
         let out = out.clone();
         let exit = exit_tx.clone();
         let followed = followed.clone();
-        let follow_out = out.clone();
-        let (follow_tx, mut follow_rx) = mpsc::channel(1);
+        let session = session.clone();
         requests.spawn(async move {
             match methods::call(&cw, &request.method, request.params).await {
                 Ok(outcome) => {
                     let _ = out.send(rpc::result(request.id, outcome.result)).await;
-                    if let Some(follow) = outcome.follow {
-                        let _ = follow_tx.send((cw, follow)).await;
+                    // The follower starts after the answer is queued, so
+                    // the answer comes before the turn's frames.
+                    if let Some((thread, after_seq)) = outcome.follow {
+                        let first = followed
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(thread.clone());
+                        if first {
+                            let follow = follow_thread(cw, thread, after_seq, out);
+                            tokio::spawn(session.run_until_cancelled_owned(follow));
+                        }
                     }
                     if outcome.exit {
                         let _ = exit.send(()).await;
@@ -85,23 +101,9 @@ where
                 }
             }
         });
-        // The follower starts after the answer is queued, so the answer
-        // comes before the turn's frames.
-        followers.spawn(async move {
-            let Some((cw, (thread, after_seq))) = follow_rx.recv().await else {
-                return;
-            };
-            let first = followed
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(thread.clone());
-            if first {
-                follow_thread(cw, thread, after_seq, follow_out).await;
-            }
-        });
     }
     requests.abort_all();
-    followers.abort_all();
+    session.cancel();
     drop(out);
     writer.await.unwrap_or(Ok(()))
 }
