@@ -85,6 +85,10 @@ pub(crate) enum Command {
     ///   gantry control-plane add-runner builder-1 > builder-1.token
     ///   gantry control-plane serve
     ControlPlane(crate::control_plane::ControlPlaneArgs),
+    /// Speak the CodeWhale app-server protocol on stdin/stdout (JSON-RPC).
+    ///
+    ///   gantry codewhale --stdio --workspace ~/src/app
+    Codewhale(crate::codewhale::CodewhaleArgs),
     /// List and show stored threads.
     #[command(subcommand)]
     Threads(ThreadsCommand),
@@ -146,6 +150,15 @@ pub(crate) struct ServeArgs {
     /// SIGINT and SIGTERM always stop the process.
     #[arg(long)]
     pub exit_on_shutdown: bool,
+
+    /// Also serve the CodeWhale app-server protocol over HTTP here
+    /// (`HOST:PORT`, e.g. 127.0.0.1:8787), on the same engine.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub codewhale_addr: Option<String>,
+
+    /// File holding the bearer token CodeWhale HTTP calls must carry.
+    #[arg(long, value_name = "FILE", requires = "codewhale_addr")]
+    pub codewhale_token_file: Option<PathBuf>,
 }
 
 /// `gantry exec`.

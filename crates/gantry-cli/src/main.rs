@@ -2,6 +2,7 @@
 //! inspect their threads.
 
 mod args;
+mod codewhale;
 mod config;
 mod control_plane;
 mod exec;
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
                 Ok(dir) => control_plane::run(dir, args).await,
                 Err(e) => Err(e),
             },
+            Command::Codewhale(args) => codewhale::run(cli.global, args).await,
             Command::Threads(args) => threads::run(cli.global, args).await,
         }
     });

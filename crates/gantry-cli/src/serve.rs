@@ -10,7 +10,10 @@ use gantry_core::{Engine, EngineBuilder, EngineConfig, Providers};
 use gantry_store::{MemoryStore, Store};
 use proto_code_agent::{Listener, ServeOptions, TlsPem};
 
+use tokio_util::sync::CancellationToken;
+
 use crate::args::{Global, ServeArgs, StorageBackend};
+use crate::codewhale::HttpListener;
 use crate::setup::{DataDir, read_token};
 use crate::signals::stop_signal;
 
@@ -76,6 +79,21 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot listen on {}", args.listen_addr))?;
     // Before the line below: a stop asked for once it is printed is graceful.
     let stop = stop_signal();
+    // One stop for every listener: a signal, or the A3S `Shutdown` rpc.
+    let stopping = CancellationToken::new();
+    let codewhale = match &args.codewhale_addr {
+        Some(addr) => Some(
+            HttpListener::start(
+                &engine,
+                workspace.clone(),
+                addr,
+                args.codewhale_token_file.as_deref(),
+                stopping.clone(),
+            )
+            .await?,
+        ),
+        None => None,
+    };
     if let Ok(addr) = listener.address() {
         if !listener.is_local() && auth_token.is_none() {
             eprintln!(
@@ -86,6 +104,9 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         // The one line scripts wait for (the port, when 0 was asked for).
         eprintln!("gantry: serving a3s.code.agent.v1.CodeAgentService on {addr}");
     }
+    if let Some(codewhale) = &codewhale {
+        eprintln!("gantry: serving CodeWhale HTTP on {}", codewhale.addr);
+    }
     let options = ServeOptions {
         workspace,
         auth_token,
@@ -94,7 +115,24 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         grace: Duration::from_secs(args.grace_secs),
         exit_on_shutdown: args.exit_on_shutdown,
     };
-    let served = proto_code_agent::serve(engine, listener, options, stop).await;
+    {
+        let stopping = stopping.clone();
+        tokio::spawn(async move {
+            stop.await;
+            stopping.cancel();
+        });
+    }
+    let served = proto_code_agent::serve(
+        engine,
+        listener,
+        options,
+        stopping.clone().cancelled_owned(),
+    )
+    .await;
+    stopping.cancel();
+    if let Some(codewhale) = codewhale {
+        codewhale.stopped().await?;
+    }
     // Runs the stop cut off are recorded as cancelled before the store closes.
     scheduler.stop().await;
     served?;

@@ -1,6 +1,8 @@
 //! gantry-cli's integration tests, in one binary (one link, not one per file).
 
 mod a3s_conformance;
+mod codewhale_conformance;
+mod codewhale_serve;
 mod common;
 mod config;
 mod crash;

@@ -97,6 +97,8 @@ fn a_workspace_that_follows_the_rules_passes() {
                 "tonic",
             ],
         ),
+        // An HTTP and stdio adapter: axum, the engine, its types.
+        depending_on("proto-codewhale", &["gantry-core", "gantry-types", "axum"]),
         depending_on("gantry-runner-protocol", &["gantry-grpc", "tonic", "prost"]),
         depending_on(
             "gantry-control-plane",
@@ -176,6 +178,23 @@ fn an_adapter_may_not_depend_on_another() {
         [
             "proto-a depends on proto-b: an adapter never uses another adapter; share code \
           through gantry-core or gantry-grpc (ARCHITECTURE.md, Invariants)"
+        ]
+    );
+}
+
+#[test]
+fn the_codewhale_adapter_is_an_adapter() {
+    let manifests = [depending_on(
+        "proto-codewhale",
+        &["gantry-core", "gantry-store", "proto-code-agent"],
+    )];
+    assert_eq!(
+        check(&manifests),
+        [
+            "proto-codewhale depends on proto-code-agent: an adapter never uses another \
+          adapter; share code through gantry-core or gantry-grpc (ARCHITECTURE.md, Invariants)",
+            "proto-codewhale depends on gantry-store: adapters go through the engine; use what \
+          gantry-core exports (ARCHITECTURE.md, Invariants)",
         ]
     );
 }

@@ -1,0 +1,86 @@
+//! CodeWhale over HTTP: `POST /thread`, `/app`, `/prompt` as the real
+//! app-server answers them, `GET /healthz` without auth, and what Gantry
+//! adds for a client of a real agent: a running thread's frames over SSE
+//! (`GET /thread/{id}/events`), answers to approvals and interrupts.
+//!
+//! Body errors are axum's `Json` rejections, which are CodeWhale's: 400
+//! (not JSON), 422 (a missing or unknown `kind` or field), 415 (no
+//! `Content-Type: application/json`), as `text/plain`; unknown paths 404
+//! and wrong methods 405 with empty bodies. Auth runs first.
+
+mod auth;
+mod handlers;
+mod sse;
+
+use std::future::IntoFuture;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::CodeWhale;
+
+/// CodeWhale's default address.
+pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8787";
+
+/// What the HTTP routes share.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub cw: CodeWhale,
+    /// The bearer token every protected route needs (none: open).
+    pub token: Option<Arc<str>>,
+    /// Ends live streams when the server stops.
+    pub stop: CancellationToken,
+}
+
+/// The routes, over `cw`; `token` protects all but `/healthz`; live
+/// streams end when `stop` is cancelled.
+pub fn router(cw: CodeWhale, token: Option<String>, stop: CancellationToken) -> Router {
+    let state = AppState {
+        cw,
+        token: token.map(Arc::from),
+        stop,
+    };
+    let protected = Router::new()
+        .route("/thread", post(handlers::thread))
+        .route("/app", post(handlers::app))
+        .route("/prompt", post(handlers::prompt))
+        .route("/thread/{id}/events", get(sse::follow))
+        .route(
+            "/thread/{id}/approvals/{approval_id}",
+            post(handlers::approval),
+        )
+        .route("/thread/{id}/interrupt", post(handlers::interrupt))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ));
+    Router::new()
+        .route("/healthz", get(handlers::healthz))
+        .merge(protected)
+        .with_state(state)
+}
+
+/// Serves `cw` on `listener` until `stop` is cancelled; live streams end
+/// then, and the server returns once open requests are answered.
+pub async fn serve_http(
+    cw: CodeWhale,
+    listener: TcpListener,
+    token: Option<String>,
+    stop: CancellationToken,
+) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let app = router(cw, token, stop.clone());
+    let listener = listener.tap_io(|tcp| {
+        // Frames are small and each matters now: no Nagle delay.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(stop.cancelled_owned())
+        .into_future()
+        .await
+}

@@ -1,0 +1,5 @@
+//! proto-codewhale's integration tests, in one binary.
+
+mod common;
+mod golden;
+mod session;

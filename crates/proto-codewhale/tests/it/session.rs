@@ -1,0 +1,272 @@
+//! A real session through the service (tool rounds, an approval asked and
+//! answered, goals, fork, archive, app requests, a prompt): every answer
+//! and every frame Gantry emits round-trips through the real crate's
+//! types unchanged; a stream resumed inside an item's output gets exactly
+//! the rest of it.
+
+use codewhale_protocol as real;
+use gantry_testkit::{Step, ToolCallSpec};
+use gantry_types::ThreadId;
+use proto_codewhale::frames::{FrameFeed, Framed, ResumePoint};
+use proto_codewhale::wire::{
+    AppRequest, ApprovalDecisionRequest, EventFrame, PromptRequest, ThreadGoalGetParams,
+    ThreadGoalSetParams, ThreadListParams, ThreadReadParams, ThreadRequest, ThreadResponse,
+    ThreadSetNameParams, ThreadStartParams,
+};
+use serde_json::json;
+
+use crate::common::{HANG_GUARD, start};
+use crate::golden::round_trips;
+
+/// Frames of `feed` up to and including the first `until` frame.
+async fn frames_until(feed: &mut FrameFeed, until: &str) -> Vec<Framed> {
+    let mut out = Vec::new();
+    loop {
+        let batch = tokio::time::timeout(HANG_GUARD, feed.next())
+            .await
+            .unwrap_or_else(|_| panic!("no `{until}` frame came"))
+            .expect("feed")
+            .expect("engine running");
+        for framed in batch {
+            let name = serde_json::to_value(&framed.frame).unwrap()["event"].clone();
+            out.push(framed);
+            if name == until {
+                return out;
+            }
+        }
+    }
+}
+
+fn thread_answer(response: &ThreadResponse) {
+    round_trips::<real::ThreadResponse>(response);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_and_frame_of_a_session_reads_in_the_real_crate() {
+    let s = start(vec![
+        Step::tool_calls(vec![ToolCallSpec::new(
+            "shell",
+            json!({"command": "touch golden.txt"}),
+        )]),
+        Step::tool_call("read_file", json!({"path": "golden.txt"})),
+        Step::text("All set.").with_reasoning("Checking the file."),
+        Step::text("One-shot."),
+    ])
+    .await;
+    let cw = &s.cw;
+    let started = cw
+        .thread_request(ThreadRequest::Start(ThreadStartParams {
+            approval_policy: Some("unless_trusted".into()),
+            ..ThreadStartParams::default()
+        }))
+        .await
+        .expect("start");
+    thread_answer(&started);
+    let id = started.thread_id.clone();
+    let mut feed = FrameFeed::open(cw.engine(), &ThreadId(id.clone()), ResumePoint::default())
+        .await
+        .expect("feed");
+    let accepted = cw
+        .thread_request(ThreadRequest::Message {
+            thread_id: id.clone(),
+            input: "make it".into(),
+            if_busy: None,
+        })
+        .await
+        .expect("message");
+    assert_eq!(accepted.status, "accepted");
+    thread_answer(&accepted);
+
+    let mut frames = frames_until(&mut feed, "exec_approval_request").await;
+    let Some(EventFrame::ExecApprovalRequest { request }) = frames.last().map(|f| &f.frame) else {
+        unreachable!("frames_until ends at its frame");
+    };
+    let decision = ApprovalDecisionRequest {
+        decision: "approved".into(),
+        remember: false,
+    };
+    let approved = cw
+        .approve(&id, &request.approval_id, &decision)
+        .await
+        .expect("approve");
+    assert_eq!(approved.status, "ok");
+    thread_answer(&approved);
+    frames.extend(frames_until(&mut feed, "turn_complete").await);
+    assert!(s.dir.path().join("ws/golden.txt").exists());
+
+    let names: Vec<String> = frames
+        .iter()
+        .map(|f| {
+            serde_json::to_value(&f.frame).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    for kind in [
+        "turn_started",
+        "response_start",
+        "tool_call_start",
+        "exec_approval_request",
+        "exec_command_begin",
+        "exec_command_end",
+        "tool_call_result",
+        "response_delta",
+        "response_end",
+        "turn_complete",
+    ] {
+        assert!(names.iter().any(|n| n == kind), "no {kind} in {names:?}");
+    }
+    for framed in &frames {
+        round_trips::<real::EventFrame>(&framed.frame);
+        if let EventFrame::ToolCallResult { output, .. } = &framed.frame {
+            round_trips::<real::ToolOutput>(output);
+        }
+    }
+
+    let goal = cw
+        .thread_request(ThreadRequest::GoalSet(ThreadGoalSetParams {
+            thread_id: id.clone(),
+            objective: "Ship".into(),
+            token_budget: Some(1000),
+        }))
+        .await
+        .expect("goal");
+    for answer in [
+        started,
+        goal,
+        cw.thread_request(ThreadRequest::GoalGet(ThreadGoalGetParams {
+            thread_id: id.clone(),
+        }))
+        .await
+        .expect("goal get"),
+        cw.thread_request(ThreadRequest::GoalClear(ThreadGoalGetParams {
+            thread_id: id.clone(),
+        }))
+        .await
+        .expect("goal clear"),
+        cw.thread_request(ThreadRequest::Read(ThreadReadParams {
+            thread_id: id.clone(),
+        }))
+        .await
+        .expect("read"),
+        cw.thread_request(ThreadRequest::SetName(ThreadSetNameParams {
+            thread_id: id.clone(),
+            name: "golden".into(),
+        }))
+        .await
+        .expect("name"),
+        cw.thread_request(ThreadRequest::Fork(
+            serde_json::from_value(json!({"thread_id": id})).unwrap(),
+        ))
+        .await
+        .expect("fork"),
+        cw.thread_request(ThreadRequest::Archive {
+            thread_id: id.clone(),
+        })
+        .await
+        .expect("archive"),
+        cw.thread_request(ThreadRequest::List(ThreadListParams {
+            include_archived: true,
+            limit: None,
+        }))
+        .await
+        .expect("list"),
+        cw.thread_request(ThreadRequest::Resume(
+            serde_json::from_value(json!({"thread_id": "nope"})).unwrap(),
+        ))
+        .await
+        .expect("resume"),
+    ] {
+        thread_answer(&answer);
+    }
+
+    for request in [
+        AppRequest::Capabilities,
+        AppRequest::ConfigGet {
+            key: "providers.mock.api_key".into(),
+        },
+        AppRequest::ConfigSet {
+            key: "sandbox_mode".into(),
+            value: "read-only".into(),
+        },
+        AppRequest::ConfigUnset {
+            key: "sandbox_mode".into(),
+        },
+        AppRequest::ConfigList,
+        AppRequest::Models,
+        AppRequest::ThreadLoadedList,
+    ] {
+        let answer = cw.app_request(request).await;
+        assert!(answer.ok, "{answer:?}");
+        assert!(!serde_json::to_string(&answer).unwrap().contains("secret"));
+        round_trips::<real::AppResponse>(&answer);
+    }
+
+    let prompt = cw
+        .prompt(PromptRequest {
+            thread_id: None,
+            prompt: "once".into(),
+            model: None,
+        })
+        .await
+        .expect("prompt");
+    assert_eq!(prompt.output, "One-shot.");
+    round_trips::<real::PromptResponse>(&prompt);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_resumed_inside_an_answer_gets_exactly_the_rest() {
+    let text = "The quick brown fox jumps over the lazy dog, twice over.";
+    let s = start(vec![Step::text(text).with_chunk_size(3).with_delay_ms(5)]).await;
+    let cw = &s.cw;
+    let id = cw
+        .thread_request(ThreadRequest::Create {
+            metadata: json!(null),
+        })
+        .await
+        .expect("create")
+        .thread_id;
+    let thread = ThreadId(id.clone());
+    let mut first = FrameFeed::open(cw.engine(), &thread, ResumePoint::default())
+        .await
+        .expect("feed");
+    cw.thread_request(ThreadRequest::Message {
+        thread_id: id.clone(),
+        input: "say it".into(),
+        if_busy: None,
+    })
+    .await
+    .expect("message");
+    let seen = frames_until(&mut first, "response_delta").await;
+    drop(first);
+    let last = seen.last().expect("a delta");
+    // Inside the item: the point names it and how much of it was seen.
+    let point = ResumePoint::of(&last.position);
+    assert!(point.item.is_some(), "{point:?}");
+    assert_eq!(ResumePoint::parse(&point.encode()), Some(point.clone()));
+    let mut resumed = FrameFeed::open(cw.engine(), &thread, point)
+        .await
+        .expect("resumed feed");
+    let rest = frames_until(&mut resumed, "turn_complete").await;
+    let answer: String = seen
+        .iter()
+        .chain(&rest)
+        .filter_map(|f| match &f.frame {
+            EventFrame::ResponseDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answer, text);
+    // Nothing the client had comes twice.
+    let starts = rest
+        .iter()
+        .filter(|f| {
+            matches!(
+                f.frame,
+                EventFrame::ResponseStart { .. } | EventFrame::TurnStarted { .. }
+            )
+        })
+        .count();
+    assert_eq!(starts, 0);
+}
