@@ -52,6 +52,7 @@ pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
             .into_iter()
             .collect(),
         shell_snapshot: !global.no_shell_snapshot,
+        shell_snapshot_ahead: !global.no_shell_snapshot,
         ..EngineConfig::default()
     };
     let engine = match &models.registry {

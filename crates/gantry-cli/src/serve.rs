@@ -160,6 +160,7 @@ pub(crate) async fn daemon_engine(
         data_dir,
         sandbox_protected: config_file.into_iter().collect(),
         shell_snapshot,
+        shell_snapshot_ahead: shell_snapshot,
         ..EngineConfig::default()
     };
     let builder = EngineBuilder::new(store, providers.clone())

@@ -42,6 +42,12 @@ pub struct EngineConfig {
     /// once (in the data dir's `shell-snapshots/`, or a temp dir without
     /// one) instead of running it before every command (`bash -lc`).
     pub shell_snapshot: bool,
+    /// Whether a turn that offers `shell` takes the snapshot while its
+    /// first model request runs, instead of when the model's first command
+    /// comes (which then waits for the profile). Off by default: an
+    /// embedding that never runs a command should never run the user's
+    /// profile; the `gantry` binary turns it on with `shell_snapshot`.
+    pub shell_snapshot_ahead: bool,
 }
 
 impl EngineConfig {
@@ -73,6 +79,7 @@ impl Default for EngineConfig {
             sandbox_protected: Vec::new(),
             evict_idle_after: Some(std::time::Duration::from_secs(600)),
             shell_snapshot: true,
+            shell_snapshot_ahead: false,
         }
     }
 }

@@ -32,6 +32,10 @@ struct GlobArgs {
 
 #[async_trait]
 impl Tool for GlobTool {
+    fn has_side_effects(&self) -> bool {
+        false
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: NAME.into(),

@@ -46,6 +46,10 @@ struct GrepArgs {
 
 #[async_trait]
 impl Tool for GrepTool {
+    fn has_side_effects(&self) -> bool {
+        false
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: NAME.into(),

@@ -69,6 +69,15 @@ pub trait Tool: Send + Sync {
     /// The item shown while the call runs, from its (valid JSON) arguments.
     fn start_item(&self, args: &Value, ctx: &ToolContext) -> ItemKind;
 
+    /// Whether a call may change anything outside its own output (files,
+    /// processes, the network). The engine stores a call's start before
+    /// running one that may (write-ahead), so a crash never hides what it
+    /// did; a call that only reads needs no such wait. True unless the
+    /// tool is known to only read.
+    fn has_side_effects(&self) -> bool {
+        true
+    }
+
     /// Runs the call. Never panics on bad arguments: they become
     /// [`ToolStatus::Error`] with a message for the model. Returns promptly
     /// with [`ToolStatus::Interrupted`] once `ctx.cancel` fires.

@@ -33,6 +33,10 @@ struct ListArgs {
 
 #[async_trait]
 impl Tool for ListDirTool {
+    fn has_side_effects(&self) -> bool {
+        false
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: NAME.into(),

@@ -41,6 +41,10 @@ struct ReadArgs {
 
 #[async_trait]
 impl Tool for ReadFileTool {
+    fn has_side_effects(&self) -> bool {
+        false
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: NAME.into(),

@@ -112,8 +112,10 @@ impl Agent {
         let (binary, version) = match self {
             // `BENCH_GANTRY` compares another build (say, main's) with this one.
             Agent::Gantry => (
-                std::env::var_os("BENCH_GANTRY")
-                    .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_gantry")), PathBuf::from),
+                std::env::var_os("BENCH_GANTRY").map_or_else(
+                    || PathBuf::from(env!("CARGO_BIN_EXE_gantry")),
+                    PathBuf::from,
+                ),
                 env!("CARGO_PKG_VERSION").to_owned(),
             ),
             Agent::Codex => {

@@ -179,6 +179,16 @@ pub(crate) async fn run(
 ) {
     let em = Emitter::new(tx, shared.clock.clone(), spec.turn_id.clone());
     let tools = registry::turn_tools(&shared, &spec).await;
+    // The login profile's snapshot is taken while the first model request
+    // runs, not between the model's first command and that command.
+    if shared.config.shell_snapshot_ahead
+        && matches!(spec.mode, TurnMode::Chat)
+        && tools.get("shell").is_some()
+        && let Some(snapshots) = shared.shell_snapshots.clone()
+    {
+        let env = shared.command_env();
+        tokio::spawn(async move { snapshots.prepare(&env).await });
+    }
     let mut lp = Loop {
         shared: &shared,
         spec: &spec,

@@ -254,7 +254,10 @@ impl Loop<'_> {
         let sandboxed = ctx.sandbox.is_sandboxed();
         // Write ahead: before a tool acts on the world, the log holds
         // everything up to its start, so a crash cannot hide what it did.
-        if let Err(e) = self.em.durable().await {
+        // A tool that only reads has nothing to hide and need not wait.
+        if tool.has_side_effects()
+            && let Err(e) = self.em.durable().await
+        {
             let _ = self.store_failure.set(e.0.clone());
             let refusal = Refusal::StoreUnavailable { reason: e.0 };
             return (self.refused(item, refusal).await, ItemStatus::Failed, false);

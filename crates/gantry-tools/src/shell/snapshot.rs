@@ -123,6 +123,37 @@ impl ShellSnapshots {
     /// files behind, as `pyenv rehash` does), and the next command finds the
     /// snapshot ready.
     pub async fn launch(self: &Arc<Self>, explicit: &BTreeMap<String, String>) -> Launch {
+        let (entry, taken) = self.current(explicit).await;
+        match taken {
+            Ok(path) => Launch::Snapshot(path),
+            Err(why) => {
+                let first = !entry.reported.swap(true, Ordering::Relaxed);
+                Launch::Login(first.then(|| {
+                    format!(
+                        "[note: Gantry could not snapshot your login profile ({why}); \
+                         commands run with `bash -lc`, which runs the profile each time]"
+                    )
+                }))
+            }
+        }
+    }
+
+    /// Takes the snapshot [`launch`](Self::launch) would use, unless it is
+    /// current, without starting a command: a turn that offers `shell`
+    /// calls it beside its first model request, so that the profile's time
+    /// is not spent between the model's first command and the command. A
+    /// failure is still told by the first command that runs.
+    pub async fn prepare(self: &Arc<Self>, explicit: &BTreeMap<String, String>) {
+        let _ = self.current(explicit).await;
+    }
+
+    /// The entry for commands whose environment adds `explicit`, and its
+    /// snapshot (taken first, in a task of its own, if needed) or why there
+    /// is none.
+    async fn current(
+        self: &Arc<Self>,
+        explicit: &BTreeMap<String, String>,
+    ) -> (Arc<Entry>, Result<PathBuf, String>) {
         let env = child_env::resolved(explicit.iter());
         let (shell, program) = Shell::of(&env);
         let key = hash_of(&(shell, &program, &env));
@@ -150,18 +181,7 @@ impl ShellSnapshots {
         let taken = taking
             .await
             .unwrap_or_else(|e| Err(format!("taking it failed: {e}")));
-        match taken {
-            Ok(path) => Launch::Snapshot(path),
-            Err(why) => {
-                let first = !entry.reported.swap(true, Ordering::Relaxed);
-                Launch::Login(first.then(|| {
-                    format!(
-                        "[note: Gantry could not snapshot your login profile ({why}); \
-                         commands run with `bash -lc`, which runs the profile each time]"
-                    )
-                }))
-            }
-        }
+        (entry, taken)
     }
 }
 
@@ -210,7 +230,10 @@ fn stamp_of(files: &[PathBuf]) -> u64 {
 }
 
 /// Writes `text` to `path` through a temp file (mode 0600) and a rename, so
-/// a command never sources half a snapshot.
+/// a command never sources half a snapshot. Not fsynced: a snapshot never
+/// outlives the process (each start removes the files left behind), so a
+/// crash cannot leave one that is read again, and a first command need not
+/// wait for the disk.
 fn write_private(path: &Path, text: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut temp = tempfile::Builder::new()
@@ -218,7 +241,6 @@ fn write_private(path: &Path, text: &[u8]) -> std::io::Result<()> {
         .permissions(std::fs::Permissions::from_mode(0o600))
         .tempfile_in(dir)?;
     temp.write_all(text)?;
-    temp.as_file().sync_data()?;
     temp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }

@@ -155,6 +155,50 @@ async fn a_failing_profile_still_lets_commands_run_and_says_so_once() {
 }
 
 #[tokio::test]
+async fn a_snapshot_prepared_ahead_is_the_one_the_first_command_uses() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    write_profile(home.path(), "ready early");
+    let snapshots = Arc::new(ShellSnapshots::new(None).unwrap());
+    let c = ctx_with(ws.path(), home.path(), &snapshots);
+
+    // What a turn does beside its first model request.
+    snapshots.prepare(&c.env).await;
+    assert_eq!(
+        profile_runs(home.path()),
+        1,
+        "the profile ran before any command"
+    );
+    for _ in 0..3 {
+        assert_eq!(run(&c, "echo \"$GREETING\"").await.1, "ready early\n");
+    }
+    assert_eq!(
+        profile_runs(home.path()),
+        1,
+        "and not again for the commands"
+    );
+}
+
+#[tokio::test]
+async fn a_failure_found_ahead_is_still_told_by_the_first_command() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join(".bashrc"), "echo broken >&2\nexit 4\n").unwrap();
+    let snapshots = Arc::new(ShellSnapshots::new(None).unwrap());
+    let c = ctx_with(ws.path(), home.path(), &snapshots);
+
+    snapshots.prepare(&c.env).await;
+    let (status, first, code) = run(&c, "echo still runs").await;
+    assert_eq!((status, code), (ToolStatus::Ok, Some(0)), "{first}");
+    let (note, rest) = first.split_once('\n').unwrap();
+    assert!(
+        note.contains("could not snapshot your login profile") && note.contains("exited with 4"),
+        "{note}"
+    );
+    assert_eq!(rest, "still runs\n");
+}
+
+#[tokio::test]
 async fn a_sandboxed_command_sources_its_snapshot_but_cannot_read_other_files_beside_it() {
     if let Some(reason) = SandboxSupport::probe().problem {
         eprintln!("SKIPPED: the sandbox cannot be enforced on this machine: {reason}");
