@@ -156,14 +156,20 @@ pub(super) async fn capture(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        // Never killed halfway because Gantry stopped waiting (a runtime
+        // shutting down, say): a profile cut off mid-work can leave its lock
+        // files behind (`pyenv rehash`), holding every later shell. Only the
+        // time limit below kills it.
         .process_group(0)
-        .kill_on_drop(true);
+        .kill_on_drop(false);
     let child = cmd
         .spawn()
         .map_err(|e| format!("could not start {}: {e}", program.display()))?;
-    let mut guard = GroupGuard::new(child.id());
+    let pgid = child.id();
     let waited = tokio::time::timeout(CAPTURE_TIMEOUT, child.wait_with_output()).await;
-    guard.kill();
+    // Whatever the profile left running in its group (it ended, or ran out
+    // of time) goes with it.
+    GroupGuard::new(pgid).kill();
     let output = match waited {
         Ok(Ok(output)) => output,
         Ok(Err(e)) => return Err(format!("{} failed: {e}", shell.name())),
