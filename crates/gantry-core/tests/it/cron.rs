@@ -60,6 +60,15 @@ async fn setup(steps: Vec<Step>) -> Setup {
     let dir = tempfile::tempdir().expect("tempdir");
     let llm = MockLlm::start(Script::new(steps)).expect("mock llm");
     let engine = engine(dir.path(), &llm, Arc::new(SystemClock)).await;
+    // A bare home: jobs' commands do not wait on this machine's login profile.
+    let home = dir.path().join("bare-home");
+    std::fs::create_dir_all(&home).expect("home");
+    engine
+        .set_command_env(BTreeMap::from([(
+            "HOME".to_owned(),
+            home.display().to_string(),
+        )]))
+        .expect("command env");
     Setup {
         engine,
         _llm: llm,
