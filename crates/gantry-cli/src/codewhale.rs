@@ -65,7 +65,9 @@ impl HttpListener {
                  without authentication; pass --codewhale-token-file"
             );
         }
-        let cw = CodeWhale::new(engine.clone(), workspace);
+        let cw = CodeWhale::open(engine.clone(), workspace)
+            .await
+            .context("CodeWhale's stored settings")?;
         let task = tokio::spawn(proto_codewhale::serve_http(cw, listener, token, stop));
         Ok(Self { addr, task })
     }
@@ -115,7 +117,9 @@ pub(crate) async fn run(global: Global, args: CodewhaleArgs) -> Result<ExitCode>
     )
     .await?;
     crate::serve::start_background_work(&engine);
-    let cw = CodeWhale::new(engine.clone(), workspace);
+    let cw = CodeWhale::open(engine.clone(), workspace)
+        .await
+        .context("CodeWhale's stored settings")?;
     let served = proto_codewhale::serve_stdio(cw, tokio::io::stdin(), tokio::io::stdout()).await;
     // Turns still running end interrupted, their events saved.
     if let Err(e) = engine.shutdown().await {

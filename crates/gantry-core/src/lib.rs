@@ -47,7 +47,7 @@ pub use context::ContextUsage;
 pub use cron::{DEFAULT_HISTORY_LIMIT, JobUpdate, Jobs, NewJob, ParsedSchedule, SchedulerHandle};
 pub use engine::{
     ContextMessage, ContextRole, CreateThread, Delivered, Engine, EngineBuilder, Feeds, IfBusy,
-    Safety, Threads, Turns, valid_thread_id,
+    Safety, Settings, Threads, Turns, valid_thread_id,
 };
 pub use engine_events::{EngineEvent, EngineEventKind, EngineEventNotice, EngineEvents};
 pub use error::EngineError;

@@ -14,5 +14,5 @@ pub mod stdio;
 pub mod wire;
 
 pub use http::{DEFAULT_HTTP_ADDR, router, serve_http};
-pub use service::{CodeWhale, ServiceError};
+pub use service::{CodeWhale, SETTINGS_NAMESPACE, ServiceError};
 pub use stdio::serve_stdio;

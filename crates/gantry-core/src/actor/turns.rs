@@ -238,12 +238,20 @@ impl ThreadActor {
     pub(super) async fn on_turn_msg(&mut self, msg: TurnMsg) {
         match msg {
             TurnMsg::Emit(payload) => {
+                let mut ends = false;
                 // The goal's accounting comes just before the turn's end, so
                 // a client that stops at `turn_completed` has seen it.
                 if let EventPayload::TurnCompleted { turn_id, usage, .. } = &payload {
                     self.account_goal(turn_id, usage).await;
+                    ends = self.turn.as_ref().is_some_and(|t| &t.id == turn_id);
                 }
                 self.emit(payload).await;
+                // `turn_completed` is the task's last word: the turn is over
+                // now, not when its task gets round to exiting, so a client
+                // acting on that event never finds the thread still busy.
+                if ends {
+                    self.on_turn_exit().await;
+                }
             }
             TurnMsg::Delta {
                 turn_id,
@@ -272,7 +280,8 @@ impl ThreadActor {
         }
     }
 
-    /// The turn task ended (its channel closed).
+    /// The turn ended: it reported `turn_completed`, or its task stopped
+    /// (its channel closed) without doing so.
     pub(super) async fn on_turn_exit(&mut self) {
         let Some(turn) = self.turn.take() else {
             return;

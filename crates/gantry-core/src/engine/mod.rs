@@ -11,6 +11,7 @@ mod builder;
 mod feeds;
 mod inputs;
 mod safety;
+mod settings;
 mod threads;
 mod turns;
 
@@ -19,6 +20,7 @@ pub use feeds::Feeds;
 pub(crate) use inputs::Input;
 pub use inputs::{ContextMessage, ContextRole, CreateThread, Delivered, IfBusy};
 pub use safety::Safety;
+pub use settings::Settings;
 pub use threads::Threads;
 pub use threads::valid_thread_id;
 pub use turns::Turns;
@@ -127,6 +129,11 @@ impl Engine {
     /// Subscriptions: a thread's or every thread's events, engine-wide events.
     pub fn feeds(&self) -> Feeds<'_> {
         Feeds { engine: self }
+    }
+
+    /// Settings adapters keep in the store, each in its own namespace.
+    pub fn settings(&self) -> Settings<'_> {
+        Settings { engine: self }
     }
 
     /// Scheduled jobs.

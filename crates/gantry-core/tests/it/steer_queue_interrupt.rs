@@ -359,3 +359,35 @@ async fn a_message_sent_twice_with_one_key_runs_once() {
         "the model ran one turn of two rounds"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_is_idle_as_soon_as_its_turn_completed_event_is_seen() {
+    // A client that acts on `turn_completed` (sends the next message,
+    // archives) must never find the thread still busy with that turn.
+    const TURNS: usize = 20;
+    let h = Harness::new(
+        (0..TURNS)
+            .map(|i| Step::text(format!("answer {i}")))
+            .collect(),
+    )
+    .await;
+    let mut sub = h.engine.feeds().subscribe(&h.thread.id, 1).await.unwrap();
+    for i in 0..TURNS {
+        let sent = h
+            .engine
+            .turns()
+            .send(&h.thread.id, &format!("question {i}"), IfBusy::Reject)
+            .await;
+        let turn = match sent {
+            Ok(turn) => turn,
+            Err(e) => panic!("turn {i}: the thread was still busy after turn_completed: {e}"),
+        };
+        let seen = until_turn_ends(&mut sub, &turn).await;
+        assert_eq!(turn_status(&seen), TurnStatus::Completed);
+    }
+    h.engine
+        .threads()
+        .archive(&h.thread.id)
+        .await
+        .expect("archived right after the last turn_completed");
+}

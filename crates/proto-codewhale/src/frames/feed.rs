@@ -8,33 +8,24 @@ use std::collections::HashMap;
 use gantry_core::{Engine, EngineError, Notification, Subscription};
 use gantry_types::{ItemId, ThreadId};
 
-use super::{FrameMapper, FramePosition, Framed};
+use super::{FrameMapper, Framed};
 
 /// Where a client is in a thread's frames.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResumePoint {
     /// It has the frames of every event up to this seq (0: none).
     pub after_seq: u64,
-    /// And the first bytes of this item's output.
-    pub item: Option<(ItemId, usize)>,
+    /// And the first bytes of each of these items' output (items in
+    /// progress; parallel ones each with its own offset).
+    pub items: Vec<(ItemId, usize)>,
 }
 
 impl ResumePoint {
-    /// The point of a frame's position.
-    pub fn of(position: &FramePosition) -> Self {
-        match position {
-            FramePosition::Event(seq) => Self {
-                after_seq: *seq,
-                item: None,
-            },
-            FramePosition::Delta {
-                after_seq,
-                item,
-                offset,
-            } => Self {
-                after_seq: *after_seq,
-                item: Some((item.clone(), *offset)),
-            },
+    /// After the frames of every event up to `seq`, inside no item.
+    pub fn after(seq: u64) -> Self {
+        Self {
+            after_seq: seq,
+            items: Vec::new(),
         }
     }
 
@@ -42,25 +33,24 @@ impl ResumePoint {
     pub fn parse(text: &str) -> Option<Self> {
         let mut parts = text.trim().split('/');
         let after_seq = parts.next()?.parse().ok()?;
-        let item = match (parts.next(), parts.next()) {
-            (None, _) => None,
-            (Some(item), Some(offset)) if !item.is_empty() => {
-                Some((ItemId(item.to_owned()), offset.parse().ok()?))
+        let mut items = Vec::new();
+        while let Some(item) = parts.next() {
+            let offset = parts.next()?.parse().ok()?;
+            if item.is_empty() {
+                return None;
             }
-            _ => return None,
-        };
-        if parts.next().is_some() {
-            return None;
+            items.push((ItemId(item.to_owned()), offset));
         }
-        Some(Self { after_seq, item })
+        Some(Self { after_seq, items })
     }
 
-    /// `SEQ`, or `SEQ/ITEM/OFFSET` inside an item's output.
+    /// `SEQ`, then `/ITEM/OFFSET` for each item in progress.
     pub fn encode(&self) -> String {
-        match &self.item {
-            None => self.after_seq.to_string(),
-            Some((item, offset)) => format!("{}/{}/{offset}", self.after_seq, item.0),
+        let mut text = self.after_seq.to_string();
+        for (item, offset) in &self.items {
+            text.push_str(&format!("/{}/{offset}", item.0));
         }
+        text
     }
 }
 
@@ -88,7 +78,7 @@ impl FrameFeed {
             .map(|t| (t.full_name, (t.server, t.tool)))
             .collect();
         let mut mapper = FrameMapper::new(mcp_tools);
-        if let Some((item, offset)) = from.item {
+        for (item, offset) in from.items {
             mapper.resume_item(item, offset);
         }
         // From the start: the frames before the point rebuild what the

@@ -16,33 +16,17 @@ use gantry_types::{
 };
 use serde_json::{Value, json};
 
+use super::ResumePoint;
 use crate::service::wire_goal;
 use crate::wire::{EventFrame, ExecApprovalRequestEvent, ResponseChannel, ReviewDecision};
-
-/// Where a frame stands in the thread's stream: what a client resumes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FramePosition {
-    /// Made from the durable event with this seq.
-    Event(u64),
-    /// Made from live output of `item`, after the event `after_seq`, when
-    /// the client has the item's first `offset` bytes.
-    Delta {
-        /// The last durable event before it.
-        after_seq: u64,
-        /// The item.
-        item: ItemId,
-        /// Bytes of the item's output the client has with this frame.
-        offset: usize,
-    },
-}
 
 /// A frame and where it stands.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Framed {
     /// The frame.
     pub frame: EventFrame,
-    /// Where it stands.
-    pub position: FramePosition,
+    /// Where a client that has it stands.
+    pub position: ResumePoint,
 }
 
 /// What the mapper knows of an item.
@@ -116,11 +100,12 @@ impl FrameMapper {
         match notification {
             Notification::Event(event) => {
                 let frames = self.event(event);
+                let position = self.position(event.seq);
                 frames
                     .into_iter()
                     .map(|frame| Framed {
                         frame,
-                        position: FramePosition::Event(event.seq),
+                        position: position.clone(),
                     })
                     .collect()
             }
@@ -164,12 +149,22 @@ impl FrameMapper {
         };
         Some(Framed {
             frame,
-            position: FramePosition::Delta {
-                after_seq: delta.after_seq,
-                item: delta.item_id.clone(),
-                offset: info.streamed,
-            },
+            position: self.position(delta.after_seq),
         })
+    }
+
+    /// Where a client stands after `after_seq` with what was streamed of
+    /// every item in progress: parallel items (commands of one round, text
+    /// beside reasoning) each have their own offset.
+    fn position(&self, after_seq: u64) -> ResumePoint {
+        let mut items: Vec<(ItemId, usize)> = self
+            .items
+            .iter()
+            .filter(|(_, info)| info.started && info.streamed > 0)
+            .map(|(id, info)| (id.clone(), info.streamed))
+            .collect();
+        items.sort();
+        ResumePoint { after_seq, items }
     }
 
     fn event(&mut self, event: &Event) -> Vec<EventFrame> {

@@ -1,7 +1,8 @@
 //! CodeWhale over HTTP: `POST /thread`, `/app`, `/prompt` as the real
 //! app-server answers them, `GET /healthz` without auth, and what Gantry
 //! adds for a client of a real agent: a running thread's frames over SSE
-//! (`GET /thread/{id}/events`), answers to approvals and interrupts.
+//! (`GET /thread/{id}/events`), MCP servers' startup over SSE (`GET
+//! /events`), answers to approvals and interrupts.
 //!
 //! Body errors are axum's `Json` rejections, which are CodeWhale's: 400
 //! (not JSON), 422 (a missing or unknown `kind` or field), 415 (no
@@ -48,6 +49,7 @@ pub fn router(cw: CodeWhale, token: Option<String>, stop: CancellationToken) -> 
         .route("/app", post(handlers::app))
         .route("/prompt", post(handlers::prompt))
         .route("/thread/{id}/events", get(sse::follow))
+        .route("/events", get(sse::engine_wide))
         .route(
             "/thread/{id}/approvals/{approval_id}",
             post(handlers::approval),

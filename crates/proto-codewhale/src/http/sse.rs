@@ -1,9 +1,12 @@
 //! `GET /thread/{id}/events`: a thread's frames over Server-Sent Events,
 //! from its start or from `Last-Event-ID`. Each frame is one `data:` line
-//! (its JSON); the last frame of each engine event carries `id: SEQ`, a
-//! frame of live output `id: SEQ/ITEM/OFFSET` (the item's bytes the client
-//! has), so a client that reconnects with the last id it saw gets the next
-//! frame, with nothing missed and nothing twice.
+//! (its JSON); the last frame of each notification carries `id: SEQ`, or
+//! `id: SEQ/ITEM/OFFSET/...` while items are in progress (the bytes of each
+//! item's output the client has), so a client that reconnects with the last
+//! id it saw gets the next frame, with nothing missed and nothing twice.
+//!
+//! `GET /events`: the frames of no thread (MCP servers' startup) from the
+//! engine-wide events it keeps, `id:` their seq, resumable the same way.
 
 use std::convert::Infallible;
 
@@ -15,7 +18,8 @@ use futures_util::stream::{self, Stream, StreamExt};
 use gantry_types::ThreadId;
 
 use super::AppState;
-use crate::frames::{FrameFeed, Framed, ResumePoint};
+use crate::frames::{FrameFeed, Framed, ResumePoint, engine_frame};
+use gantry_core::{EngineEventNotice, EngineEvents};
 
 pub(super) async fn follow(
     State(state): State<AppState>,
@@ -47,6 +51,45 @@ pub(super) async fn follow(
     Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response()
+}
+
+pub(super) async fn engine_wide(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let from = match headers.get("last-event-id").map(|v| v.to_str()) {
+        // The engine keeps its last events: a client that comes after
+        // start-up still sees how the servers started.
+        None => 1,
+        Some(Ok(text)) => match text.trim().parse::<u64>() {
+            Ok(seq) => seq.saturating_add(1),
+            Err(_) => {
+                return bad_request(format!(
+                    "Last-Event-ID: `{text}` is not an id of this stream"
+                ));
+            }
+        },
+        Some(Err(_)) => return bad_request("Last-Event-ID: not text".to_owned()),
+    };
+    let events = state.cw.engine().feeds().engine_events_from(from);
+    let frames = engine_frames(events).take_until(state.stop.clone().cancelled_owned());
+    Sse::new(frames)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// The SSE events of engine-wide frames, until the engine stops.
+fn engine_frames(events: EngineEvents) -> impl Stream<Item = Result<Event, Infallible>> {
+    stream::unfold(events, |mut events| async move {
+        loop {
+            // Lagged: the subscription goes on with newer events.
+            let EngineEventNotice::Event(event) = events.recv().await? else {
+                continue;
+            };
+            let seq = event.seq;
+            if let Some(frame) = engine_frame(event.kind) {
+                let data = serde_json::to_string(&frame).unwrap_or_default();
+                return Some((Ok(Event::default().data(data).id(seq.to_string())), events));
+            }
+        }
+    })
 }
 
 fn bad_request(message: String) -> Response {
@@ -83,7 +126,7 @@ fn events(batch: Vec<Framed>) -> Vec<Result<Event, Infallible>> {
             let data = serde_json::to_string(&framed.frame).unwrap_or_default();
             let mut event = Event::default().data(data);
             if i == last {
-                event = event.id(ResumePoint::of(&framed.position).encode());
+                event = event.id(framed.position.encode());
             }
             Ok(event)
         })

@@ -58,7 +58,7 @@ impl CodeWhale {
     async fn app(&self, req: AppRequest) -> Result<Value, ServiceError> {
         Ok(match req {
             AppRequest::Capabilities => json!({
-                "routes": ["/thread", "/app", "/prompt", "/thread/{id}/events",
+                "routes": ["/thread", "/app", "/prompt", "/thread/{id}/events", "/events",
                            "/thread/{id}/approvals/{approval_id}", "/thread/{id}/interrupt"],
                 "config": ["get", "set", "unset", "list"],
                 "events": EVENTS,

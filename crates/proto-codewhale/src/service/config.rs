@@ -1,7 +1,7 @@
 //! `config_get|set|unset|list` on what Gantry has to configure: `model`
 //! (the default model, persisted by the engine), `approval_policy` and
-//! `sandbox_mode` (defaults of threads created over CodeWhale, for this
-//! process) and `providers.NAME.FIELD` (the engine's provider registry:
+//! `sandbox_mode` (defaults of threads created over CodeWhale, kept in the
+//! engine's settings) and `providers.NAME.FIELD` (the engine's provider registry:
 //! `kind`, `base_url`, `api_key`, `api_key_env`, `models`; unsetting
 //! `providers.NAME` removes it). Keys come back masked: the engine never
 //! hands a key out, whatever the transport.
@@ -78,11 +78,11 @@ impl CodeWhale {
             }
             Key::Approval => {
                 let policy = parse_approval(value).map_err(ServiceError::Invalid)?;
-                self.update_defaults(|d| d.approval = Some(policy));
+                self.update_defaults(|d| d.approval = Some(policy)).await?;
             }
             Key::Sandbox => {
                 let sandbox = parse_sandbox(value).map_err(ServiceError::Invalid)?;
-                self.update_defaults(|d| d.sandbox = Some(sandbox));
+                self.update_defaults(|d| d.sandbox = Some(sandbox)).await?;
             }
             Key::Provider { name, field } => {
                 let field = field.ok_or_else(|| unknown(text))?;
@@ -112,8 +112,8 @@ impl CodeWhale {
                     "model: the default model cannot be unset; set another".to_owned(),
                 ));
             }
-            Key::Approval => self.update_defaults(|d| d.approval = None),
-            Key::Sandbox => self.update_defaults(|d| d.sandbox = None),
+            Key::Approval => self.update_defaults(|d| d.approval = None).await?,
+            Key::Sandbox => self.update_defaults(|d| d.sandbox = None).await?,
             Key::Provider { name, field: None } => {
                 self.engine().providers().remove(name).await?;
             }

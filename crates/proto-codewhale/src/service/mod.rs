@@ -39,6 +39,8 @@ impl std::fmt::Display for ServiceError {
     }
 }
 
+impl std::error::Error for ServiceError {}
+
 impl From<EngineError> for ServiceError {
     fn from(e: EngineError) -> Self {
         // On the error's variant, never its wording.
@@ -58,11 +60,41 @@ impl From<EngineError> for ServiceError {
 }
 
 /// Defaults of threads created over CodeWhale that name none, set through
-/// `config_set approval_policy|sandbox_mode` (for this process).
+/// `config_set approval_policy|sandbox_mode` and kept in the engine's
+/// settings (namespace [`SETTINGS_NAMESPACE`]), so a restart keeps them.
 #[derive(Debug, Clone, Copy, Default)]
 struct Defaults {
     approval: Option<ApprovalPolicy>,
     sandbox: Option<SandboxMode>,
+}
+
+/// The engine settings namespace of CodeWhale's thread defaults.
+pub const SETTINGS_NAMESPACE: &str = "codewhale";
+
+impl Defaults {
+    /// As stored: CodeWhale's own names, so they read back with its parsers.
+    fn to_json(self) -> serde_json::Value {
+        let mut doc = serde_json::Map::new();
+        if let Some(policy) = self.approval {
+            doc.insert(
+                "approval_policy".into(),
+                policy::approval_name(policy).into(),
+            );
+        }
+        if let Some(sandbox) = self.sandbox {
+            doc.insert("sandbox_mode".into(), sandbox.as_str().into());
+        }
+        doc.into()
+    }
+
+    /// What was stored; a value that no longer parses is left unset.
+    fn from_json(doc: &serde_json::Value) -> Self {
+        let text = |key: &str| doc.get(key).and_then(serde_json::Value::as_str);
+        Self {
+            approval: text("approval_policy").and_then(|t| policy::parse_approval(t).ok()),
+            sandbox: text("sandbox_mode").and_then(|t| policy::parse_sandbox(t).ok()),
+        }
+    }
 }
 
 /// The CodeWhale protocol over one engine. Cheap to clone; every transport
@@ -76,18 +108,29 @@ struct Inner {
     engine: Engine,
     workspace: PathBuf,
     defaults: RwLock<Defaults>,
+    /// Held from a change of the defaults to its write, so the stored
+    /// document is always the latest.
+    saving: tokio::sync::Mutex<()>,
 }
 
 impl CodeWhale {
-    /// The protocol over `engine`; threads that name no workspace get `workspace`.
-    pub fn new(engine: Engine, workspace: PathBuf) -> Self {
-        Self {
+    /// The protocol over `engine`, with the thread defaults stored by
+    /// earlier runs; threads that name no workspace get `workspace`.
+    pub async fn open(engine: Engine, workspace: PathBuf) -> Result<Self, ServiceError> {
+        let defaults = engine
+            .settings()
+            .get(SETTINGS_NAMESPACE)
+            .await?
+            .map(|doc| Defaults::from_json(&doc))
+            .unwrap_or_default();
+        Ok(Self {
             inner: Arc::new(Inner {
                 engine,
                 workspace,
-                defaults: RwLock::new(Defaults::default()),
+                defaults: RwLock::new(defaults),
+                saving: tokio::sync::Mutex::new(()),
             }),
-        }
+        })
     }
 
     /// The engine.
@@ -104,14 +147,26 @@ impl CodeWhale {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    fn update_defaults(&self, change: impl FnOnce(&mut Defaults)) {
-        change(
-            &mut self
+    /// Changes the defaults and stores them.
+    async fn update_defaults(
+        &self,
+        change: impl FnOnce(&mut Defaults),
+    ) -> Result<(), ServiceError> {
+        let _saving = self.inner.saving.lock().await;
+        let doc = {
+            let mut defaults = self
                 .inner
                 .defaults
                 .write()
-                .unwrap_or_else(|p| p.into_inner()),
-        );
+                .unwrap_or_else(|p| p.into_inner());
+            change(&mut defaults);
+            defaults.to_json()
+        };
+        self.engine()
+            .settings()
+            .put(SETTINGS_NAMESPACE, &doc)
+            .await?;
+        Ok(())
     }
 }
 

@@ -31,15 +31,7 @@ impl CodeWhale {
             }
         };
         let start = self.engine().threads().read(&thread).await?.thread.last_seq;
-        let mut feed = FrameFeed::open(
-            self.engine(),
-            &thread,
-            ResumePoint {
-                after_seq: start,
-                item: None,
-            },
-        )
-        .await?;
+        let mut feed = FrameFeed::open(self.engine(), &thread, ResumePoint::after(start)).await?;
         let turn = self
             .engine()
             .turns()

@@ -12,7 +12,7 @@ mod rpc;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use gantry_core::{EngineEventKind, EngineEventNotice};
+use gantry_core::EngineEventNotice;
 use gantry_types::ThreadId;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -20,10 +20,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::CodeWhale;
-use crate::frames::{FrameFeed, ResumePoint};
-use crate::wire::{
-    EventFrame, McpStartupCompleteEvent, McpStartupFailure, McpStartupStatus, McpStartupUpdateEvent,
-};
+use crate::frames::{FrameFeed, ResumePoint, engine_frame};
 
 /// Lines waiting for stdout; past this the session stops reading frames
 /// until the client reads (back-pressure, never dropped lines).
@@ -123,10 +120,7 @@ async fn write_lines<W: AsyncWrite + Unpin>(
 
 /// Sends `thread`'s frames after `after_seq` as notifications.
 async fn follow_thread(cw: CodeWhale, thread: String, after_seq: u64, out: mpsc::Sender<String>) {
-    let from = ResumePoint {
-        after_seq,
-        item: None,
-    };
+    let from = ResumePoint::after(after_seq);
     let mut feed = match FrameFeed::open(cw.engine(), &ThreadId(thread.clone()), from).await {
         Ok(feed) => feed,
         Err(e) => {
@@ -136,7 +130,7 @@ async fn follow_thread(cw: CodeWhale, thread: String, after_seq: u64, out: mpsc:
     };
     while let Ok(Some(batch)) = feed.next().await {
         for framed in batch {
-            let id = ResumePoint::of(&framed.position).encode();
+            let id = framed.position.encode();
             let frame = serde_json::to_value(&framed.frame).unwrap_or_default();
             if out
                 .send(rpc::event(Some(&thread), Some(id), frame))
@@ -156,42 +150,12 @@ async fn forward_mcp(cw: CodeWhale, out: mpsc::Sender<String>) {
         let EngineEventNotice::Event(event) = notice else {
             continue;
         };
-        let frame = match event.kind {
-            EngineEventKind::McpStartupUpdate(update) => EventFrame::McpStartupUpdate {
-                update: McpStartupUpdateEvent {
-                    server_name: update.server_name,
-                    status: mcp_status(update.status),
-                },
-            },
-            EngineEventKind::McpStartupComplete(summary) => EventFrame::McpStartupComplete {
-                summary: McpStartupCompleteEvent {
-                    ready: summary.ready,
-                    failed: summary
-                        .failed
-                        .into_iter()
-                        .map(|f| McpStartupFailure {
-                            server_name: f.server_name,
-                            error: f.error,
-                        })
-                        .collect(),
-                    cancelled: summary.cancelled,
-                },
-            },
-            _ => continue,
+        let Some(frame) = engine_frame(event.kind) else {
+            continue;
         };
         let frame = serde_json::to_value(&frame).unwrap_or_default();
         if out.send(rpc::event(None, None, frame)).await.is_err() {
             return;
         }
-    }
-}
-
-fn mcp_status(status: gantry_types::mcp::McpStartupStatus) -> McpStartupStatus {
-    use gantry_types::mcp::McpStartupStatus as S;
-    match status {
-        S::Starting => McpStartupStatus::Starting,
-        S::Ready => McpStartupStatus::Ready,
-        S::Failed { error } => McpStartupStatus::Failed { error },
-        S::Cancelled => McpStartupStatus::Cancelled,
     }
 }

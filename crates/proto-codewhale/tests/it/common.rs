@@ -50,7 +50,7 @@ pub(crate) async fn start(steps: Vec<Step>) -> Setup {
         .expect("engine");
     let ws = std::fs::canonicalize(ws).expect("workspace path");
     Setup {
-        cw: CodeWhale::new(engine, ws),
+        cw: CodeWhale::open(engine, ws).await.expect("codewhale"),
         _llm: llm,
         dir,
     }

@@ -2,4 +2,5 @@
 
 mod common;
 mod golden;
+mod http;
 mod session;

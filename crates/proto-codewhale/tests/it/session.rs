@@ -242,8 +242,8 @@ async fn a_stream_resumed_inside_an_answer_gets_exactly_the_rest() {
     drop(first);
     let last = seen.last().expect("a delta");
     // Inside the item: the point names it and how much of it was seen.
-    let point = ResumePoint::of(&last.position);
-    assert!(point.item.is_some(), "{point:?}");
+    let point = last.position.clone();
+    assert_eq!(point.items.len(), 1, "{point:?}");
     assert_eq!(ResumePoint::parse(&point.encode()), Some(point.clone()));
     let mut resumed = FrameFeed::open(cw.engine(), &thread, point)
         .await
@@ -269,4 +269,109 @@ async fn a_stream_resumed_inside_an_answer_gets_exactly_the_rest() {
         })
         .count();
     assert_eq!(starts, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_resumed_beside_parallel_commands_repeats_neither() {
+    // Two commands of one round stream at once; the client drops the
+    // stream while both are part way through.
+    let slow = |tag: &str| format!("for i in 1 2 3 4 5 6; do echo {tag}$i; sleep 0.05; done");
+    let s = start(vec![
+        Step::tool_calls(vec![
+            ToolCallSpec::new("shell", json!({"command": slow("a")})),
+            ToolCallSpec::new("shell", json!({"command": slow("b")})),
+        ]),
+        Step::text("Both ran."),
+    ])
+    .await;
+    let cw = &s.cw;
+    let id = cw
+        .thread_request(ThreadRequest::Start(ThreadStartParams {
+            approval_policy: Some("never".into()),
+            ..ThreadStartParams::default()
+        }))
+        .await
+        .expect("start")
+        .thread_id;
+    let thread = ThreadId(id.clone());
+    let mut first = FrameFeed::open(cw.engine(), &thread, ResumePoint::default())
+        .await
+        .expect("feed");
+    cw.thread_request(ThreadRequest::Message {
+        thread_id: id.clone(),
+        input: "run both".into(),
+        if_busy: None,
+    })
+    .await
+    .expect("message");
+    // Until output of both commands has come.
+    let mut seen = Vec::new();
+    while !(has_output(&seen, "a1") && has_output(&seen, "b1")) {
+        seen.extend(frames_until(&mut first, "exec_command_output_delta").await);
+    }
+    drop(first);
+    let point = seen.last().expect("a frame").position.clone();
+    assert_eq!(
+        point.items.len(),
+        2,
+        "both commands are in the point: {point:?}"
+    );
+    assert_eq!(ResumePoint::parse(&point.encode()), Some(point.clone()));
+    let mut resumed = FrameFeed::open(cw.engine(), &thread, point)
+        .await
+        .expect("resumed feed");
+    let rest = frames_until(&mut resumed, "turn_complete").await;
+    for tag in ["a", "b"] {
+        let output: String = seen
+            .iter()
+            .chain(&rest)
+            .filter_map(|f| match &f.frame {
+                EventFrame::ExecCommandOutputDelta { command, delta } if command == &slow(tag) => {
+                    Some(delta.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        let expected: String = (1..=6).map(|i| format!("{tag}{i}\n")).collect();
+        assert_eq!(output, expected, "command {tag}'s output, once each");
+    }
+}
+
+/// Whether some command's output so far holds `text`.
+fn has_output(frames: &[Framed], text: &str) -> bool {
+    frames.iter().any(|f| {
+        matches!(&f.frame, EventFrame::ExecCommandOutputDelta { delta, .. } if delta.contains(text))
+    })
+}
+
+#[tokio::test]
+async fn thread_defaults_set_over_config_survive_a_restart() {
+    use proto_codewhale::CodeWhale;
+    let s = start(vec![]).await;
+    for (key, value) in [("approval_policy", "never"), ("sandbox_mode", "read-only")] {
+        let set =
+            s.cw.app_request(AppRequest::ConfigSet {
+                key: key.into(),
+                value: value.into(),
+            })
+            .await;
+        assert!(set.ok, "{key}: {:?}", set.data);
+    }
+    let unset =
+        s.cw.app_request(AppRequest::ConfigUnset {
+            key: "sandbox_mode".into(),
+        })
+        .await;
+    assert!(unset.ok, "{:?}", unset.data);
+    // A new process over the same store reads what was stored.
+    let reopened = CodeWhale::open(s.cw.engine().clone(), s.dir.path().to_owned())
+        .await
+        .expect("reopen");
+    let listed = reopened.app_request(AppRequest::ConfigList).await;
+    assert_eq!(listed.data["values"]["approval_policy"], "never");
+    assert!(
+        listed.data["values"].get("sandbox_mode").is_none(),
+        "unset stays unset: {}",
+        listed.data
+    );
 }
