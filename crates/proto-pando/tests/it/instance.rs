@@ -213,3 +213,73 @@ async fn discovery_files_live_as_long_as_the_instance_and_shutdown_is_published(
     setup.instance.take().unwrap().stopped().await;
     assert!(!lock_file.exists() && !registered.exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_port_is_said_and_replaced_and_a_dead_instances_files_are_replaced() {
+    use proto_pando::discovery::{absolute, derived_ports};
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join(".pando")).unwrap();
+    let registry = dir.path().join("registry");
+    std::fs::create_dir(&registry).unwrap();
+    // What a killed instance left behind.
+    let dead = LockInfo {
+        instance_id: "dead-one".into(),
+        pid: i64::from(i32::MAX),
+        pub_port: 1,
+        rpc_port: 2,
+        started_at: "2020-01-01T00:00:00Z".into(),
+    };
+    let path = absolute(&ws).unwrap().to_string_lossy().into_owned();
+    std::fs::write(
+        ws.join(".pando/ipc.lock"),
+        serde_json::to_string(&dead).unwrap(),
+    )
+    .unwrap();
+    let stale = RegistryEntry {
+        lock: dead,
+        path: path.clone(),
+        mode: "noninteractive".into(),
+        is_primary: true,
+    };
+    std::fs::write(
+        registry.join("dead-one.json"),
+        serde_json::to_string(&stale).unwrap(),
+    )
+    .unwrap();
+    let (pub_port, _) = derived_ports(&path);
+    // Held by someone else (or already taken on this machine: the same).
+    let _squatter = std::net::TcpListener::bind(("127.0.0.1", pub_port));
+
+    let (engine, _llm) = crate::common::engine(vec![]).await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let instance = PandoInstance::start(
+        engine,
+        InstanceOptions {
+            registry_dir: registry.clone(),
+            ..InstanceOptions::new(&ws)
+        },
+        stop.clone(),
+    )
+    .await
+    .expect("the dead instance's lock does not hold");
+    let entry = instance.entry().clone();
+    assert_ne!(entry.lock.pub_port, pub_port);
+    assert!(
+        instance
+            .notes()
+            .iter()
+            .any(|n| n.contains(&format!("{pub_port} is taken"))),
+        "{:?}",
+        instance.notes()
+    );
+    let lock: LockInfo =
+        serde_json::from_str(&std::fs::read_to_string(ws.join(".pando/ipc.lock")).unwrap())
+            .unwrap();
+    assert_eq!(lock, entry.lock);
+    assert!(!registry.join("dead-one.json").exists());
+    stop.cancel();
+    tokio::time::timeout(HANG_GUARD, instance.stopped())
+        .await
+        .expect("stopped in time");
+}
