@@ -159,6 +159,19 @@ pub(crate) struct ServeArgs {
     /// File holding the bearer token CodeWhale HTTP calls must carry.
     #[arg(long, value_name = "FILE", requires = "codewhale_addr")]
     pub codewhale_token_file: Option<PathBuf>,
+
+    /// Also serve DIR as a Pando instance (repeat for more dirs), on the
+    /// same engine: JSON-RPC 2.0 on a ZeroMQ ROUTER and events on a PUB
+    /// socket, both on 127.0.0.1 at the ports Pando derives from DIR's
+    /// path. Pando's clients find it through DIR/.pando/ipc.lock and
+    /// /tmp/pando-instances/; its sessions are the threads whose
+    /// workspace is DIR. Refused when another instance already serves DIR.
+    #[arg(long, value_name = "DIR")]
+    pub pando: Vec<PathBuf>,
+
+    /// Milliseconds between Pando `instance.heartbeat`s (tests shorten it).
+    #[arg(long, value_name = "MS", default_value_t = 5000, hide = true)]
+    pub pando_heartbeat_ms: u64,
 }
 
 /// `gantry exec`.

@@ -8,6 +8,7 @@ mod control_plane;
 mod exec;
 mod exec_json;
 mod model;
+mod pando;
 mod render;
 mod runner;
 mod serve;

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::{Global, ServeArgs, StorageBackend};
 use crate::codewhale::HttpListener;
+use crate::pando::PandoInstances;
 use crate::setup::{DataDir, read_token};
 use crate::signals::stop_signal;
 
@@ -94,6 +95,13 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         ),
         None => None,
     };
+    let pando = PandoInstances::start(
+        &engine,
+        &args.pando,
+        Duration::from_millis(args.pando_heartbeat_ms),
+        stopping.clone(),
+    )
+    .await?;
     if let Ok(addr) = listener.address() {
         if !listener.is_local() && auth_token.is_none() {
             eprintln!(
@@ -107,6 +115,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     if let Some(codewhale) = &codewhale {
         eprintln!("gantry: serving CodeWhale HTTP on {}", codewhale.addr);
     }
+    pando.announce();
     let options = ServeOptions {
         workspace,
         auth_token,
@@ -133,6 +142,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     if let Some(codewhale) = codewhale {
         codewhale.stopped().await?;
     }
+    pando.stopped().await;
     // Runs the stop cut off are recorded as cancelled before the store closes.
     scheduler.stop().await;
     served?;
