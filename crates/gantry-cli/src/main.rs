@@ -9,6 +9,7 @@ mod exec;
 mod exec_json;
 mod model;
 mod render;
+mod rome;
 mod runner;
 mod serve;
 mod setup;
