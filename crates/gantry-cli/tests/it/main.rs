@@ -11,6 +11,7 @@ mod exec;
 mod keys;
 mod lifecycle;
 mod pytest;
+mod rome_conformance;
 mod runner_conformance;
 mod runner_control_plane;
 mod serve;
