@@ -172,6 +172,18 @@ pub(crate) struct ServeArgs {
     /// Milliseconds between Pando `instance.heartbeat`s (tests shorten it).
     #[arg(long, value_name = "MS", default_value_t = 5000, hide = true)]
     pub pando_heartbeat_ms: u64,
+
+    /// Also serve Rome OS's agent runner here (`HOST:PORT`, e.g.
+    /// 127.0.0.1:8788): NDJSON over HTTP for the `@gantry/rome-runner`
+    /// package, on the same engine. Rome's agents are the engine's, e.g.
+    /// `[agents.NAME]` of the config file (model, instructions,
+    /// allowed_tools, output_schema).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub rome_addr: Option<String>,
+
+    /// File holding the bearer token Rome runner calls must carry.
+    #[arg(long, value_name = "FILE", requires = "rome_addr")]
+    pub rome_token_file: Option<PathBuf>,
 }
 
 /// `gantry exec`.

@@ -1,14 +1,16 @@
-//! The configuration file: providers, their models, the default model and
-//! catalog overrides. `--config FILE`, else `$XDG_CONFIG_HOME/gantry/config.toml`
+//! The configuration file: providers, their models, the default model,
+//! catalog overrides and agents. `--config FILE`, else `$XDG_CONFIG_HOME/gantry/config.toml`
 //! (else `~/.config/gantry/config.toml`); a missing default file is an empty
 //! configuration. Every error is one line naming the file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, anyhow, bail};
-use gantry_core::ProvidersConfig;
+use anyhow::{Context, Result, anyhow, bail};
+use gantry_core::{AgentSpec, Engine, ProvidersConfig};
+use gantry_types::AgentId;
 use gantry_types::{ProviderConfig, ProviderKind};
+use proto_rome::{AgentProfile, Profiles};
 use serde::Deserialize;
 
 /// The file's shape.
@@ -20,6 +22,29 @@ struct File {
     providers: BTreeMap<String, ProviderEntry>,
     #[serde(default)]
     models: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    agents: BTreeMap<String, AgentEntry>,
+}
+
+/// `[agents.NAME]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentEntry {
+    model: Option<String>,
+    reasoning: Option<String>,
+    instructions: Option<String>,
+    allowed_tools: Option<Vec<String>>,
+    /// A JSON Schema: an inline table, or the path of a JSON file
+    /// (relative to the config file's directory).
+    output_schema: Option<toml::Value>,
+}
+
+/// An agent the config file declares: the engine's agent and what Rome
+/// adds to it.
+#[derive(Debug, Clone)]
+pub(crate) struct DeclaredAgent {
+    pub spec: AgentSpec,
+    pub profile: AgentProfile,
 }
 
 /// `[providers.NAME]`.
@@ -57,13 +82,104 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<ProvidersConfig> {
     parse(&text).map_err(|e| anyhow!("{}:{e}", path.display()))
 }
 
-/// Parses the file's text; errors start with `LINE:COL: ` or ` ` + the item.
-fn parse(text: &str) -> std::result::Result<ProvidersConfig, String> {
-    let file: File = toml::from_str(text).map_err(|e| {
+/// The agents the configuration declares (`[agents.NAME]`): none without
+/// a file.
+pub(crate) fn agents(explicit: Option<&Path>) -> Result<Vec<DeclaredAgent>> {
+    let Some(path) = file_path(explicit) else {
+        return Ok(Vec::new());
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if explicit.is_none() && e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Vec::new());
+        }
+        Err(e) => bail!("cannot read config {}: {e}", path.display()),
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    read_file(&text)
+        .and_then(|file| declared(file.agents, dir))
+        .map_err(|e| anyhow!("{}:{e}", path.display()))
+}
+
+/// Saves the declared agents in the engine (id and name: the table's
+/// name) and returns what Rome adds to them, by name.
+pub(crate) async fn register_agents(
+    engine: &Engine,
+    agents: Vec<DeclaredAgent>,
+) -> Result<Profiles> {
+    let mut profiles = Profiles::new();
+    for agent in agents {
+        let name = agent.spec.name.clone().unwrap_or_default();
+        engine
+            .agents()
+            .save(agent.spec)
+            .await
+            .with_context(|| format!("config: agent `{name}`"))?;
+        profiles.insert(name, agent.profile);
+    }
+    Ok(profiles)
+}
+
+fn declared(
+    agents: BTreeMap<String, AgentEntry>,
+    dir: &Path,
+) -> std::result::Result<Vec<DeclaredAgent>, String> {
+    agents
+        .into_iter()
+        .map(|(name, entry)| {
+            let output_schema = match entry.output_schema {
+                None => None,
+                Some(toml::Value::String(file)) => Some(
+                    schema_file(&dir.join(&file))
+                        .map_err(|e| format!(" agent `{name}`: output_schema: {e}"))?,
+                ),
+                Some(table @ toml::Value::Table(_)) => Some(
+                    serde_json::to_value(&table)
+                        .map_err(|e| format!(" agent `{name}`: output_schema: {e}"))?,
+                ),
+                Some(_) => {
+                    return Err(format!(
+                        " agent `{name}`: output_schema: a table (the JSON Schema) or the \
+                         path of a JSON file"
+                    ));
+                }
+            };
+            Ok(DeclaredAgent {
+                spec: AgentSpec {
+                    id: Some(AgentId::from(name.as_str())),
+                    name: Some(name),
+                    model: entry.model,
+                    reasoning: entry.reasoning,
+                    instructions: entry.instructions,
+                    ..AgentSpec::default()
+                },
+                profile: AgentProfile {
+                    allowed_tools: entry.allowed_tools,
+                    output_schema,
+                },
+            })
+        })
+        .collect()
+}
+
+fn schema_file(path: &Path) -> std::result::Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
+}
+
+/// The file's shape, or `LINE:COL: ` + what is wrong.
+fn read_file(text: &str) -> std::result::Result<File, String> {
+    toml::from_str(text).map_err(|e| {
         let (line, col) = e.span().map_or((1, 1), |span| line_col(text, span.start));
         let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
         format!("{line}:{col}: invalid config: {message}")
-    })?;
+    })
+}
+
+/// Parses the file's text; errors start with `LINE:COL: ` or ` ` + the item.
+fn parse(text: &str) -> std::result::Result<ProvidersConfig, String> {
+    let file = read_file(text)?;
     let mut providers = Vec::with_capacity(file.providers.len());
     for (name, entry) in file.providers {
         let kind: ProviderKind = entry
@@ -150,6 +266,53 @@ limit = { context = 32768, output = 8192 }
         assert_eq!(
             config.default_model.as_deref(),
             Some("anthropic/claude-sonnet-4-5")
+        );
+    }
+
+    #[test]
+    fn agents_take_an_inline_schema_or_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("triage.json"), r#"{"type":"object"}"#).unwrap();
+        let file = read_file(
+            r#"
+[agents.main]
+model = "mock/m"
+instructions = "Be brief."
+allowed_tools = ["read_file", "Bash(git *)"]
+[agents.triage]
+output_schema = "triage.json"
+[agents.inline.output_schema]
+type = "object"
+required = ["label"]
+properties = { label = { type = "string" } }
+"#,
+        )
+        .unwrap();
+        let agents = declared(file.agents, dir.path()).unwrap();
+        let by = |n: &str| {
+            agents
+                .iter()
+                .find(|a| a.spec.name.as_deref() == Some(n))
+                .unwrap()
+        };
+        assert_eq!(by("main").spec.instructions.as_deref(), Some("Be brief."));
+        assert_eq!(
+            by("main").profile.allowed_tools.as_deref(),
+            Some(&["read_file".to_owned(), "Bash(git *)".to_owned()][..])
+        );
+        assert_eq!(
+            by("triage").profile.output_schema,
+            Some(serde_json::json!({"type": "object"}))
+        );
+        assert_eq!(
+            by("inline").profile.output_schema.as_ref().unwrap()["required"][0],
+            "label"
+        );
+        let missing = read_file("[agents.x]\noutput_schema = \"nope.json\"\n").unwrap();
+        let err = declared(missing.agents, dir.path()).unwrap_err();
+        assert!(
+            err.contains("agent `x`: output_schema: cannot read"),
+            "{err}"
         );
     }
 

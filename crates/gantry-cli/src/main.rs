@@ -10,6 +10,7 @@ mod exec_json;
 mod model;
 mod pando;
 mod render;
+mod rome;
 mod runner;
 mod serve;
 mod setup;

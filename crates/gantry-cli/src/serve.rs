@@ -15,12 +15,14 @@ use tokio_util::sync::CancellationToken;
 use crate::args::{Global, ServeArgs, StorageBackend};
 use crate::codewhale::HttpListener;
 use crate::pando::PandoInstances;
+use crate::rome::RomeListener;
 use crate::setup::{DataDir, read_token};
 use crate::signals::stop_signal;
 
 /// Runs the daemon until a signal or the `Shutdown` rpc.
 pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     let providers_config = crate::config::load(global.config.as_deref())?;
+    let declared_agents = crate::config::agents(global.config.as_deref())?;
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -73,6 +75,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     )
     .await?;
     start_background_work(&engine);
+    let profiles = crate::config::register_agents(&engine, declared_agents).await?;
     let scheduler = engine.jobs().start_scheduler().await?;
 
     let listener = Listener::bind(&args.listen_addr)
@@ -102,6 +105,20 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         stopping.clone(),
     )
     .await?;
+    let rome = match &args.rome_addr {
+        Some(addr) => Some(
+            RomeListener::start(
+                &engine,
+                workspace.clone(),
+                profiles,
+                addr,
+                args.rome_token_file.as_deref(),
+                stopping.clone(),
+            )
+            .await?,
+        ),
+        None => None,
+    };
     if let Ok(addr) = listener.address() {
         if !listener.is_local() && auth_token.is_none() {
             eprintln!(
@@ -116,6 +133,9 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         eprintln!("gantry: serving CodeWhale HTTP on {}", codewhale.addr);
     }
     pando.announce();
+    if let Some(rome) = &rome {
+        eprintln!("gantry: serving the Rome agent runner on {}", rome.addr);
+    }
     let options = ServeOptions {
         workspace,
         auth_token,
@@ -143,6 +163,9 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         codewhale.stopped().await?;
     }
     pando.stopped().await;
+    if let Some(rome) = rome {
+        rome.stopped().await?;
+    }
     // Runs the stop cut off are recorded as cancelled before the store closes.
     scheduler.stop().await;
     served?;

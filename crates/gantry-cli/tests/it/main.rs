@@ -12,6 +12,7 @@ mod keys;
 mod lifecycle;
 mod pando_conformance;
 mod pytest;
+mod rome_conformance;
 mod runner_conformance;
 mod runner_control_plane;
 mod serve;
