@@ -89,6 +89,17 @@ pub(crate) enum Command {
     ///
     ///   gantry codewhale --stdio --workspace ~/src/app
     Codewhale(crate::codewhale::CodewhaleArgs),
+    /// Be an Agent Client Protocol agent on stdin/stdout, for editors.
+    ///
+    /// Zed, JetBrains IDEs, Neovim and other ACP clients spawn this and
+    /// speak JSON-RPC on its stdin/stdout (stdout carries protocol lines
+    /// only; logs go to stderr). Each ACP session is a Gantry thread in the
+    /// data dir, so `gantry threads` and the other protocols see it, and a
+    /// later `gantry acp` loads it. In Zed's settings.json:
+    ///
+    ///   "agent_servers": { "Gantry": { "command": "gantry", "args": ["acp"] } }
+    #[command(after_help = crate::acp::EXAMPLES)]
+    Acp(crate::acp::AcpArgs),
     /// List and show stored threads.
     #[command(subcommand)]
     Threads(ThreadsCommand),

@@ -191,7 +191,7 @@ pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     })
 }
 
-fn sandbox_mode(name: &str) -> SandboxMode {
+pub(crate) fn sandbox_mode(name: &str) -> SandboxMode {
     match name {
         "read-only" => SandboxMode::ReadOnly,
         "danger-full-access" => SandboxMode::DangerFullAccess,

@@ -1,6 +1,7 @@
 //! `gantry`: serve coding agents over their protocols, run them headless,
 //! inspect their threads.
 
+mod acp;
 mod args;
 mod codewhale;
 mod config;
@@ -55,6 +56,7 @@ fn main() -> ExitCode {
                 Err(e) => Err(e),
             },
             Command::Codewhale(args) => codewhale::run(cli.global, args).await,
+            Command::Acp(args) => acp::run(cli.global, args).await,
             Command::Threads(args) => threads::run(cli.global, args).await,
         }
     });

@@ -12,7 +12,28 @@ use gantry_llm::{ClientConfig, ModelClient};
 use gantry_scripted_model::{MockLlm, Script};
 use gantry_types::ModelInfo;
 
-use crate::args::ExecArgs;
+/// The flags that choose how models are reached (`gantry exec` and
+/// `gantry acp` share them).
+pub(crate) trait ModelFlags {
+    /// `--base-url`.
+    fn base_url(&self) -> Option<&str>;
+    /// `--api-key-env`.
+    fn api_key_env(&self) -> &str;
+    /// `--max-retries`.
+    fn max_retries(&self) -> u32;
+}
+
+impl ModelFlags for crate::args::ExecArgs {
+    fn base_url(&self) -> Option<&str> {
+        self.base_url.as_deref()
+    }
+    fn api_key_env(&self) -> &str {
+        &self.api_key_env
+    }
+    fn max_retries(&self) -> u32 {
+        self.max_retries
+    }
+}
 
 /// The prefix of scripted models.
 const SCRIPTED: &str = "scripted:";
@@ -34,13 +55,17 @@ pub(crate) struct ModelSetup {
 /// configured (as before there was a config); else the config's providers.
 /// Fails with one line when the model cannot be served (unknown provider,
 /// missing key variable).
-pub(crate) fn setup(model: &str, args: &ExecArgs, registry: Arc<Providers>) -> Result<ModelSetup> {
+pub(crate) fn setup(
+    model: &str,
+    args: &impl ModelFlags,
+    registry: Arc<Providers>,
+) -> Result<ModelSetup> {
     if let Some(file) = model.strip_prefix(SCRIPTED) {
         let script = Script::from_file(Path::new(file))
             .with_context(|| format!("cannot load the model script {file}"))?;
         let mock = MockLlm::start(script).context("cannot start the scripted model server")?;
         let mut config = ClientConfig::new(mock.base_url());
-        config.retry.max_retries = args.max_retries;
+        config.retry.max_retries = args.max_retries();
         let client = OpenAiChatClient::new(config)?;
         return Ok(ModelSetup {
             resolver: Arc::new(SingleModel(Arc::new(client))),
@@ -48,7 +73,7 @@ pub(crate) fn setup(model: &str, args: &ExecArgs, registry: Arc<Providers>) -> R
             _mock: Some(mock),
         });
     }
-    if args.base_url.is_none() && !registry.is_empty() {
+    if args.base_url().is_none() && !registry.is_empty() {
         registry.resolve(model).map_err(|e| anyhow!(e))?;
         return Ok(ModelSetup {
             resolver: registry.clone(),
@@ -56,21 +81,21 @@ pub(crate) fn setup(model: &str, args: &ExecArgs, registry: Arc<Providers>) -> R
             _mock: None,
         });
     }
-    let base_url = args.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
+    let base_url = args.base_url().unwrap_or(DEFAULT_BASE_URL);
     // The key's variable is not for the agent's commands, whatever its name.
-    gantry_tools::sandbox::child_env::hide(&args.api_key_env);
-    let api_key = std::env::var(&args.api_key_env)
+    gantry_tools::sandbox::child_env::hide(args.api_key_env());
+    let api_key = std::env::var(args.api_key_env())
         .ok()
         .filter(|k| !k.trim().is_empty());
     if api_key.is_none() && !is_local(base_url) {
         bail!(
             "no API key: set {} (or name another variable with --api-key-env), or try the scripted demo: gantry exec --model scripted:examples/demo.json \"...\"",
-            args.api_key_env
+            args.api_key_env()
         );
     }
     let mut config = ClientConfig::new(base_url);
     config.api_key = api_key;
-    config.retry.max_retries = args.max_retries;
+    config.retry.max_retries = args.max_retries();
     let client = OpenAiChatClient::new(config)?;
     Ok(ModelSetup {
         resolver: Arc::new(Catalogued {

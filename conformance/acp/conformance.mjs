@@ -1,0 +1,348 @@
+// The ACP conformance suite: the official client library
+// (`@agentclientprotocol/sdk`, pinned in .ci/run) drives `gantry acp` on
+// the scripted model, every message both ways validated against the
+// library's JSON schema. Run by crates/gantry-cli/tests/it/acp_conformance.rs
+// with GANTRY_BIN and ACP_NODE_MODULES set; prints one line per check and
+// exits non-zero on the first failure.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+import { acp, startAgent, until, writeScript } from "./harness.mjs";
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "acp-conformance-"));
+const dataDir = path.join(root, "data");
+fs.mkdirSync(path.join(root, "work"));
+const work = fs.realpathSync(path.join(root, "work"));
+const mcpServer = path.join(path.dirname(new URL(import.meta.url).pathname), "mcp_server.mjs");
+let passed = 0;
+const results = [];
+
+async function check(name, body) {
+  await body();
+  passed += 1;
+  results.push(name);
+  console.log(`ok - ${name}`);
+}
+
+/** A client that records updates and answers permissions with `choose`. */
+function recordingClient(state) {
+  return acp
+    .client({ name: "gantry-conformance" })
+    .onNotification(acp.methods.client.session.update, ({ params }) => {
+      state.updates.push(params);
+    })
+    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+      state.permissions.push(params);
+      return state.choose(params);
+    })
+    .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+      state.fsReads.push(params);
+      const text = fs.readFileSync(params.path, "utf8");
+      // The editor's buffer: unsaved changes the disk does not have.
+      return { content: text.replace("on disk", "in the editor buffer") };
+    })
+    .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
+      state.fsWrites.push(params);
+      fs.writeFileSync(params.path, params.content);
+      return {};
+    })
+    .onRequest(acp.methods.client.terminal.create, ({ params }) => state.terminals.create(params))
+    .onRequest(acp.methods.client.terminal.output, ({ params }) => state.terminals.output(params))
+    .onRequest(acp.methods.client.terminal.waitForExit, ({ params }) => state.terminals.wait(params))
+    .onRequest(acp.methods.client.terminal.kill, ({ params }) => state.terminals.kill(params))
+    .onRequest(acp.methods.client.terminal.release, ({ params }) => state.terminals.release(params));
+}
+
+function newState(choose = () => ({ outcome: { outcome: "cancelled" } })) {
+  return { updates: [], permissions: [], fsReads: [], fsWrites: [], choose, terminals: fakeTerminals() };
+}
+
+/** Terminals the client runs itself (a real shell per terminal). */
+function fakeTerminals() {
+  const list = new Map();
+  const created = [];
+  return {
+    created,
+    list,
+    async create(params) {
+      const { spawn } = await import("node:child_process");
+      const id = `term-${list.size + 1}`;
+      const proc = spawn(params.command, params.args ?? [], { cwd: params.cwd, env: process.env });
+      const t = { output: "", exit: null };
+      proc.stdout.on("data", (d) => (t.output += d));
+      proc.stderr.on("data", (d) => (t.output += d));
+      t.done = new Promise((resolve) =>
+        proc.on("exit", (code, signal) => {
+          t.exit = { exitCode: code, signal };
+          resolve(t.exit);
+        }),
+      );
+      t.proc = proc;
+      list.set(id, t);
+      created.push(params);
+      return { terminalId: id };
+    },
+    output({ terminalId }) {
+      const t = list.get(terminalId);
+      return { output: t.output, truncated: false, exitStatus: t.exit };
+    },
+    async wait({ terminalId }) {
+      return await list.get(terminalId).done;
+    },
+    kill({ terminalId }) {
+      list.get(terminalId).proc.kill("SIGKILL");
+      return {};
+    },
+    release({ terminalId }) {
+      list.get(terminalId).released = true;
+      return {};
+    },
+  };
+}
+
+const updatesOf = (state, kind) => state.updates.map((u) => u.update).filter((u) => u.sessionUpdate === kind);
+const text = (state, kind) => updatesOf(state, kind).map((u) => u.content.text).join("");
+
+async function finish(agent, label) {
+  const code = await agent.exited;
+  assert.equal(code, 0, `${label}: gantry acp exited ${code}: ${agent.stderr()}`);
+  assert.deepEqual(agent.validator.failures, [], `${label}: messages that do not match the schema`);
+  assert.ok(agent.validator.count > 0);
+}
+
+// ---- First process: a session with tools, permissions, a plan, cancel.
+const firstScript = writeScript(root, "first.json", [
+  {
+    reply: {
+      reasoning: "Look first.",
+      text: "Running a command.",
+      tool_calls: [{ name: "shell", arguments: { command: "echo hello from the shell" } }],
+    },
+  },
+  { reply: { tool_calls: [{ name: "write_file", arguments: { path: "notes.md", content: "one\ntwo\n" } }] } },
+  { reply: { tool_calls: [{ name: "mcp__conf__echo", arguments: { text: "ping" } }] } },
+  {
+    reply: {
+      tool_calls: [
+        {
+          name: "todo_write",
+          arguments: {
+            todos: [
+              { id: "1", content: "write notes", status: "completed", priority: "high" },
+              { id: "2", content: "review", status: "in_progress" },
+            ],
+          },
+        },
+      ],
+    },
+  },
+  { reply: { text: "All done: notes written." } },
+  // Second prompt: a command the client rejects.
+  { reply: { tool_calls: [{ name: "shell", arguments: { command: "rm -rf ./notes.md" } }] } },
+  { reply: { text: "Left it alone." } },
+  // Third prompt (full-auto): a long command, cancelled.
+  { reply: { tool_calls: [{ name: "shell", arguments: { command: "echo $$ > pid.txt; exec sleep 60" } }] } },
+]);
+
+const first = startAgent({ dataDir, script: firstScript, cwd: work });
+const state = newState((params) => {
+  // The command and the MCP tool once, the file edit for the session, the rm never.
+  const kinds = Object.fromEntries(params.options.map((o) => [o.kind, o.optionId]));
+  const title = params.toolCall.title ?? "";
+  if (title.startsWith("rm ")) return { outcome: { outcome: "selected", optionId: kinds.reject_once } };
+  if (params.toolCall.kind === "edit") return { outcome: { outcome: "selected", optionId: kinds.allow_always } };
+  return { outcome: { outcome: "selected", optionId: kinds.allow_once } };
+});
+let sessionId;
+await recordingClient(state).connectWith(first.stream, async (ctx) => {
+  await check("initialize answers version 1 with loadSession and prompt capabilities", async () => {
+    const init = await ctx.request(acp.methods.agent.initialize, {
+      protocolVersion: 7,
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    });
+    assert.equal(init.protocolVersion, 1);
+    assert.equal(init.agentCapabilities.loadSession, true);
+    assert.equal(init.agentCapabilities.promptCapabilities.embeddedContext, true);
+    assert.equal(init.agentInfo.name, "gantry");
+  });
+
+  await check("session/new connects the client's stdio MCP server and offers modes", async () => {
+    const created = await ctx.request(acp.methods.agent.session.new, {
+      cwd: work,
+      mcpServers: [{ name: "conf", command: process.execPath, args: [mcpServer], env: [{ name: "X", value: "1" }] }],
+    });
+    sessionId = created.sessionId;
+    assert.ok(sessionId);
+    assert.equal(created.modes.currentModeId, "ask");
+    assert.deepEqual(
+      created.modes.availableModes.map((m) => m.id),
+      ["ask", "accept-edits", "full-auto", "read-only"],
+    );
+    assert.ok(created.configOptions.some((o) => o.id === "model" && o.category === "model"));
+  });
+
+  await check("a prompt streams chunks, tool calls, permissions, a diff, the plan and usage", async () => {
+    const answer = await ctx.request(acp.methods.agent.session.prompt, {
+      sessionId,
+      prompt: [
+        { type: "text", text: "Write the notes." },
+        { type: "resource_link", name: "README", uri: `file://${work}/README` },
+        { type: "resource", resource: { uri: `file://${work}/ctx.txt`, text: "some context" } },
+      ],
+    });
+    assert.equal(answer.stopReason, "end_turn");
+    assert.equal(text(state, "agent_thought_chunk"), "Look first.");
+    assert.match(text(state, "agent_message_chunk"), /Running a command\.All done: notes written\./);
+    for (const u of updatesOf(state, "agent_message_chunk")) assert.equal(typeof u.content, "object");
+    const calls = updatesOf(state, "tool_call");
+    const kinds = calls.map((c) => c.kind);
+    assert.deepEqual(kinds, ["execute", "edit", "other", "think"]);
+    // Asked first: announced as pending, then run.
+    assert.deepEqual(calls.slice(0, 3).map((c) => c.status), ["pending", "pending", "pending"]);
+    assert.equal(state.permissions.length, 3);
+    for (const p of state.permissions) {
+      assert.deepEqual(
+        p.options.map((o) => o.kind),
+        ["allow_once", "allow_always", "reject_once", "reject_always"],
+      );
+    }
+    const edit = calls[1];
+    assert.deepEqual(edit.locations, [{ path: path.join(work, "notes.md") }]);
+    assert.deepEqual(edit.rawInput, { path: "notes.md", content: "one\ntwo\n" });
+    const updates = updatesOf(state, "tool_call_update");
+    const final = (id) => updates.filter((u) => u.toolCallId === id && u.status).at(-1);
+    assert.equal(final(calls[0].toolCallId).status, "completed");
+    assert.match(final(calls[0].toolCallId).content[0].content.text, /hello from the shell/);
+    const diff = final(edit.toolCallId).content[0];
+    assert.deepEqual(diff, { type: "diff", path: path.join(work, "notes.md"), oldText: null, newText: "one\ntwo" });
+    assert.equal(fs.readFileSync(path.join(work, "notes.md"), "utf8"), "one\ntwo\n");
+    // The MCP server really ran the tool: its answer is the text reversed.
+    assert.equal(final(calls[2].toolCallId).content[0].content.text, "gnip");
+    const plan = updatesOf(state, "plan").at(-1);
+    assert.deepEqual(plan.entries, [
+      { content: "write notes", priority: "high", status: "completed" },
+      { content: "review", priority: "medium", status: "in_progress" },
+    ]);
+    const usage = updatesOf(state, "usage_update").at(-1);
+    assert.ok(usage.used > 0);
+  });
+
+  await check("a rejected permission fails the call and the turn goes on", async () => {
+    state.updates.length = 0;
+    const answer = await ctx.request(acp.methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "Clean up." }],
+    });
+    assert.equal(answer.stopReason, "end_turn");
+    const call = updatesOf(state, "tool_call")[0];
+    assert.equal(call.title, "rm -rf ./notes.md");
+    const last = updatesOf(state, "tool_call_update").filter((u) => u.toolCallId === call.toolCallId).at(-1);
+    assert.equal(last.status, "failed");
+    assert.ok(fs.existsSync(path.join(work, "notes.md")), "the rejected command did not run");
+    assert.equal(text(state, "agent_message_chunk"), "Left it alone.");
+  });
+
+  await check("set_mode and set_config_option change the session", async () => {
+    await ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "full-auto" });
+    const options = await ctx.request(acp.methods.agent.session.setConfigOption, {
+      sessionId,
+      configId: "reasoning",
+      value: "high",
+    });
+    assert.equal(options.configOptions.find((o) => o.id === "reasoning").currentValue, "high");
+  });
+
+  await check("session/cancel kills the running command and the prompt answers cancelled", async () => {
+    state.updates.length = 0;
+    const asked = state.permissions.length;
+    const prompt = ctx.request(acp.methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "Wait a minute." }],
+    });
+    const pidFile = path.join(work, "pid.txt");
+    await until(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, "utf8").trim(), "the command to start");
+    const pid = Number(fs.readFileSync(pidFile, "utf8").trim());
+    await ctx.notify(acp.methods.agent.session.cancel, { sessionId });
+    const answer = await prompt;
+    assert.equal(answer.stopReason, "cancelled");
+    assert.equal(state.permissions.length, asked, "full-auto asks nothing");
+    await until(() => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, "the cancelled command's process to be gone");
+  });
+
+  await check("session/list lists the session with its workspace and title", async () => {
+    const list = await ctx.request(acp.methods.agent.session.list, {});
+    const mine = list.sessions.find((s) => s.sessionId === sessionId);
+    assert.equal(mine.cwd, work);
+    assert.equal(mine.title, "Write the notes.");
+    assert.ok(!Number.isNaN(Date.parse(mine.updatedAt)));
+  });
+});
+first.child.stdin.end();
+await finish(first, "first process");
+
+// ---- Second process, same data dir: load replays the history first.
+const second = startAgent({ dataDir, script: writeScript(root, "second.json", []), cwd: work });
+const replayed = newState();
+await recordingClient(replayed).connectWith(second.stream, async (ctx) => {
+  await ctx.request(acp.methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+  await check("session/load in a fresh process replays the history before it answers", async () => {
+    const loaded = await ctx.request(acp.methods.agent.session.load, { sessionId, cwd: work, mcpServers: [] });
+    // Everything arrived before the answer: nothing comes after it.
+    const before = replayed.updates.length;
+    assert.ok(before > 0);
+    assert.equal(loaded.modes.currentModeId, "full-auto");
+    assert.deepEqual(
+      updatesOf(replayed, "user_message_chunk").map((u) => u.content.text.split("\n")[0]),
+      ["Write the notes.", "Clean up.", "Wait a minute."],
+    );
+    assert.match(text(replayed, "agent_message_chunk"), /All done: notes written\./);
+    assert.equal(text(replayed, "agent_thought_chunk"), "Look first.");
+    const calls = updatesOf(replayed, "tool_call");
+    assert.deepEqual(calls.map((c) => c.kind), ["execute", "edit", "other", "think", "execute", "execute"]);
+    const finals = updatesOf(replayed, "tool_call_update");
+    for (const call of calls) {
+      assert.ok(finals.some((u) => u.toolCallId === call.toolCallId && u.status), `final update of ${call.toolCallId}`);
+    }
+    const list = await ctx.request(acp.methods.agent.session.list, { cwd: work });
+    assert.ok(list.sessions.some((s) => s.sessionId === sessionId));
+    assert.equal(replayed.updates.length, before);
+  });
+
+  await check("errors: unknown session, unknown method, bad params; _ notifications ignored", async () => {
+    const code = async (p) => {
+      try {
+        await p;
+      } catch (e) {
+        return e.code;
+      }
+      return "no error";
+    };
+    assert.equal(
+      await code(ctx.request(acp.methods.agent.session.prompt, { sessionId: "nope", prompt: [{ type: "text", text: "x" }] })),
+      -32002,
+    );
+    assert.equal(await code(ctx.request("gantry/unknown", {})), -32601);
+    // Malformed on purpose: the validator lets these through.
+    const invalid = { conformanceInvalid: true };
+    assert.equal(await code(ctx.request(acp.methods.agent.session.setMode, { sessionId, _meta: invalid })), -32602);
+    assert.equal(await code(ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "yolo" })), -32602);
+    await ctx.notify("_gantry/whatever", { x: 1 });
+    // Still answering after the extension notification.
+    const list = await ctx.request(acp.methods.agent.session.list, {});
+    assert.ok(list.sessions.length >= 1);
+  });
+});
+second.child.stdin.end();
+await finish(second, "second process");
+
+console.log(`${passed} passed`);
+fs.rmSync(root, { recursive: true, force: true });

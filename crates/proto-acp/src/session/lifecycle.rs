@@ -1,0 +1,183 @@
+//! `initialize`, `session/new`, `session/load` and `session/list`.
+
+use std::path::Path;
+
+use gantry_core::{CreateThread, ThreadQuery};
+use gantry_types::{ThreadId, ThreadPolicy};
+
+use super::{Agent, config, engine_error, mcp, modes::Mode};
+use crate::rpc::RpcError;
+use crate::updates::replay;
+use crate::wire::{
+    AgentCapabilities, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    NewSessionRequest, NewSessionResponse, PROTOCOL_VERSION, PromptCapabilities,
+    SessionCapabilities, SessionInfo, SessionNotification,
+};
+
+/// Sessions a `session/list` page holds.
+const LIST_PAGE: usize = 50;
+
+pub(crate) fn initialize(agent: &Agent, req: InitializeRequest) -> InitializeResponse {
+    *agent.caps.lock().unwrap_or_else(|p| p.into_inner()) = req.client_capabilities;
+    InitializeResponse {
+        // Version 1 whatever the client asks: the only one Gantry speaks,
+        // and a client that cannot speak it disconnects.
+        protocol_version: PROTOCOL_VERSION,
+        agent_capabilities: AgentCapabilities {
+            load_session: true,
+            prompt_capabilities: PromptCapabilities {
+                image: false,
+                audio: false,
+                embedded_context: true,
+            },
+            mcp_capabilities: McpCapabilities {
+                http: true,
+                sse: false,
+            },
+            session_capabilities: SessionCapabilities {
+                list: serde_json::json!({}),
+            },
+        },
+        auth_methods: Vec::new(),
+        agent_info: Implementation {
+            name: "gantry".to_owned(),
+            title: "Gantry".to_owned(),
+            version: agent.options.version.clone(),
+        },
+    }
+}
+
+pub(crate) async fn new_session(
+    agent: &Agent,
+    req: NewSessionRequest,
+) -> Result<NewSessionResponse, RpcError> {
+    let cwd = Path::new(&req.cwd);
+    if !cwd.is_absolute() || !cwd.is_dir() {
+        return Err(RpcError::invalid_params(format!(
+            "cwd `{}` is not an absolute path to an existing directory",
+            req.cwd
+        )));
+    }
+    let mode = Mode::Ask;
+    let thread = agent
+        .engine
+        .threads()
+        .create(CreateThread {
+            cwd: cwd.to_path_buf(),
+            reasoning: agent.options.reasoning.clone(),
+            policy: mode.policy(&ThreadPolicy::default(), agent.options.sandbox),
+            metadata: [("client".to_owned(), "acp".to_owned())].into(),
+            ..CreateThread::default()
+        })
+        .await
+        .map_err(engine_error)?;
+    mcp::connect(&agent.engine, &thread.id, &req.mcp_servers).await?;
+    agent.open(thread.id.clone(), thread.cwd.clone());
+    Ok(NewSessionResponse {
+        session_id: thread.id.0.clone(),
+        modes: mode.state(),
+        config_options: config::options(&agent.engine, &thread),
+    })
+}
+
+/// Streams the session's history, then answers.
+pub(crate) async fn load_session(
+    agent: &Agent,
+    req: LoadSessionRequest,
+) -> Result<LoadSessionResponse, RpcError> {
+    let id = ThreadId(req.session_id.clone());
+    let view = match agent.engine.threads().read(&id).await {
+        Ok(view) => view,
+        Err(gantry_core::EngineError::ThreadNotFound(_)) => {
+            return Err(RpcError::unknown_session(&req.session_id));
+        }
+        Err(e) => return Err(engine_error(e)),
+    };
+    mcp::connect(&agent.engine, &id, &req.mcp_servers).await?;
+    agent.open(id.clone(), view.thread.cwd.clone());
+    for update in replay(&view) {
+        let note = SessionNotification {
+            session_id: req.session_id.clone(),
+            update,
+        };
+        agent.peer.notify("session/update", note).await;
+    }
+    Ok(LoadSessionResponse {
+        modes: Mode::of(&view.thread.policy).state(),
+        config_options: config::options(&agent.engine, &view.thread),
+    })
+}
+
+pub(crate) async fn list_sessions(
+    agent: &Agent,
+    req: ListSessionsRequest,
+) -> Result<ListSessionsResponse, RpcError> {
+    let query = ThreadQuery {
+        archived: Some(false),
+        limit: LIST_PAGE,
+        cursor: req.cursor.clone(),
+    };
+    let page = agent
+        .engine
+        .threads()
+        .list(&query)
+        .await
+        .map_err(|e| match e {
+            gantry_core::EngineError::Store(s) => RpcError::invalid_params(s.to_string()),
+            e => engine_error(e),
+        })?;
+    let sessions = page
+        .threads
+        .into_iter()
+        .filter(|t| req.cwd.as_deref().is_none_or(|cwd| cwd == t.cwd))
+        .map(|t| SessionInfo {
+            title: t
+                .name
+                .clone()
+                .or_else(|| (!t.preview.is_empty()).then(|| t.preview.clone())),
+            session_id: t.id.0,
+            cwd: t.cwd,
+            updated_at: iso8601(t.updated_at),
+        })
+        .collect();
+    Ok(ListSessionsResponse {
+        sessions,
+        next_cursor: page.next_cursor,
+    })
+}
+
+/// Unix milliseconds as an ISO 8601 UTC time.
+fn iso8601(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms.rem_euclid(1000)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iso8601;
+
+    #[test]
+    fn times_read_as_iso_8601() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(1_767_225_600_123), "2026-01-01T00:00:00.123Z");
+        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+}
