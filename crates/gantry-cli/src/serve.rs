@@ -94,6 +94,19 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         ),
         None => None,
     };
+    let http = match &args.http_addr {
+        Some(addr) => Some(
+            crate::http::HttpApiListener::start(
+                &engine,
+                workspace.clone(),
+                addr,
+                &crate::setup::data_dir_path(&global)?,
+                stopping.clone(),
+            )
+            .await?,
+        ),
+        None => None,
+    };
     if let Ok(addr) = listener.address() {
         if !listener.is_local() && auth_token.is_none() {
             eprintln!(
@@ -106,6 +119,12 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     }
     if let Some(codewhale) = &codewhale {
         eprintln!("gantry: serving CodeWhale HTTP on {}", codewhale.addr);
+    }
+    if let Some(http) = &http {
+        eprintln!(
+            "gantry: serving the HTTP API and dashboard on http://{}/",
+            http.addr
+        );
     }
     let options = ServeOptions {
         workspace,
@@ -132,6 +151,9 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     stopping.cancel();
     if let Some(codewhale) = codewhale {
         codewhale.stopped().await?;
+    }
+    if let Some(http) = http {
+        http.stopped().await?;
     }
     // Runs the stop cut off are recorded as cancelled before the store closes.
     scheduler.stop().await;
