@@ -25,7 +25,13 @@ fn serve(s: &Scratch) -> Served {
         .gantry()
         .env("XDG_CONFIG_HOME", s.dir.path().join("xdg"))
         .env("MOCK_KEY", "sk-mock-0123456789")
-        .args(["serve", "--listen-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
+        .args([
+            "serve",
+            "--listen-addr",
+            "127.0.0.1:0",
+            "--http-addr",
+            "127.0.0.1:0",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -44,7 +50,9 @@ fn serve(s: &Scratch) -> Served {
         let line = rx
             .recv_timeout(Duration::from_secs(60))
             .expect("gantry serve announces the HTTP API");
-        if let Some(rest) = line.strip_prefix("gantry: serving the HTTP API and dashboard on http://") {
+        if let Some(rest) =
+            line.strip_prefix("gantry: serving the HTTP API and dashboard on http://")
+        {
             break rest.trim_end_matches('/').to_owned();
         }
     };
@@ -79,7 +87,10 @@ async fn an_sse_client_resumes_after_the_server_is_killed_mid_answer() {
     )
     .expect("config");
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let web = reqwest::Client::builder().no_proxy().build().expect("client");
+    let web = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
 
     let mut first = serve(&s);
     let made: Value = web
@@ -147,7 +158,11 @@ async fn an_sse_client_resumes_after_the_server_is_killed_mid_answer() {
         .filter(|e| e.1 != "delta")
         .map(|e| e.0.parse().expect("seq"))
         .collect();
-    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "{seen:?} {rest:?}");
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "{seen:?} {rest:?}"
+    );
     // No text twice: what was streamed is a prefix of the answer.
     let streamed: String = seen
         .iter()
@@ -155,7 +170,10 @@ async fn an_sse_client_resumes_after_the_server_is_killed_mid_answer() {
         .filter(|e| e.1 == "delta")
         .map(|e| e.2["text"].as_str().unwrap_or_default())
         .collect();
-    assert!(answer.starts_with(&streamed) && !streamed.is_empty(), "{streamed:?}");
+    assert!(
+        answer.starts_with(&streamed) && !streamed.is_empty(),
+        "{streamed:?}"
+    );
 
     let pid = nix::unistd::Pid::from_raw(i32::try_from(second.child.id()).expect("pid"));
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");

@@ -2,6 +2,7 @@
 //! whose model is the scripted mock LLM over real HTTP.
 
 mod access;
+mod browser;
 mod catalog;
 mod common;
 mod events;
