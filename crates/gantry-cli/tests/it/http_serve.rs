@@ -1,6 +1,8 @@
 //! `gantry serve --http-addr`: the HTTP API of a real server. A client
 //! following a thread over SSE through a `kill -9` mid-answer resumes on
 //! the restarted server with `Last-Event-ID`: nothing missed, nothing twice.
+//! A thread of the A3S gRPC service is one of the HTTP API: followed live,
+//! steered and its approval answered over HTTP while the gRPC client waits.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
@@ -17,6 +19,7 @@ use crate::common::Scratch;
 struct Served {
     child: Child,
     http: String,
+    grpc: String,
     _lines: Receiver<String>,
 }
 
@@ -46,19 +49,26 @@ fn serve(s: &Scratch) -> Served {
             }
         }
     });
-    let http = loop {
+    let (mut http, mut grpc) = (None, None);
+    while http.is_none() || grpc.is_none() {
         let line = rx
             .recv_timeout(Duration::from_secs(60))
-            .expect("gantry serve announces the HTTP API");
+            .expect("gantry serve announces its addresses");
         if let Some(rest) =
             line.strip_prefix("gantry: serving the HTTP API and dashboard on http://")
         {
-            break rest.trim_end_matches('/').to_owned();
+            http = Some(rest.trim_end_matches('/').to_owned());
         }
-    };
+        if let Some(rest) =
+            line.strip_prefix("gantry: serving a3s.code.agent.v1.CodeAgentService on ")
+        {
+            grpc = Some(rest.to_owned());
+        }
+    }
     Served {
         child,
-        http,
+        http: http.expect("http"),
+        grpc: grpc.expect("grpc"),
         _lines: rx,
     }
 }
@@ -66,15 +76,8 @@ fn serve(s: &Scratch) -> Served {
 /// One SSE event: its id, type and data.
 type Sse = (String, String, Value);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_sse_client_resumes_after_the_server_is_killed_mid_answer() {
-    let s = Scratch::new();
-    // A slow answer: the kill lands in its middle.
-    let answer = "one two three four five six seven eight nine ten eleven twelve";
-    let llm = MockLlm::start(Script::new(vec![
-        Step::text(answer).with_chunk_size(4).with_delay_ms(150),
-    ]))
-    .expect("mock llm");
+/// The config file naming `llm` as the default model's provider.
+fn configure(s: &Scratch, llm: &MockLlm) {
     let dir = s.dir.path().join("xdg/gantry");
     std::fs::create_dir_all(&dir).expect("config dir");
     std::fs::write(
@@ -86,6 +89,52 @@ async fn an_sse_client_resumes_after_the_server_is_killed_mid_answer() {
         ),
     )
     .expect("config");
+}
+
+/// Stops a server with SIGTERM; it must exit cleanly.
+async fn stop(served: Served) {
+    let mut child = served.child;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("join")
+        .expect("wait");
+    assert!(status.success(), "{status:?}");
+}
+
+/// Reads SSE events until one of type `until`.
+async fn read_until<S>(events: &mut S, until: &str) -> Vec<Sse>
+where
+    S: futures_util::Stream<
+            Item = Result<
+                eventsource_stream::Event,
+                eventsource_stream::EventStreamError<reqwest::Error>,
+            >,
+        > + Unpin,
+{
+    let mut seen = Vec::new();
+    while !seen.iter().any(|e: &Sse| e.1 == until) {
+        let e = tokio::time::timeout(Duration::from_secs(30), events.next())
+            .await
+            .expect("an event in time")
+            .expect("open")
+            .expect("event");
+        seen.push((e.id, e.event, serde_json::from_str(&e.data).expect("JSON")));
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_client_resumes_after_the_server_is_killed_mid_answer() {
+    let s = Scratch::new();
+    // A slow answer: the kill lands in its middle.
+    let answer = "one two three four five six seven eight nine ten eleven twelve";
+    let llm = MockLlm::start(Script::new(vec![
+        Step::text(answer).with_chunk_size(4).with_delay_ms(150),
+    ]))
+    .expect("mock llm");
+    configure(&s, &llm);
     let _ = rustls::crypto::ring::default_provider().install_default();
     let web = reqwest::Client::builder()
         .no_proxy()
@@ -131,7 +180,7 @@ async fn an_sse_client_resumes_after_the_server_is_killed_mid_answer() {
     first.child.kill().expect("kill -9");
     first.child.wait().expect("reap");
 
-    let mut second = serve(&s);
+    let second = serve(&s);
     let last = seen.last().expect("events").0.clone();
     let resp = web
         .get(format!("http://{}/v1/threads/{id}/events", second.http))
@@ -140,15 +189,7 @@ async fn an_sse_client_resumes_after_the_server_is_killed_mid_answer() {
         .await
         .expect("resume");
     let mut events = eventsource_stream::EventStream::new(resp.bytes_stream());
-    let mut rest: Vec<Sse> = Vec::new();
-    while !rest.iter().any(|e| e.1 == "turn_completed") {
-        let e = tokio::time::timeout(Duration::from_secs(30), events.next())
-            .await
-            .expect("an event in time")
-            .expect("open")
-            .expect("event");
-        rest.push((e.id, e.event, serde_json::from_str(&e.data).expect("JSON")));
-    }
+    let rest = read_until(&mut events, "turn_completed").await;
     let ended = rest.last().expect("turn_completed");
     assert_eq!(ended.2["payload"]["status"], "interrupted", "{rest:?}");
     // Every seq once, in order, across the two servers.
@@ -175,11 +216,154 @@ async fn an_sse_client_resumes_after_the_server_is_killed_mid_answer() {
         "{streamed:?}"
     );
 
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(second.child.id()).expect("pid"));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
-    let status = tokio::task::spawn_blocking(move || second.child.wait())
+    stop(second).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_thread_is_followed_steered_and_approved_over_http() {
+    use proto_code_agent::pb;
+    use proto_code_agent::pb::code_agent_service_client::CodeAgentServiceClient;
+
+    let s = Scratch::new();
+    let llm = MockLlm::start(Script::new(vec![
+        Step::tool_call(
+            "shell",
+            json!({"command": "touch approved.txt && echo from-grpc"}),
+        ),
+        Step::text("Done, with the steer heard."),
+    ]))
+    .expect("mock llm");
+    configure(&s, &llm);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let web = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let served = serve(&s);
+    let mut a3s = CodeAgentServiceClient::connect(format!("http://{}", served.grpc))
         .await
-        .expect("join")
-        .expect("wait");
-    assert!(status.success(), "{status:?}");
+        .expect("connect");
+    let session = a3s
+        .create_session(pb::CreateSessionRequest::default())
+        .await
+        .expect("CreateSession")
+        .into_inner()
+        .session_id;
+    let set = a3s
+        .set_confirmation_policy(pb::SetConfirmationPolicyRequest {
+            session_id: session.clone(),
+            policy: Some(pb::ConfirmationPolicy {
+                enabled: true,
+                require_confirm_tools: vec!["shell".into()],
+                default_timeout_ms: 120_000,
+                timeout_action: pb::TimeoutAction::Reject as i32,
+                ..Default::default()
+            }),
+        })
+        .await
+        .expect("SetConfirmationPolicy")
+        .into_inner();
+    assert!(set.success);
+
+    // Followed over HTTP from before the gRPC turn starts.
+    let resp = web
+        .get(format!(
+            "http://{}/v1/threads/{session}/events",
+            served.http
+        ))
+        .send()
+        .await
+        .expect("events");
+    assert_eq!(resp.status(), 200);
+    let mut events = eventsource_stream::EventStream::new(resp.bytes_stream());
+    let generate = {
+        let mut a3s = a3s.clone();
+        let session = session.clone();
+        tokio::spawn(async move {
+            let mut stream = a3s
+                .stream_generate(pb::GenerateRequest {
+                    session_id: session,
+                    messages: vec![pb::Message {
+                        role: "user".into(),
+                        content: "make the file".into(),
+                        ..Default::default()
+                    }],
+                })
+                .await
+                .expect("StreamGenerate")
+                .into_inner();
+            let mut chunks = Vec::new();
+            while let Some(chunk) = stream.message().await.expect("chunk") {
+                chunks.push(chunk);
+            }
+            chunks
+        })
+    };
+    let asked = loop {
+        let seen = read_until(&mut events, "item_started").await;
+        let last = seen.last().expect("event");
+        if last.2["payload"]["item"]["type"] == "approval" {
+            break last.2["payload"]["item"]["approval_id"]
+                .as_str()
+                .expect("approval id")
+                .to_owned();
+        }
+    };
+
+    // Steered over HTTP while the gRPC turn waits on its approval.
+    let steer: Value = web
+        .post(format!(
+            "http://{}/v1/threads/{session}/messages",
+            served.http
+        ))
+        .json(&json!({"text": "and say it was steered", "if_busy": "steer"}))
+        .send()
+        .await
+        .expect("steer")
+        .json()
+        .await
+        .expect("JSON");
+    let turn = steer["turn_id"]
+        .as_str()
+        .expect("the running turn")
+        .to_owned();
+    let answered = web
+        .post(format!(
+            "http://{}/v1/threads/{session}/approvals/{asked}",
+            served.http
+        ))
+        .json(&json!({"decision": "approve"}))
+        .send()
+        .await
+        .expect("approve");
+    assert_eq!(answered.status(), 200);
+
+    // The gRPC client sees its turn go on and end.
+    let chunks = tokio::time::timeout(Duration::from_secs(30), generate)
+        .await
+        .expect("the gRPC turn ends")
+        .expect("join");
+    let text: String = chunks
+        .iter()
+        .filter(|c| c.r#type == "content")
+        .map(|c| c.content.as_str())
+        .collect();
+    assert!(text.contains("Done, with the steer heard."), "{chunks:?}");
+    assert!(chunks.iter().any(|c| c.r#type == "done"), "{chunks:?}");
+    assert!(
+        s.workspace().join("approved.txt").exists(),
+        "the approved command ran"
+    );
+    let ended = read_until(&mut events, "turn_completed").await;
+    let done = ended.last().expect("turn_completed");
+    assert_eq!(done.2["payload"]["turn_id"], turn.as_str());
+    assert_eq!(done.2["payload"]["status"], "completed");
+    // The steer reached the model in the same turn.
+    let last_request = llm.requests().last().expect("requests").body.to_string();
+    assert!(
+        last_request.contains("and say it was steered"),
+        "{last_request}"
+    );
+    drop(a3s);
+    stop(served).await;
 }
