@@ -103,6 +103,14 @@ pub(crate) enum Command {
     /// List and show stored threads.
     #[command(subcommand)]
     Threads(ThreadsCommand),
+    /// Bearer tokens of the HTTP API (`gantry serve --http-addr`).
+    ///
+    /// Without any token, the API answers loopback callers only; once one
+    /// exists, every call needs one.
+    ///
+    ///   gantry tokens create --name ci --read-only > ci.token
+    #[command(subcommand)]
+    Tokens(crate::http::TokensCommand),
 }
 
 /// Where `gantry serve` keeps its state.
@@ -195,6 +203,19 @@ pub(crate) struct ServeArgs {
     /// File holding the bearer token Rome runner calls must carry.
     #[arg(long, value_name = "FILE", requires = "rome_addr")]
     pub rome_token_file: Option<PathBuf>,
+
+    /// Also serve Gantry's own HTTP API (`/v1`, events over SSE,
+    /// `/openapi.json`) and its web dashboard (`/`) here, on the same
+    /// engine; without a value, on 127.0.0.1:4080. Loopback callers need no
+    /// token until one is made with `gantry tokens create`; beyond
+    /// loopback every call needs one.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        num_args = 0..=1,
+        default_missing_value = proto_http::DEFAULT_HTTP_ADDR
+    )]
+    pub http_addr: Option<String>,
 }
 
 /// `gantry exec`.

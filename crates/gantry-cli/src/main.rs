@@ -8,6 +8,7 @@ mod config;
 mod control_plane;
 mod exec;
 mod exec_json;
+mod http;
 mod model;
 mod pando;
 mod render;
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
             Command::Codewhale(args) => codewhale::run(cli.global, args).await,
             Command::Acp(args) => acp::run(cli.global, args).await,
             Command::Threads(args) => threads::run(cli.global, args).await,
+            Command::Tokens(command) => http::run(&cli.global, command),
         }
     });
     // Do not wait for tasks still blocked (e.g. a dropped model stream).

@@ -119,6 +119,19 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         ),
         None => None,
     };
+    let http = match &args.http_addr {
+        Some(addr) => Some(
+            crate::http::HttpApiListener::start(
+                &engine,
+                workspace.clone(),
+                addr,
+                &crate::setup::data_dir_path(&global)?,
+                stopping.clone(),
+            )
+            .await?,
+        ),
+        None => None,
+    };
     if let Ok(addr) = listener.address() {
         if !listener.is_local() && auth_token.is_none() {
             eprintln!(
@@ -135,6 +148,12 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     pando.announce();
     if let Some(rome) = &rome {
         eprintln!("gantry: serving the Rome agent runner on {}", rome.addr);
+    }
+    if let Some(http) = &http {
+        eprintln!(
+            "gantry: serving the HTTP API and dashboard on http://{}/",
+            http.addr
+        );
     }
     let options = ServeOptions {
         workspace,
@@ -165,6 +184,9 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     pando.stopped().await;
     if let Some(rome) = rome {
         rome.stopped().await?;
+    }
+    if let Some(http) = http {
+        http.stopped().await?;
     }
     // Runs the stop cut off are recorded as cancelled before the store closes.
     scheduler.stop().await;

@@ -9,6 +9,7 @@ mod config;
 mod crash;
 mod disk_full;
 mod exec;
+mod http_serve;
 mod keys;
 mod lifecycle;
 mod pando_conformance;

@@ -1,0 +1,369 @@
+//! `gantry serve --http-addr`: the HTTP API of a real server. A client
+//! following a thread over SSE through a `kill -9` mid-answer resumes on
+//! the restarted server with `Last-Event-ID`: nothing missed, nothing twice.
+//! A thread of the A3S gRPC service is one of the HTTP API: followed live,
+//! steered and its approval answered over HTTP while the gRPC client waits.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use gantry_testkit::{MockLlm, Script, Step};
+use serde_json::{Value, json};
+
+use crate::common::Scratch;
+
+/// A running `gantry serve` and the address of its HTTP API.
+struct Served {
+    child: Child,
+    http: String,
+    grpc: String,
+    _lines: Receiver<String>,
+}
+
+fn serve(s: &Scratch) -> Served {
+    let mut child = s
+        .gantry()
+        .env("XDG_CONFIG_HOME", s.dir.path().join("xdg"))
+        .env("MOCK_KEY", "sk-mock-0123456789")
+        .args([
+            "serve",
+            "--listen-addr",
+            "127.0.0.1:0",
+            "--http-addr",
+            "127.0.0.1:0",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn gantry serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let (mut http, mut grpc) = (None, None);
+    while http.is_none() || grpc.is_none() {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("gantry serve announces its addresses");
+        if let Some(rest) =
+            line.strip_prefix("gantry: serving the HTTP API and dashboard on http://")
+        {
+            http = Some(rest.trim_end_matches('/').to_owned());
+        }
+        if let Some(rest) =
+            line.strip_prefix("gantry: serving a3s.code.agent.v1.CodeAgentService on ")
+        {
+            grpc = Some(rest.to_owned());
+        }
+    }
+    Served {
+        child,
+        http: http.expect("http"),
+        grpc: grpc.expect("grpc"),
+        _lines: rx,
+    }
+}
+
+/// One SSE event: its id, type and data.
+type Sse = (String, String, Value);
+
+/// The config file naming `llm` as the default model's provider.
+fn configure(s: &Scratch, llm: &MockLlm) {
+    let dir = s.dir.path().join("xdg/gantry");
+    std::fs::create_dir_all(&dir).expect("config dir");
+    std::fs::write(
+        dir.join("config.toml"),
+        format!(
+            "default_model = \"mock/gpt-4.1\"\n[providers.mock]\nkind = \"openai-chat\"\n\
+             base_url = \"{}\"\napi_key_env = \"MOCK_KEY\"\n",
+            llm.base_url()
+        ),
+    )
+    .expect("config");
+}
+
+/// Stops a server with SIGTERM; it must exit cleanly.
+async fn stop(served: Served) {
+    let mut child = served.child;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("join")
+        .expect("wait");
+    assert!(status.success(), "{status:?}");
+}
+
+/// Reads SSE events until one of type `until`.
+async fn read_until<S>(events: &mut S, until: &str) -> Vec<Sse>
+where
+    S: futures_util::Stream<
+            Item = Result<
+                eventsource_stream::Event,
+                eventsource_stream::EventStreamError<reqwest::Error>,
+            >,
+        > + Unpin,
+{
+    let mut seen = Vec::new();
+    while !seen.iter().any(|e: &Sse| e.1 == until) {
+        let e = tokio::time::timeout(Duration::from_secs(30), events.next())
+            .await
+            .expect("an event in time")
+            .expect("open")
+            .expect("event");
+        seen.push((e.id, e.event, serde_json::from_str(&e.data).expect("JSON")));
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_client_resumes_after_the_server_is_killed_mid_answer() {
+    let s = Scratch::new();
+    // A slow answer: the kill lands in its middle.
+    let answer = "one two three four five six seven eight nine ten eleven twelve";
+    let llm = MockLlm::start(Script::new(vec![
+        Step::text(answer).with_chunk_size(4).with_delay_ms(150),
+    ]))
+    .expect("mock llm");
+    configure(&s, &llm);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let web = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+
+    let mut first = serve(&s);
+    let made: Value = web
+        .post(format!("http://{}/v1/threads", first.http))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("JSON");
+    let id = made["id"].as_str().expect("id").to_owned();
+    let resp = web
+        .post(format!("http://{}/v1/threads/{id}/messages", first.http))
+        .json(&json!({"text": "count"}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 202);
+
+    let mut seen: Vec<Sse> = Vec::new();
+    {
+        let resp = web
+            .get(format!("http://{}/v1/threads/{id}/events", first.http))
+            .send()
+            .await
+            .expect("events");
+        let mut events = eventsource_stream::EventStream::new(resp.bytes_stream());
+        while seen.iter().filter(|e| e.1 == "delta").count() < 3 {
+            let e = tokio::time::timeout(Duration::from_secs(30), events.next())
+                .await
+                .expect("an event in time")
+                .expect("open")
+                .expect("event");
+            seen.push((e.id, e.event, serde_json::from_str(&e.data).expect("JSON")));
+        }
+    }
+    first.child.kill().expect("kill -9");
+    first.child.wait().expect("reap");
+
+    let second = serve(&s);
+    let last = seen.last().expect("events").0.clone();
+    let resp = web
+        .get(format!("http://{}/v1/threads/{id}/events", second.http))
+        .header("last-event-id", &last)
+        .send()
+        .await
+        .expect("resume");
+    let mut events = eventsource_stream::EventStream::new(resp.bytes_stream());
+    let rest = read_until(&mut events, "turn_completed").await;
+    let ended = rest.last().expect("turn_completed");
+    assert_eq!(ended.2["payload"]["status"], "interrupted", "{rest:?}");
+    // Every seq once, in order, across the two servers.
+    let seqs: Vec<u64> = seen
+        .iter()
+        .chain(&rest)
+        .filter(|e| e.1 != "delta")
+        .map(|e| e.0.parse().expect("seq"))
+        .collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "{seen:?} {rest:?}"
+    );
+    // No text twice: what was streamed is a prefix of the answer.
+    let streamed: String = seen
+        .iter()
+        .chain(&rest)
+        .filter(|e| e.1 == "delta")
+        .map(|e| e.2["text"].as_str().unwrap_or_default())
+        .collect();
+    assert!(
+        answer.starts_with(&streamed) && !streamed.is_empty(),
+        "{streamed:?}"
+    );
+
+    stop(second).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_thread_is_followed_steered_and_approved_over_http() {
+    use proto_code_agent::pb;
+    use proto_code_agent::pb::code_agent_service_client::CodeAgentServiceClient;
+
+    let s = Scratch::new();
+    let llm = MockLlm::start(Script::new(vec![
+        Step::tool_call(
+            "shell",
+            json!({"command": "touch approved.txt && echo from-grpc"}),
+        ),
+        Step::text("Done, with the steer heard."),
+    ]))
+    .expect("mock llm");
+    configure(&s, &llm);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let web = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let served = serve(&s);
+    let mut a3s = CodeAgentServiceClient::connect(format!("http://{}", served.grpc))
+        .await
+        .expect("connect");
+    let session = a3s
+        .create_session(pb::CreateSessionRequest::default())
+        .await
+        .expect("CreateSession")
+        .into_inner()
+        .session_id;
+    let set = a3s
+        .set_confirmation_policy(pb::SetConfirmationPolicyRequest {
+            session_id: session.clone(),
+            policy: Some(pb::ConfirmationPolicy {
+                enabled: true,
+                require_confirm_tools: vec!["shell".into()],
+                default_timeout_ms: 120_000,
+                timeout_action: pb::TimeoutAction::Reject as i32,
+                ..Default::default()
+            }),
+        })
+        .await
+        .expect("SetConfirmationPolicy")
+        .into_inner();
+    assert!(set.success);
+
+    // Followed over HTTP from before the gRPC turn starts.
+    let resp = web
+        .get(format!(
+            "http://{}/v1/threads/{session}/events",
+            served.http
+        ))
+        .send()
+        .await
+        .expect("events");
+    assert_eq!(resp.status(), 200);
+    let mut events = eventsource_stream::EventStream::new(resp.bytes_stream());
+    let generate = {
+        let mut a3s = a3s.clone();
+        let session = session.clone();
+        tokio::spawn(async move {
+            let mut stream = a3s
+                .stream_generate(pb::GenerateRequest {
+                    session_id: session,
+                    messages: vec![pb::Message {
+                        role: "user".into(),
+                        content: "make the file".into(),
+                        ..Default::default()
+                    }],
+                })
+                .await
+                .expect("StreamGenerate")
+                .into_inner();
+            let mut chunks = Vec::new();
+            while let Some(chunk) = stream.message().await.expect("chunk") {
+                chunks.push(chunk);
+            }
+            chunks
+        })
+    };
+    let asked = loop {
+        let seen = read_until(&mut events, "item_started").await;
+        let last = seen.last().expect("event");
+        if last.2["payload"]["item"]["type"] == "approval" {
+            break last.2["payload"]["item"]["approval_id"]
+                .as_str()
+                .expect("approval id")
+                .to_owned();
+        }
+    };
+
+    // Steered over HTTP while the gRPC turn waits on its approval.
+    let steer: Value = web
+        .post(format!(
+            "http://{}/v1/threads/{session}/messages",
+            served.http
+        ))
+        .json(&json!({"text": "and say it was steered", "if_busy": "steer"}))
+        .send()
+        .await
+        .expect("steer")
+        .json()
+        .await
+        .expect("JSON");
+    let turn = steer["turn_id"]
+        .as_str()
+        .expect("the running turn")
+        .to_owned();
+    let answered = web
+        .post(format!(
+            "http://{}/v1/threads/{session}/approvals/{asked}",
+            served.http
+        ))
+        .json(&json!({"decision": "approve"}))
+        .send()
+        .await
+        .expect("approve");
+    assert_eq!(answered.status(), 200);
+
+    // The gRPC client sees its turn go on and end.
+    let chunks = tokio::time::timeout(Duration::from_secs(30), generate)
+        .await
+        .expect("the gRPC turn ends")
+        .expect("join");
+    let text: String = chunks
+        .iter()
+        .filter(|c| c.r#type == "content")
+        .map(|c| c.content.as_str())
+        .collect();
+    assert!(text.contains("Done, with the steer heard."), "{chunks:?}");
+    assert!(chunks.iter().any(|c| c.r#type == "done"), "{chunks:?}");
+    assert!(
+        s.workspace().join("approved.txt").exists(),
+        "the approved command ran"
+    );
+    let ended = read_until(&mut events, "turn_completed").await;
+    let done = ended.last().expect("turn_completed");
+    assert_eq!(done.2["payload"]["turn_id"], turn.as_str());
+    assert_eq!(done.2["payload"]["status"], "completed");
+    // The steer reached the model in the same turn.
+    let last_request = llm.requests().last().expect("requests").body.to_string();
+    assert!(
+        last_request.contains("and say it was steered"),
+        "{last_request}"
+    );
+    drop(a3s);
+    stop(served).await;
+}

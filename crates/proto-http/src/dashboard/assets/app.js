@@ -1,0 +1,338 @@
+// Gantry's dashboard: plain JavaScript over the HTTP API v1, no build step.
+// Event streams are read with fetch (so the bearer token and Last-Event-ID
+// are sent by us) and reconnect by themselves, showing "reconnecting".
+"use strict";
+
+const main = document.getElementById("main");
+const conn = document.getElementById("conn");
+let token = localStorage.getItem("gantry.token") || "";
+let pageStop = null; // stops the current page's streams
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (v !== false && v !== null && v !== undefined) node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c !== null && c !== undefined) node.append(c instanceof Node ? c : String(c));
+  }
+  return node;
+}
+
+async function api(method, path, body) {
+  const headers = {};
+  if (token) headers.authorization = "Bearer " + token;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (resp.status === 401) askToken();
+  const text = await resp.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!resp.ok) throw new Error((data && data.error && data.error.message) || resp.statusText);
+  return data;
+}
+
+function askToken() {
+  document.getElementById("token-box").hidden = false;
+  document.getElementById("token-input").focus();
+}
+document.getElementById("token-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  token = document.getElementById("token-input").value.trim();
+  localStorage.setItem("gantry.token", token);
+  document.getElementById("token-box").hidden = true;
+  route();
+});
+
+function setConn(state) {
+  conn.textContent = state === "live" ? "● live" : state === "reconnecting" ? "reconnecting…" : "";
+  conn.className = "conn " + state;
+}
+
+// Follows an SSE route; calls onEvent(type, data, id). Reconnects with
+// Last-Event-ID after any drop (a server restart included).
+function follow(path, onEvent, signal) {
+  let lastId = null;
+  (async () => {
+    let delay = 500;
+    while (!signal.aborted) {
+      try {
+        const headers = { accept: "text/event-stream" };
+        if (token) headers.authorization = "Bearer " + token;
+        if (lastId) headers["last-event-id"] = lastId;
+        const resp = await fetch(path, { headers, signal });
+        if (resp.status === 401) { askToken(); return; }
+        if (!resp.ok) throw new Error(resp.statusText);
+        setConn("live");
+        delay = 500;
+        const reader = resp.body.getReader();
+        const decoder = new TextDecoder();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += decoder.decode(value, { stream: true });
+          let cut;
+          while ((cut = buffer.indexOf("\n\n")) >= 0) {
+            const block = buffer.slice(0, cut);
+            buffer = buffer.slice(cut + 2);
+            let type = "message", data = "", id = null;
+            for (const line of block.split("\n")) {
+              if (line.startsWith("event:")) type = line.slice(6).trim();
+              else if (line.startsWith("data:")) data += line.slice(5).trimStart();
+              else if (line.startsWith("id:")) id = line.slice(3).trim();
+            }
+            if (!data) continue; // a keep-alive comment
+            if (id) lastId = id;
+            onEvent(type, JSON.parse(data), id);
+          }
+        }
+      } catch (e) {
+        if (signal.aborted) return;
+      }
+      setConn("reconnecting");
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 5000);
+    }
+  })();
+  return (id) => { if (id !== undefined) lastId = id; };
+}
+
+function ago(ms) {
+  const s = Math.round((Date.now() - ms) / 1000);
+  if (s < 60) return s + "s ago";
+  if (s < 3600) return Math.round(s / 60) + "m ago";
+  if (s < 86400) return Math.round(s / 3600) + "h ago";
+  return new Date(ms).toLocaleDateString();
+}
+
+// ---- Threads list ----
+async function threadsPage(signal) {
+  main.replaceChildren(el("h1", {}, "Threads"));
+  const form = el("form", { class: "toolbar", "aria-label": "New thread" },
+    el("label", { for: "new-ws" }, "Workspace"),
+    el("input", { id: "new-ws", placeholder: "server default", size: 30 }),
+    el("button", { type: "submit" }, "New thread"));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const ws = document.getElementById("new-ws").value.trim();
+    try {
+      const t = await api("POST", "/v1/threads", ws ? { workspace: ws } : {});
+      location.hash = "#/t/" + t.id;
+    } catch (err) { alert(err.message); }
+  });
+  const body = el("tbody", { id: "threads" });
+  main.append(form, el("table", {},
+    el("caption", { class: "sr-only" }, "Threads, newest first"),
+    el("thead", {}, el("tr", {}, el("th", {}, "Thread"), el("th", {}, "Status"),
+      el("th", { class: "hide-sm" }, "Model"), el("th", { class: "hide-sm" }, "Workspace"),
+      el("th", {}, "Cost"), el("th", {}, "Last activity"))),
+    body));
+  let pending = null;
+  const refresh = async () => {
+    const list = await api("GET", "/v1/threads?limit=100");
+    body.replaceChildren(...list.threads.map((t) => el("tr", { "data-id": t.id },
+      el("td", {}, el("a", { href: "#/t/" + t.id }, t.name || t.preview || t.id)),
+      el("td", { class: "status " + t.status }, t.paused ? t.status + " (paused)" : t.status),
+      el("td", { class: "hide-sm" }, t.model),
+      el("td", { class: "ws hide-sm" }, t.workspace),
+      el("td", {}, "$" + t.cost_usd.toFixed(4)),
+      el("td", {}, ago(t.updated_at)))));
+    if (!list.threads.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No threads yet.")));
+  };
+  await refresh();
+  follow("/v1/events", (type) => {
+    if (type === "delta") return;
+    clearTimeout(pending);
+    pending = setTimeout(refresh, 150);
+  }, signal);
+}
+
+// ---- Thread page ----
+function renderItem(item, threadId) {
+  const node = el("article", { class: "item " + item.type, id: "item-" + item.id });
+  const who = { user_message: "You", agent_message: "Agent", reasoning: "Reasoning",
+    command_execution: "Command", file_change: "File change", tool_call: "Tool",
+    approval: "Approval", error: "Error" }[item.type] || item.type;
+  node.append(el("div", { class: "who" }, who));
+  switch (item.type) {
+    case "user_message":
+    case "agent_message":
+      node.append(el("div", { class: "text" }, item.text || ""));
+      break;
+    case "reasoning":
+      node.append(el("details", {}, el("summary", {}, "Thinking"), el("div", { class: "text" }, item.text || "")));
+      break;
+    case "command_execution": {
+      node.append(el("code", {}, "$ " + item.command), el("pre", { class: "text", "aria-label": "Output" }, item.output || ""));
+      if (item.exit_code !== undefined && item.exit_code !== null)
+        node.append(el("div", { class: "exit" + (item.exit_code ? " nonzero" : "") }, "exit code " + item.exit_code));
+      break;
+    }
+    case "file_change": {
+      const pre = el("pre", { class: "diff" });
+      for (const line of (item.diff || "").split("\n")) {
+        pre.append(el("span", { class: line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "" }, line + "\n"));
+      }
+      node.append(el("code", {}, item.path), pre);
+      break;
+    }
+    case "tool_call":
+      node.append(el("code", {}, item.name), el("pre", {}, item.error || item.result || JSON.stringify(item.arguments)));
+      break;
+    case "approval": {
+      const req = item.request || {};
+      node.append(el("div", {}, (req.tool || "") + " ", el("code", {}, JSON.stringify(req.arguments || req.command || req))));
+      if (item.status === "in_progress") node.append(approvalButtons(threadId, item.approval_id));
+      else node.append(el("div", { class: "muted" }, "answered: " + JSON.stringify(item.decision || "")));
+      break;
+    }
+    default:
+      node.append(el("pre", {}, item.message || item.text || JSON.stringify(item)));
+  }
+  return node;
+}
+
+function approvalButtons(threadId, approvalId) {
+  const answer = (decision) => async () => {
+    try {
+      const body = { decision };
+      if (decision === "deny") {
+        const reason = prompt("Why deny? (given to the model)");
+        if (reason) body.reason = reason;
+      }
+      await api("POST", `/v1/threads/${threadId}/approvals/${approvalId}`, body);
+    } catch (err) { alert(err.message); }
+  };
+  return el("div", { class: "toolbar", role: "group", "aria-label": "Answer approval" },
+    el("button", { onclick: answer("approve"), "data-approve": approvalId }, "Approve"),
+    el("button", { class: "secondary", onclick: answer("approve_for_session") }, "Approve for session"),
+    el("button", { class: "danger", onclick: answer("deny") }, "Deny"),
+    el("button", { class: "secondary", onclick: answer("abort") }, "Abort turn"));
+}
+
+async function threadPage(id, signal) {
+  const detail = await api("GET", "/v1/threads/" + encodeURIComponent(id));
+  const t = detail.thread;
+  const status = el("span", { class: "status " + t.status, id: "thread-status", role: "status" }, t.status);
+  const items = el("section", { class: "items", id: "items", "aria-live": "polite", "aria-label": "Conversation" });
+  const act = (path) => async () => { try { await api("POST", `/v1/threads/${id}/${path}`, {}); } catch (e) { alert(e.message); } };
+  main.replaceChildren(
+    el("h1", {}, t.name || "Thread ", el("code", {}, id)),
+    el("div", { class: "toolbar" }, status,
+      el("span", { class: "muted" }, t.model + " · " + t.workspace),
+      el("button", { class: "danger", id: "interrupt", onclick: act("interrupt") }, "Interrupt"),
+      el("button", { class: "secondary", id: "pause", onclick: act("pause") }, "Pause"),
+      el("button", { class: "secondary", id: "resume", onclick: act("resume") }, "Resume")),
+    items);
+  for (const turn of detail.turns) for (const item of turn.items) items.append(renderItem(item, id));
+  const text = el("textarea", { id: "message", required: true, placeholder: "Message the agent" });
+  const mode = el("select", { id: "if-busy" },
+    el("option", { value: "steer" }, "Steer if busy"),
+    el("option", { value: "queue" }, "Queue if busy"),
+    el("option", { value: "reject" }, "Refuse if busy"));
+  const form = el("form", { class: "composer", "aria-label": "Send a message" },
+    el("div", {}, el("label", { for: "message" }, "Message"), text),
+    el("div", {}, el("label", { for: "if-busy" }, "While a turn runs"), mode),
+    el("button", { type: "submit", id: "send" }, "Send"));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    if (!text.value.trim()) return;
+    try {
+      await api("POST", `/v1/threads/${id}/messages`, { text: text.value, if_busy: mode.value });
+      text.value = "";
+    } catch (err) { alert(err.message); }
+  });
+  main.append(form);
+  text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
+
+  const upsert = (item) => {
+    const node = renderItem(item, id);
+    const old = document.getElementById("item-" + item.id);
+    if (old) old.replaceWith(node); else items.append(node);
+    node.scrollIntoView({ block: "nearest" });
+  };
+  follow(`/v1/threads/${encodeURIComponent(id)}/events?after=${t.last_seq}`, (type, data) => {
+    if (type === "delta") {
+      let node = document.getElementById("item-" + data.item_id);
+      if (!node) {
+        const kind = { agent_text: "agent_message", reasoning: "reasoning", command_output: "command_execution" }[data.delta] || "agent_message";
+        node = renderItem({ id: data.item_id, type: kind, text: "", command: "", output: "" }, id);
+        items.append(node);
+      }
+      const target = node.querySelector(".text");
+      if (target) target.textContent += data.text;
+      return;
+    }
+    const p = data.payload || {};
+    if (type === "item_started" || type === "item_completed") upsert(p.item);
+    if (type === "turn_started") { status.textContent = "running"; status.className = "status running"; }
+    if (type === "turn_completed") {
+      status.textContent = p.status === "failed" ? "failed" : "idle";
+      status.className = "status " + status.textContent;
+      if (p.status === "interrupted") items.append(el("div", { class: "muted" }, "Turn interrupted."));
+    }
+    if (type === "thread_paused") status.textContent += " (paused)";
+    if (type === "thread_resumed") status.textContent = status.textContent.replace(" (paused)", "");
+  }, signal);
+}
+
+// ---- Approvals ----
+async function approvalsPage(signal) {
+  main.replaceChildren(el("h1", {}, "Pending approvals"));
+  const list = el("section", { class: "items", id: "approvals", "aria-live": "polite" });
+  main.append(list);
+  let pending = null;
+  const refresh = async () => {
+    const all = await api("GET", "/v1/approvals");
+    list.replaceChildren(...all.map((a) => el("article", { class: "item approval", id: "approval-" + a.approval_id },
+      el("div", { class: "who" }, "Thread ", el("a", { href: "#/t/" + a.thread_id }, a.thread_id)),
+      el("div", {}, (a.request.tool || "") + " ", el("code", {}, JSON.stringify(a.request.arguments || a.request))),
+      approvalButtons(a.thread_id, a.approval_id))));
+    if (!all.length) list.append(el("p", { class: "muted" }, "Nothing waits for an answer."));
+  };
+  await refresh();
+  follow("/v1/events", (type) => {
+    if (type === "delta") return;
+    clearTimeout(pending);
+    pending = setTimeout(refresh, 100);
+  }, signal);
+}
+
+async function badge(signal) {
+  const count = document.getElementById("approval-count");
+  const update = async () => {
+    try {
+      const all = await api("GET", "/v1/approvals");
+      count.textContent = all.length;
+      count.hidden = all.length === 0;
+    } catch (e) { /* shown by the page */ }
+  };
+  await update();
+  let pending = null;
+  follow("/v1/events", (type) => {
+    if (type === "delta") return;
+    clearTimeout(pending);
+    pending = setTimeout(update, 200);
+  }, signal);
+}
+
+async function route() {
+  if (pageStop) pageStop.abort();
+  pageStop = new AbortController();
+  const signal = pageStop.signal;
+  const hash = location.hash || "#/";
+  try {
+    if (hash.startsWith("#/t/")) await threadPage(decodeURIComponent(hash.slice(4)), signal);
+    else if (hash === "#/approvals") await approvalsPage(signal);
+    else await threadsPage(signal);
+    badge(signal);
+  } catch (err) {
+    main.replaceChildren(el("p", { class: "error", role: "alert" }, err.message));
+  }
+  main.focus();
+}
+
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,20 @@
+//! The JSON routes, one module per subject; each reads its input, calls the
+//! engine's public API, and answers with a view and the status that fits.
+
+pub(crate) mod approvals;
+pub(crate) mod catalog;
+pub(crate) mod jobs;
+pub(crate) mod thread_state;
+pub(crate) mod threads;
+pub(crate) mod turns;
+
+use axum::Json;
+use axum::http::StatusCode;
+
+use crate::error::ApiError;
+
+/// What a route answers.
+pub(crate) type Answer<T> = Result<Json<T>, ApiError>;
+
+/// What a creating route answers: `201` and the new thing.
+pub(crate) type Created<T> = Result<(StatusCode, Json<T>), ApiError>;

@@ -1,0 +1,10 @@
+//! The HTTP API against a real server on an ephemeral port, over an engine
+//! whose model is the scripted mock LLM over real HTTP.
+
+mod access;
+mod browser;
+mod catalog;
+mod common;
+mod events;
+mod threads;
+mod turns;
