@@ -13,6 +13,7 @@ mod runner;
 mod serve;
 mod setup;
 mod signals;
+mod store;
 mod threads;
 
 use std::process::ExitCode;

@@ -10,6 +10,7 @@ mod disk_full;
 mod exec;
 mod keys;
 mod lifecycle;
+mod postgres_store;
 mod pytest;
 mod runner_conformance;
 mod runner_control_plane;

@@ -88,6 +88,57 @@ impl PostgresStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+
+    /// Claims the database for this process, as the lock of a data dir
+    /// does for SQLite: an engine recovers the turns it finds running at
+    /// start, which must not be another live process's. Fails, saying so,
+    /// if another process holds it; the claim ends when the returned value
+    /// is dropped or the process dies (it is a session advisory lock on a
+    /// connection of its own).
+    pub async fn claim(&self) -> Result<Claim, StoreError> {
+        let mut conn = self
+            .pool
+            .acquire()
+            .await
+            .map_err(db_error("claim the database"))?
+            .detach();
+        let (claimed,): (bool,) = sqlx::query_as("SELECT pg_try_advisory_lock($1)")
+            .bind(CLAIM_KEY)
+            .fetch_one(&mut conn)
+            .await
+            .map_err(db_error("claim the database"))?;
+        if !claimed {
+            return Err(StoreError::Database(
+                "the database is in use by another gantry process; stop it or use another database"
+                    .into(),
+            ));
+        }
+        Ok(Claim { conn })
+    }
+}
+
+/// The advisory lock key of [`PostgresStore::claim`] ("gantry" in ASCII).
+const CLAIM_KEY: i64 = 0x6761_6e74_7279;
+
+/// A database claimed by this process ([`PostgresStore::claim`]); dropping
+/// it closes its connection, which releases the claim.
+#[derive(Debug)]
+pub struct Claim {
+    conn: sqlx::PgConnection,
+}
+
+impl Claim {
+    /// Gives the claim up now (dropping it does so once the server notices
+    /// the connection closed).
+    pub async fn release(mut self) -> Result<(), StoreError> {
+        sqlx::query("SELECT pg_advisory_unlock($1)")
+            .bind(CLAIM_KEY)
+            .execute(&mut self.conn)
+            .await
+            .map_err(db_error("release the database"))?;
+        let _ = sqlx::Connection::close(self.conn).await;
+        Ok(())
+    }
 }
 
 /// `url` without its password, fit for errors and logs.

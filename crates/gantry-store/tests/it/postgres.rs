@@ -182,3 +182,19 @@ async fn keys_are_sealed_in_the_database() {
     pool.close().await;
     assert!(!data.contains("sk-live-secret"), "{data}");
 }
+
+/// One process at a time claims a database; the claim ends with its holder.
+#[tokio::test]
+async fn one_process_claims_a_database() {
+    let Some((store, (db, dir))) = fixture().await else {
+        return;
+    };
+    let claim = store.claim().await.unwrap();
+    let other = PostgresStore::open(&db.url(), &dir.path().join("secret.key"))
+        .await
+        .unwrap();
+    let err = other.claim().await.unwrap_err().to_string();
+    assert!(err.contains("in use by another gantry process"), "{err}");
+    claim.release().await.unwrap();
+    other.claim().await.unwrap();
+}
