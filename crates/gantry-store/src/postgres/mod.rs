@@ -54,8 +54,18 @@ impl PostgresStore {
     /// same one to read the keys another stored.
     pub async fn open(url: &str, secret_key: &Path) -> Result<Self, StoreError> {
         let shown = redacted(url);
-        let options = PgConnectOptions::from_str(url)
+        let mut options = PgConnectOptions::from_str(url)
             .map_err(|e| StoreError::Database(format!("{shown}: not a PostgreSQL URL: {e}")))?;
+        if !url.contains("synchronous_commit") {
+            // The trade-off the SQLite store makes (WAL, synchronous=NORMAL):
+            // a commit does not wait for its WAL flush (the server flushes
+            // within a fraction of a second), so a crash of Gantry loses
+            // nothing, and only a crash of the database server's machine
+            // can lose the last commits; never a torn log. A URL that sets
+            // synchronous_commit (`?options=-c%20synchronous_commit%3Don`)
+            // chooses otherwise.
+            options = options.options([("synchronous_commit", "off")]);
+        }
         let exists = Postgres::database_exists(url)
             .await
             .map_err(|e| StoreError::Database(format!("connect to {shown}: {e}")))?;

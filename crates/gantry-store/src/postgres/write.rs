@@ -1,22 +1,42 @@
-//! The write path: one transaction per commit, its cursors taken from the
-//! `event_cursor` row, events in multi-row inserts.
+//! The write path: one statement per commit (one round trip), its cursors
+//! taken from the `event_cursor` row, rows passed as arrays.
 //!
-//! Taking the cursors locks that row until the transaction ends, so commits
+//! Taking the cursors locks that row until the statement commits, so commits
 //! from any number of processes run one after another: each starts from the
 //! cursor the previous one ended on (dense) and becomes visible only after
 //! it (in order). A reader therefore never sees cursor N + 1 without N,
 //! which is what lets an all-threads feed resume from a cursor.
 
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgPool;
 
 use super::db_error;
 use crate::codec::{EventRow, ThreadRow, encode_event, encode_thread};
 use crate::secrets::Sealer;
-use crate::{Commit, StoreError, sql};
+use crate::{Commit, StoreError};
 
-/// Takes `$1` cursors: returns the last of them (the first is that minus
-/// `$1` plus one), holding the row's lock until commit or rollback.
-const TAKE_CURSORS: &str = "UPDATE event_cursor SET last = last + $1 WHERE id = 1 RETURNING last";
+/// The whole commit in one statement, so in one round trip and one
+/// implicit transaction: take `cardinality($1)` cursors from the counter
+/// row (locking it until the statement commits), insert the events from
+/// arrays numbered from the first of them, upsert the thread rows, and
+/// return the last cursor. Any failure (a duplicate seq) rolls all of it
+/// back, cursors included.
+const COMMIT: &str = "WITH cursors AS (\
+     UPDATE event_cursor SET last = last + cardinality($1::text[]) WHERE id = 1 RETURNING last), \
+     new_events AS (\
+     INSERT INTO events (thread_id, seq, ts, turn_id, item_id, kind, payload, pos) \
+     SELECT e.thread_id, e.seq, e.ts, e.turn_id, e.item_id, e.kind, e.payload, \
+     cursors.last - cardinality($1::text[]) + e.n \
+     FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], \
+     $7::text[]) WITH ORDINALITY AS e (thread_id, seq, ts, turn_id, item_id, kind, payload, n), \
+     cursors), \
+     new_threads AS (\
+     INSERT INTO threads (id, created_at, updated_at, archived, status, data) \
+     SELECT * FROM unnest($8::text[], $9::bigint[], $10::bigint[], $11::boolean[], \
+     $12::text[], $13::text[]) \
+     ON CONFLICT (id) DO UPDATE SET \
+     created_at = excluded.created_at, updated_at = excluded.updated_at, \
+     archived = excluded.archived, status = excluded.status, data = excluded.data) \
+     SELECT last FROM cursors";
 
 /// Applies `commit` atomically: on any error nothing of it is written.
 /// Returns the cursor of the last event stored.
@@ -25,8 +45,7 @@ pub(super) async fn commit(
     sealer: &Sealer,
     commit: &Commit,
 ) -> Result<u64, StoreError> {
-    // Encode and seal before the transaction, so it holds the cursor row
-    // only for I/O.
+    // Encode and seal first: the statement holds the cursor row only for I/O.
     let events = commit
         .events
         .iter()
@@ -48,90 +67,91 @@ pub(super) async fn commit(
     if events.is_empty() && threads.is_empty() {
         return super::read::last_cursor(pool).await;
     }
-    let count = i64::try_from(events.len())
-        .map_err(|_| StoreError::Database("too many events in one commit".into()))?;
+    let events = EventColumns::from(events);
+    let threads = ThreadColumns::from(last_of_each(threads));
+    let (end,): (i64,) = sqlx::query_as(COMMIT)
+        .bind(events.thread_id)
+        .bind(events.seq)
+        .bind(events.ts)
+        .bind(events.turn_id)
+        .bind(events.item_id)
+        .bind(events.kind)
+        .bind(events.payload)
+        .bind(threads.id)
+        .bind(threads.created_at)
+        .bind(threads.updated_at)
+        .bind(threads.archived)
+        .bind(threads.status)
+        .bind(threads.data)
+        .fetch_one(pool)
+        .await
+        .map_err(db_error("commit"))?;
+    Ok(u64::try_from(end).unwrap_or(0))
+}
 
-    let mut tx = pool.begin().await.map_err(db_error("begin"))?;
-    let written = async {
-        let end = if events.is_empty() {
-            // Only thread rows: no cursors taken, no lock on the counter.
-            let (last,): (i64,) = sqlx::query_as(sql::LAST_CURSOR)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db_error("read the last cursor"))?;
-            last
-        } else {
-            let (end,): (i64,) = sqlx::query_as(TAKE_CURSORS)
-                .bind(count)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db_error("take commit cursors"))?;
-            let mut events = events;
-            for (row, pos) in events.iter_mut().zip(end - count + 1..) {
-                row.pos = pos;
-            }
-            insert_events(&mut tx, events).await?;
-            end
-        };
-        upsert_threads(&mut tx, threads).await?;
-        Ok::<_, StoreError>(end)
+/// A thread may appear more than once in a commit, the last one winning;
+/// one upsert statement may touch a row only once, so only the last is kept.
+fn last_of_each(rows: Vec<ThreadRow>) -> Vec<ThreadRow> {
+    let mut kept: Vec<ThreadRow> = Vec::with_capacity(rows.len());
+    for row in rows.into_iter().rev() {
+        if !kept.iter().any(|k| k.id == row.id) {
+            kept.push(row);
+        }
     }
-    .await;
-    match written {
-        Ok(end) => {
-            tx.commit().await.map_err(db_error("commit"))?;
-            Ok(u64::try_from(end).unwrap_or(0))
+    kept.reverse();
+    kept
+}
+
+/// Event rows as one array per column, bound to [`COMMIT`].
+#[derive(Default)]
+struct EventColumns {
+    thread_id: Vec<String>,
+    seq: Vec<i64>,
+    ts: Vec<i64>,
+    turn_id: Vec<Option<String>>,
+    item_id: Vec<Option<String>>,
+    kind: Vec<&'static str>,
+    payload: Vec<String>,
+}
+
+impl From<Vec<EventRow>> for EventColumns {
+    fn from(rows: Vec<EventRow>) -> Self {
+        let mut c = Self::default();
+        for row in rows {
+            c.thread_id.push(row.thread_id);
+            c.seq.push(row.seq);
+            c.ts.push(row.ts);
+            c.turn_id.push(row.turn_id);
+            c.item_id.push(row.item_id);
+            c.kind.push(row.kind);
+            c.payload.push(row.payload);
         }
-        Err(e) => {
-            // Gives the cursors back: the next commit takes the same ones.
-            let _ = tx.rollback().await;
-            Err(e)
-        }
+        c
     }
 }
 
-/// Inserts rows in chunks of power-of-two sizes, as the SQLite store does,
-/// so only a handful of statement texts are ever prepared.
-async fn insert_events(conn: &mut PgConnection, rows: Vec<EventRow>) -> Result<(), StoreError> {
-    let mut left = rows.len();
-    let mut rows = rows.into_iter();
-    while left > 0 {
-        let chunk = 1usize << left.min(sql::MAX_INSERT_ROWS).ilog2();
-        let mut query = sqlx::query(sql::insert_events(chunk));
-        for row in rows.by_ref().take(chunk) {
-            query = query
-                .bind(row.thread_id)
-                .bind(row.seq)
-                .bind(row.ts)
-                .bind(row.turn_id)
-                .bind(row.item_id)
-                .bind(row.kind)
-                .bind(row.payload)
-                .bind(row.pos);
-        }
-        query
-            .execute(&mut *conn)
-            .await
-            .map_err(db_error("insert events"))?;
-        left -= chunk;
-    }
-    Ok(())
+/// Thread rows as one array per column, bound to [`COMMIT`].
+#[derive(Default)]
+struct ThreadColumns {
+    id: Vec<String>,
+    created_at: Vec<i64>,
+    updated_at: Vec<i64>,
+    archived: Vec<bool>,
+    status: Vec<&'static str>,
+    data: Vec<String>,
 }
 
-/// Upserts thread rows one by one: a thread may appear twice in a commit
-/// (the last one wins), which one multi-row upsert would reject.
-async fn upsert_threads(conn: &mut PgConnection, rows: Vec<ThreadRow>) -> Result<(), StoreError> {
-    for row in rows {
-        sqlx::query(sql::UPSERT_THREAD)
-            .bind(row.id)
-            .bind(row.created_at)
-            .bind(row.updated_at)
-            .bind(row.archived)
-            .bind(row.status)
-            .bind(row.data)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_error("upsert thread"))?;
+impl From<Vec<ThreadRow>> for ThreadColumns {
+    fn from(rows: Vec<ThreadRow>) -> Self {
+        let mut c = Self::default();
+        for row in rows {
+            c.id.push(row.id);
+            c.created_at.push(row.created_at);
+            c.updated_at.push(row.updated_at);
+            c.archived.push(row.archived);
+            c.status.push(row.status);
+            c.data.push(row.data);
+        }
+        c
     }
-    Ok(())
 }
