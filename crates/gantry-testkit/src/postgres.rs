@@ -30,6 +30,16 @@ impl TestDatabase {
     /// environment allows skipping (see the module's doc). Panics, naming
     /// the server and the fix, when it is unreachable and skipping is not allowed.
     pub async fn create() -> Option<Self> {
+        Self::new(true).await
+    }
+
+    /// Like [`TestDatabase::create`], but leaves the database to be made by
+    /// the code under test (it is still dropped, if made, at the end).
+    pub async fn create_later() -> Option<Self> {
+        Self::new(false).await
+    }
+
+    async fn new(make: bool) -> Option<Self> {
         let server = std::env::var("GANTRY_TEST_POSTGRES")
             .unwrap_or_else(|_| DEFAULT_SERVER.to_owned())
             .trim_end_matches('/')
@@ -53,6 +63,10 @@ impl TestDatabase {
             }
         };
         let name = format!("gantry_test_{}", uuid::Uuid::now_v7().simple());
+        if !make {
+            let _ = admin.close().await;
+            return Some(Self { server, name });
+        }
         // The name is ours: `gantry_test_` and hex digits.
         sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {name}")))
             .execute(&mut admin)

@@ -66,25 +66,28 @@ impl PostgresStore {
             // chooses otherwise.
             options = options.options([("synchronous_commit", "off")]);
         }
-        let exists = Postgres::database_exists(url)
-            .await
-            .map_err(|e| StoreError::Database(format!("connect to {shown}: {e}")))?;
-        if !exists {
-            // Two processes may race here; the loser finds it made.
-            if let Err(e) = Postgres::create_database(url).await {
-                let made = Postgres::database_exists(url).await.unwrap_or(false);
-                if !made {
-                    return Err(StoreError::Database(format!("create {shown}: {e}")));
+        let pool_options = || {
+            PgPoolOptions::new()
+                .max_connections(MAX_CONNECTIONS)
+                .min_connections(0)
+                .acquire_timeout(CONNECT_TIMEOUT)
+        };
+        let pool = match pool_options().connect_with(options.clone()).await {
+            Ok(pool) => pool,
+            Err(e) if is_missing_database(&e) => {
+                // Two processes may race here; the loser finds it made.
+                if let Err(e) = Postgres::create_database(url).await {
+                    if !Postgres::database_exists(url).await.unwrap_or(false) {
+                        return Err(StoreError::Database(format!("create {shown}: {e}")));
+                    }
                 }
+                pool_options()
+                    .connect_with(options)
+                    .await
+                    .map_err(|e| StoreError::Database(format!("connect to {shown}: {e}")))?
             }
-        }
-        let pool = PgPoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            .min_connections(0)
-            .acquire_timeout(CONNECT_TIMEOUT)
-            .connect_with(options)
-            .await
-            .map_err(|e| StoreError::Database(format!("connect to {shown}: {e}")))?;
+            Err(e) => return Err(StoreError::Database(format!("connect to {shown}: {e}"))),
+        };
         MIGRATOR
             .run(&pool)
             .await
@@ -169,6 +172,13 @@ pub fn redacted(url: &str) -> String {
         }
         None => format!("{scheme}://{rest}"),
     }
+}
+
+/// Whether connecting failed because the database does not exist (3D000).
+fn is_missing_database(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|code| code == "3D000")
 }
 
 /// Refuses a database whose log a newer Gantry wrote (see the SQLite store's).

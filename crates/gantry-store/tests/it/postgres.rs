@@ -198,3 +198,25 @@ async fn one_process_claims_a_database() {
     claim.release().await.unwrap();
     other.claim().await.unwrap();
 }
+
+/// A database that does not exist yet is created, then migrated.
+#[tokio::test]
+async fn a_missing_database_is_created() {
+    let Some(db) = TestDatabase::create_later().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = PostgresStore::open(&db.url(), &dir.path().join("secret.key"))
+        .await
+        .unwrap();
+    assert_eq!(store.last_cursor().await.unwrap(), 0);
+    assert_eq!(
+        store
+            .setting("log_format_version")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("1")
+    );
+    store.close().await;
+}
