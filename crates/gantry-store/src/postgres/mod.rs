@@ -76,10 +76,10 @@ impl PostgresStore {
             Ok(pool) => pool,
             Err(e) if is_missing_database(&e) => {
                 // Two processes may race here; the loser finds it made.
-                if let Err(e) = Postgres::create_database(url).await {
-                    if !Postgres::database_exists(url).await.unwrap_or(false) {
-                        return Err(StoreError::Database(format!("create {shown}: {e}")));
-                    }
+                if let Err(e) = Postgres::create_database(url).await
+                    && !Postgres::database_exists(url).await.unwrap_or(false)
+                {
+                    return Err(StoreError::Database(format!("create {shown}: {e}")));
                 }
                 pool_options()
                     .connect_with(options)
