@@ -54,6 +54,28 @@ pub(crate) struct Global {
     pub no_shell_snapshot: bool,
 }
 
+/// Where the engine keeps its threads: flattened into every command that
+/// runs an engine (not global: `gantry control-plane` has a store of its own).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct StoreArg {
+    /// The engine's store: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`
+    /// (the database is created if missing; one gantry process uses it at a
+    /// time), or `sqlite://FILE`. Else `store = "URL"` in the config file,
+    /// else the SQLite file in the data dir. The data dir stays in use for
+    /// the rest: the lock, shell snapshots, and `secret.key`, which seals
+    /// the API keys stored (a process opening the same database elsewhere
+    /// needs a copy of it to read them).
+    ///
+    ///   --store postgres://gantry@db.internal/gantry
+    #[arg(
+        long = "store",
+        env = "GANTRY_STORE",
+        value_name = "URL",
+        verbatim_doc_comment
+    )]
+    pub url: Option<String>,
+}
+
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
@@ -118,13 +140,16 @@ pub(crate) enum Command {
 pub(crate) enum StorageBackend {
     /// Nothing is written: threads live as long as the process.
     Memory,
-    /// The SQLite store in the data dir.
+    /// The store `--store` names, by default the SQLite file in the data dir.
     File,
 }
 
 /// `gantry serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+
     /// gRPC listen address: `HOST:PORT` (port 0 picks a free one), or
     /// `unix:PATH`, a Unix socket only the server's user may open; its
     /// calls need no token (the A3S SDK dials `unix:PATH` as it is given).
@@ -135,7 +160,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
-    /// `file`: the SQLite store in the data dir; `memory`: nothing written.
+    /// `file`: the store `--store` names (by default the SQLite file in the
+    /// data dir); `memory`: nothing written.
     #[arg(long, value_enum, default_value = "file")]
     pub storage_backend: StorageBackend,
 
@@ -224,6 +250,9 @@ pub(crate) struct ExecArgs {
     /// What to ask the agent.
     pub prompt: String,
 
+    #[command(flatten)]
+    pub store: StoreArg,
+
     /// Model id: `PROVIDER/MODEL` or a plain id with a config file, or
     /// `scripted:FILE` for a deterministic scripted model (the script format
     /// of gantry-scripted-model, served in-process: no key, no network)
@@ -289,6 +318,8 @@ pub(crate) enum ThreadsCommand {
 /// `gantry threads list`.
 #[derive(Debug, Args)]
 pub(crate) struct ListArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
     /// Only archived threads.
     #[arg(long, conflicts_with = "all")]
     pub archived: bool,
@@ -309,6 +340,8 @@ pub(crate) struct ListArgs {
 /// `gantry threads show`.
 #[derive(Debug, Args)]
 pub(crate) struct ShowArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
     /// Thread id.
     pub id: String,
     /// Print the thread as JSON.

@@ -25,6 +25,9 @@ const CLOSE_WAIT: Duration = Duration::from_secs(5);
 /// `gantry codewhale`.
 #[derive(Debug, Args)]
 pub(crate) struct CodewhaleArgs {
+    #[command(flatten)]
+    pub store: crate::args::StoreArg,
+
     /// Speak newline-delimited JSON-RPC 2.0 on stdin/stdout (the only
     /// transport of this command; HTTP is `gantry serve --codewhale-addr`).
     #[arg(long, required = true)]
@@ -34,7 +37,8 @@ pub(crate) struct CodewhaleArgs {
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
-    /// `file`: the SQLite store in the data dir; `memory`: nothing written.
+    /// `file`: the store `--store` names (by default the SQLite file in the
+    /// data dir); `memory`: nothing written.
     #[arg(long, value_enum, default_value = "file")]
     pub storage_backend: StorageBackend,
 }
@@ -100,7 +104,7 @@ pub(crate) async fn run(global: Global, args: CodewhaleArgs) -> Result<ExitCode>
         })?;
     let (store, data): (Arc<dyn Store>, Option<DataDir>) = match args.storage_backend {
         StorageBackend::File => {
-            let data = DataDir::open(&global).await?;
+            let data = DataDir::open(&global, &args.store).await?;
             (data.store.clone(), Some(data))
         }
         StorageBackend::Memory => (Arc::new(MemoryStore::new()), None),

@@ -1,5 +1,5 @@
 //! The configuration file: providers, their models, the default model,
-//! catalog overrides and agents. `--config FILE`, else `$XDG_CONFIG_HOME/gantry/config.toml`
+//! catalog overrides, agents and the engine's store. `--config FILE`, else `$XDG_CONFIG_HOME/gantry/config.toml`
 //! (else `~/.config/gantry/config.toml`); a missing default file is an empty
 //! configuration. Every error is one line naming the file.
 
@@ -18,6 +18,8 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 struct File {
     default_model: Option<String>,
+    /// The engine's store URL (`--store` overrides it).
+    store: Option<String>,
     #[serde(default)]
     providers: BTreeMap<String, ProviderEntry>,
     #[serde(default)]
@@ -65,38 +67,56 @@ struct ProviderEntry {
 /// Loads the configuration: `explicit` (which must exist), else the default
 /// file if there is one.
 pub(crate) fn load(explicit: Option<&Path>) -> Result<ProvidersConfig> {
+    match read(explicit)? {
+        Some((path, text)) => parse(&text).map_err(|e| anyhow!("{}:{e}", path.display())),
+        None => Ok(ProvidersConfig::default()),
+    }
+}
+
+/// The `store` the configuration names, if any.
+pub(crate) fn store_url(explicit: Option<&Path>) -> Result<Option<String>> {
+    match read(explicit)? {
+        Some((path, text)) => Ok(parse_file(&text)
+            .map_err(|e| anyhow!("{}:{e}", path.display()))?
+            .store),
+        None => Ok(None),
+    }
+}
+
+/// The file's path and text: `explicit` (which must exist), else the
+/// default file if there is one.
+fn read(explicit: Option<&Path>) -> Result<Option<(PathBuf, String)>> {
     let (path, required) = match explicit {
         Some(p) => (p.to_path_buf(), true),
         None => match default_path() {
             Some(p) => (p, false),
-            None => return Ok(ProvidersConfig::default()),
+            None => return Ok(None),
         },
     };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(ProvidersConfig::default());
-        }
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(Some((path, text))),
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => bail!("cannot read config {}: {e}", path.display()),
-    };
-    parse(&text).map_err(|e| anyhow!("{}:{e}", path.display()))
+    }
+}
+
+/// Reads the file's text; errors start with `LINE:COL: `.
+fn parse_file(text: &str) -> std::result::Result<File, String> {
+    toml::from_str(text).map_err(|e| {
+        let (line, col) = e.span().map_or((1, 1), |span| line_col(text, span.start));
+        let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+        format!("{line}:{col}: invalid config: {message}")
+    })
 }
 
 /// The agents the configuration declares (`[agents.NAME]`): none without
 /// a file.
 pub(crate) fn agents(explicit: Option<&Path>) -> Result<Vec<DeclaredAgent>> {
-    let Some(path) = file_path(explicit) else {
+    let Some((path, text)) = read(explicit)? else {
         return Ok(Vec::new());
     };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if explicit.is_none() && e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Vec::new());
-        }
-        Err(e) => bail!("cannot read config {}: {e}", path.display()),
-    };
     let dir = path.parent().unwrap_or(Path::new("."));
-    read_file(&text)
+    parse_file(&text)
         .and_then(|file| declared(file.agents, dir))
         .map_err(|e| anyhow!("{}:{e}", path.display()))
 }
@@ -168,18 +188,9 @@ fn schema_file(path: &Path) -> std::result::Result<serde_json::Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
 }
 
-/// The file's shape, or `LINE:COL: ` + what is wrong.
-fn read_file(text: &str) -> std::result::Result<File, String> {
-    toml::from_str(text).map_err(|e| {
-        let (line, col) = e.span().map_or((1, 1), |span| line_col(text, span.start));
-        let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
-        format!("{line}:{col}: invalid config: {message}")
-    })
-}
-
 /// Parses the file's text; errors start with `LINE:COL: ` or ` ` + the item.
 fn parse(text: &str) -> std::result::Result<ProvidersConfig, String> {
-    let file = read_file(text)?;
+    let file = parse_file(text)?;
     let mut providers = Vec::with_capacity(file.providers.len());
     for (name, entry) in file.providers {
         let kind: ProviderKind = entry
@@ -246,6 +257,7 @@ mod tests {
         let config = parse(
             r#"
 default_model = "anthropic/claude-sonnet-4-5"
+store = "postgres://gantry@db/gantry"
 [providers.anthropic]
 kind = "anthropic"
 api_key_env = "ANTHROPIC_API_KEY"
@@ -267,6 +279,8 @@ limit = { context = 32768, output = 8192 }
             config.default_model.as_deref(),
             Some("anthropic/claude-sonnet-4-5")
         );
+        let file = parse_file("store = \"postgres://gantry@db/gantry\"\n").unwrap();
+        assert_eq!(file.store.as_deref(), Some("postgres://gantry@db/gantry"));
     }
 
     #[test]

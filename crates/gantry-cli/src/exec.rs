@@ -10,7 +10,6 @@ use gantry_core::{
     CreateThread, EngineBuilder, EngineConfig, EngineEventKind, EngineEventNotice, IfBusy,
     Notification, Providers,
 };
-use gantry_store::Store;
 use gantry_tools::SandboxSupport;
 use gantry_types::{EventPayload, ItemKind, ThreadId, TurnStatus};
 use gantry_types::{SandboxMode, ThreadPolicy};
@@ -24,7 +23,7 @@ pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     // The config first: its errors are the user's to fix before anything runs.
     let mut file = crate::config::load(global.config.as_deref())?;
     file.retry.max_retries = args.max_retries;
-    let data = DataDir::open(&global).await?;
+    let data = DataDir::open(&global, &args.store).await?;
     let registry = Arc::new(Providers::load(data.store.clone(), file).await?);
     let resume = args.resume.as_deref().map(ThreadId::from);
     let model = match &resume {
@@ -32,7 +31,7 @@ pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
             data.store
                 .thread(id)
                 .await?
-                .with_context(|| format!("thread {id} not found in {}", data.path.display()))?
+                .with_context(|| format!("thread {id} not found in {}", data.store_name))?
                 .model
         }
         None => args

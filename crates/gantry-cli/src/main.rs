@@ -17,6 +17,7 @@ mod runner;
 mod serve;
 mod setup;
 mod signals;
+mod store;
 mod threads;
 
 use std::process::ExitCode;

@@ -42,6 +42,9 @@ backoff when the channel drops and reports what ran meanwhile; Ctrl-C stops it."
 /// `gantry runner`.
 #[derive(Debug, Args)]
 pub(crate) struct RunnerArgs {
+    #[command(flatten)]
+    pub store: crate::args::StoreArg,
+
     /// The control plane: `http(s)://HOST:PORT[/PREFIX]`. `http://` and
     /// loopback hosts are plaintext, anything else TLS; a path prefixes
     /// every rpc path.
@@ -98,7 +101,7 @@ pub(crate) async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
         None => None,
     };
     let providers_config = crate::config::load(global.config.as_deref())?;
-    let data = DataDir::open(&global).await?;
+    let data = DataDir::open(&global, &args.store).await?;
     let workspaces = args
         .workspaces
         .clone()

@@ -58,7 +58,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     // The data dir (and its lock) lives as long as the server.
     let (store, data): (Arc<dyn Store>, Option<DataDir>) = match args.storage_backend {
         StorageBackend::File => {
-            let data = DataDir::open(&global).await?;
+            let data = DataDir::open(&global, &args.store).await?;
             (data.store.clone(), Some(data))
         }
         StorageBackend::Memory => (Arc::new(MemoryStore::new()), None),

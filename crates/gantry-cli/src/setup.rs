@@ -6,32 +6,47 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use gantry_core::{Engine, EngineBuilder, EngineConfig, ModelResolver};
-use gantry_store::SqliteStore;
+use gantry_store::Store;
+use gantry_store::postgres::Claim;
 
-use crate::args::Global;
+use crate::args::{Global, StoreArg};
+use crate::store::Location;
 
-/// An open data dir. Dropping it releases the lock.
+/// An open data dir and the engine's store. Dropping it releases the lock.
 pub(crate) struct DataDir {
     pub path: PathBuf,
-    pub store: Arc<SqliteStore>,
+    pub store: Arc<dyn Store>,
+    /// The store, named for messages (a file, or a URL without password).
+    pub store_name: String,
+    _claim: Option<Claim>,
     _lock: File,
 }
 
 impl DataDir {
-    /// Opens (creating) the data dir and takes its lock: one process owns a
-    /// data dir at a time, so crash recovery never closes another live
+    /// Opens (creating) the data dir and takes its lock, then opens the
+    /// store: `--store`, else the config file's `store`, else `gantry.db`
+    /// in the data dir. One process owns a data dir, and a PostgreSQL
+    /// database, at a time, so crash recovery never closes another live
     /// process's turns and seqs never collide.
-    pub(crate) async fn open(global: &Global) -> Result<Self> {
+    pub(crate) async fn open(global: &Global, store: &StoreArg) -> Result<Self> {
         let path = data_dir_path(global)?;
         std::fs::create_dir_all(&path)
             .with_context(|| format!("cannot create data dir {}", path.display()))?;
         let lock = lock(&path)?;
-        let store = SqliteStore::open(&path.join("gantry.db"))
-            .await
-            .with_context(|| format!("cannot open the store in {}", path.display()))?;
+        let url = match &store.url {
+            Some(url) => Some(url.clone()),
+            None => crate::config::store_url(global.config.as_deref())?,
+        };
+        let location = match url.as_deref().filter(|u| !u.trim().is_empty()) {
+            Some(url) => Location::parse(url)?,
+            None => Location::Sqlite(path.join("gantry.db")),
+        };
+        let opened = crate::store::open(&location, &path).await?;
         Ok(Self {
             path,
-            store: Arc::new(store),
+            store: opened.store,
+            store_name: opened.name,
+            _claim: opened.claim,
             _lock: lock,
         })
     }

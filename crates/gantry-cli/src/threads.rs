@@ -13,7 +13,11 @@ use crate::setup::DataDir;
 /// Runs a `threads` subcommand. The engine starts without a model, so turns
 /// left running by a crash are shown closed, as they are.
 pub(crate) async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
-    let data = DataDir::open(&global).await?;
+    let store = match &command {
+        ThreadsCommand::List(args) => &args.store,
+        ThreadsCommand::Show(args) => &args.store,
+    };
+    let data = DataDir::open(&global, store).await?;
     let engine = data
         .engine(std::sync::Arc::new(NoModel), EngineConfig::default())
         .await?;
@@ -32,7 +36,7 @@ pub(crate) async fn run(global: Global, command: ThreadsCommand) -> Result<ExitC
                 return Ok(ExitCode::SUCCESS);
             }
             if page.threads.is_empty() {
-                eprintln!("no threads in {}", data.path.display());
+                eprintln!("no threads in {}", data.store_name);
             }
             for t in &page.threads {
                 let archived = if t.archived { " (archived)" } else { "" };

@@ -1,6 +1,7 @@
 //! Durable storage for the event log. The engine persists through the
 //! [`Store`] port; this crate holds the port and its implementations:
-//! SQLite (a file, the default) and in-memory (nothing written).
+//! SQLite (a file, the default), PostgreSQL (a database several processes
+//! share) and in-memory (nothing written).
 //!
 //! The schema is an append-only `events` table keyed by `(thread_id, seq)` and
 //! a `threads` table that indexes each thread's latest metadata for listing.
@@ -12,6 +13,7 @@ mod jobs;
 mod memories;
 pub mod memory;
 mod page;
+pub mod postgres;
 mod secrets;
 mod sql;
 pub mod sqlite;
@@ -24,6 +26,7 @@ pub use memories::{MemorySearch, MemoryStorage};
 
 pub use memory::MemoryStore;
 pub use page::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 /// A group of writes applied atomically: events appended, thread rows upserted.

@@ -1,12 +1,22 @@
 //! The memory part of the storage port: the agent's memory items, with
 //! full-text search ranked by the database.
 //!
-//! Relevance is BM25 over the words of a memory's content and tags. SQLite
-//! ranks with FTS5's `bm25()`; a store without full-text search (the
-//! in-memory one) runs the same formula over the same tokens ([`bm25`]).
+//! What every backend promises: the words are the same (runs of letters
+//! and digits, lowercased: [`tokens`]), so a query matches the same
+//! memories, and counts the same total, on all of them. The order is
+//! "most relevant first", each database ranking with its own full-text
+//! engine: SQLite with FTS5's `bm25()`, the in-memory store with the same
+//! formula over the same tokens ([`bm25`], so these two order alike),
+//! PostgreSQL with `ts_rank` over a `tsvector` of those tokens
+//! ([`tsvector`]). On each, relevance grows with how often a memory names
+//! the query's words, and equal ranks go by importance, then newest. BM25
+//! also weighs rare words above common ones and short memories above long
+//! ones; `ts_rank` does neither. So clients may rely on which memories
+//! match, how many, and that rule, never on one backend's exact order.
 
 pub(crate) mod bm25;
 pub(crate) mod tokens;
+pub(crate) mod tsvector;
 
 use async_trait::async_trait;
 use gantry_types::memory::{
@@ -21,7 +31,8 @@ pub struct MemorySearch {
     /// The scopes to search (a memory in any of them can match).
     pub scopes: Vec<MemoryScope>,
     /// Free text: a memory matches if its content or tags hold any of the
-    /// text's words, and is ranked by BM25. Text without words is no filter.
+    /// text's words, most relevant first (see the module's doc). Text
+    /// without words is no filter.
     /// With no text, results are ordered by importance, then newest first.
     pub text: Option<String>,
     /// Only memories carrying every one of these tags (exact match; the

@@ -1,5 +1,7 @@
 //! The SQL the stores run. Portable on purpose (`$n` placeholders, BIGINT,
-//! TEXT, `ON CONFLICT ... DO UPDATE`): a PostgreSQL store runs the same text.
+//! TEXT, `ON CONFLICT ... DO UPDATE`): the PostgreSQL store runs the same
+//! text, except its commit, one statement of its own (`postgres/write.rs`),
+//! and its memory search (`tsvector` instead of FTS5).
 
 use std::sync::OnceLock;
 

@@ -9,8 +9,10 @@
 //! - [`github`]: a fake GitHub REST API for GitHub App flows, with test-only
 //!   keys.
 //! - [`process`]: checks tests use to prove no process was left behind.
+//! - [`postgres`]: a fresh PostgreSQL database per test, dropped after it.
 
 pub mod github;
+pub mod postgres;
 pub mod process;
 
 pub use gantry_scripted_model::{

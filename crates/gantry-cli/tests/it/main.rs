@@ -13,6 +13,7 @@ mod http_serve;
 mod keys;
 mod lifecycle;
 mod pando_conformance;
+mod postgres_store;
 mod pytest;
 mod rome_conformance;
 mod runner_conformance;

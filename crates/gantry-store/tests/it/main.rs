@@ -4,4 +4,5 @@
 mod conformance;
 mod memory;
 mod memory_ranking;
+mod postgres;
 mod sqlite;
