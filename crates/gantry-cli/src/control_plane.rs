@@ -150,6 +150,13 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 10,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub heartbeat_secs: u64,
+
+    /// On SIGTERM or SIGINT, seconds to wait for the requests in flight to
+    /// be answered before closing runner channels: meanwhile no new runner
+    /// is taken and /readyz answers 503, so a load balancer and runners
+    /// with several --control-plane URLs move to another replica.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub drain_secs: u64,
 }
 
 /// `RUNNER=ID` with a positive id.
@@ -205,6 +212,7 @@ async fn serve(data_dir: &Path, args: ServeArgs) -> Result<ExitCode> {
         github: github_app(&args)?,
         allowed_hosts: args.allowed_hosts.clone(),
         heartbeat: Duration::from_secs(args.heartbeat_secs),
+        drain: Duration::from_secs(args.drain_secs),
         ..ControlPlaneOptions::default()
     };
     let cp = ControlPlane::open_in(data_dir, options)

@@ -47,8 +47,10 @@ pub(crate) struct RunnerArgs {
 
     /// The control plane: `http(s)://HOST:PORT[/PREFIX]`. `http://` and
     /// loopback hosts are plaintext, anything else TLS; a path prefixes
-    /// every rpc path.
-    #[arg(long, env = "GANTRY_CONTROL_PLANE", value_name = "URL")]
+    /// every rpc path. Several replicas: `URL1,URL2,...`; when the channel
+    /// to one breaks (or a draining one refuses), the runner dials the next
+    /// and reports what ran meanwhile.
+    #[arg(long, env = "GANTRY_CONTROL_PLANE", value_name = "URL[,URL...]")]
     pub control_plane: String,
 
     /// File whose first line is this runner's token (sent as
@@ -92,7 +94,8 @@ pub(crate) struct RunnerArgs {
 /// Runs the runner until SIGINT/SIGTERM, or until the control plane
 /// refuses its token.
 pub(crate) async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
-    let url = ControlPlaneUrl::parse(&args.control_plane).map_err(anyhow::Error::msg)?;
+    let mut urls = ControlPlaneUrl::parse_list(&args.control_plane).map_err(anyhow::Error::msg)?;
+    let url = urls.remove(0);
     let token = read_token(&args.token_file)?;
     let ca_pem = match &args.tls_ca {
         Some(path) => {
@@ -133,6 +136,7 @@ pub(crate) async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
     let stop = CancellationToken::new();
     let options = RunnerOptions {
         url,
+        failover: urls,
         protocol: args.protocol,
         token,
         ca_pem,

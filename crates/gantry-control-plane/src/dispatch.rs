@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use gantry_runner_protocol::messages::{Payload, ServerMessage};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use crate::registry::{Outbox, Registry};
 
@@ -34,6 +34,8 @@ pub(crate) enum DispatchError {
 pub(crate) struct Dispatcher {
     timeout: Duration,
     pending: Mutex<Pending>,
+    /// How many requests wait for their reply, for a drain to wait on.
+    in_flight: watch::Sender<usize>,
 }
 
 #[derive(Default)]
@@ -56,7 +58,25 @@ impl Dispatcher {
         Self {
             timeout,
             pending: Mutex::new(Pending::default()),
+            in_flight: watch::Sender::new(0),
         }
+    }
+
+    /// Requests waiting for their first reply.
+    pub(crate) fn in_flight(&self) -> usize {
+        *self.in_flight.borrow()
+    }
+
+    /// Completes when no request waits for a reply.
+    pub(crate) async fn idle(&self) {
+        let mut in_flight = self.in_flight.subscribe();
+        // The sender lives as long as `self`.
+        let _ = in_flight.wait_for(|n| *n == 0).await;
+    }
+
+    /// Publishes the number of waiting requests after a change under the lock.
+    fn count(&self, pending: &Pending) {
+        self.in_flight.send_replace(pending.waiting.len());
     }
 
     fn pending(&self) -> MutexGuard<'_, Pending> {
@@ -92,6 +112,7 @@ impl Dispatcher {
                     reply,
                 },
             );
+            self.count(&pending);
         }
         // Removed however this ends: answered, timed out, or the caller gone.
         let _forget = Forget {
@@ -142,10 +163,12 @@ impl Dispatcher {
     pub(crate) fn complete(&self, runner_id: &str, request_id: &str, payload: Payload) -> bool {
         let waiting = {
             let mut pending = self.pending();
-            match pending.waiting.get(request_id) {
+            let waiting = match pending.waiting.get(request_id) {
                 Some(w) if w.runner_id == runner_id => pending.waiting.remove(request_id),
                 _ => None,
-            }
+            };
+            self.count(&pending);
+            waiting
         };
         waiting.is_some_and(|w| w.reply.send(payload).is_ok())
     }
@@ -179,6 +202,8 @@ struct Forget<'a> {
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
-        self.dispatcher.pending().waiting.remove(self.request_id);
+        let mut pending = self.dispatcher.pending();
+        pending.waiting.remove(self.request_id);
+        self.dispatcher.count(&pending);
     }
 }

@@ -30,8 +30,10 @@ mod follow;
 pub mod github;
 mod http;
 mod liveness;
+mod metrics;
 mod offers;
 mod ops;
+mod probes;
 mod registry;
 mod requests;
 mod serve;
@@ -74,6 +76,10 @@ pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:7401";
 /// default (one that misses two in a row is unhealthy).
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
 
+/// How long a stopping control plane waits for requests in flight to be
+/// answered before it closes runner channels, by default.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(10);
+
 /// How often the control plane pings a runner's connection (HTTP/2 PING),
 /// and how long it waits for the answer before closing it, by default.
 pub const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(15);
@@ -97,6 +103,9 @@ pub struct ControlPlaneOptions {
     /// How often 0.7.0 runners are asked for a heartbeat; one that misses
     /// two in a row is marked unhealthy and gets no new work.
     pub heartbeat: Duration,
+    /// On a stop, how long requests in flight get to be answered (no new
+    /// runner is taken meanwhile) before runner channels close.
+    pub drain: Duration,
 }
 
 impl Default for ControlPlaneOptions {
@@ -107,6 +116,7 @@ impl Default for ControlPlaneOptions {
             allowed_hosts: Vec::new(),
             keepalive: DEFAULT_KEEPALIVE,
             heartbeat: DEFAULT_HEARTBEAT,
+            drain: DEFAULT_DRAIN,
         }
     }
 }
@@ -119,6 +129,7 @@ impl std::fmt::Debug for ControlPlaneOptions {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("keepalive", &self.keepalive)
             .field("heartbeat", &self.heartbeat)
+            .field("drain", &self.drain)
             .finish()
     }
 }
@@ -139,6 +150,10 @@ struct Inner {
     allowed_hosts: Vec<String>,
     keepalive: Duration,
     heartbeat: Duration,
+    drain: Duration,
+    metrics: metrics::Metrics,
+    /// Cancelled when a stop begins: no new runner channel is taken.
+    draining: CancellationToken,
     /// Cancelled by [`ControlPlane::shutdown`]: ends channels and live streams.
     stop: CancellationToken,
 }
@@ -166,6 +181,9 @@ impl ControlPlane {
                 allowed_hosts: options.allowed_hosts,
                 keepalive: options.keepalive,
                 heartbeat: options.heartbeat,
+                drain: options.drain,
+                metrics: metrics::Metrics::default(),
+                draining: CancellationToken::new(),
                 stop: CancellationToken::new(),
             }),
         })
@@ -221,7 +239,27 @@ impl ControlPlane {
     /// whether it may run without tokens (see the README).
     pub fn http_router(&self, listen: SocketAddr) -> axum::Router {
         let access = http::Access::new(listen, &self.inner.allowed_hosts);
-        http::router(self.clone(), access)
+        http::router(self.clone(), access).merge(probes::router(self.clone()))
+    }
+
+    /// Whether a stop has begun ([`ControlPlane::drain`]).
+    pub fn is_draining(&self) -> bool {
+        self.inner.draining.is_cancelled()
+    }
+
+    /// Begins a stop: new runner channels are refused (their runners move
+    /// to another replica), `/readyz` answers 503, and this waits until no
+    /// request is in flight or the drain time is up. Then
+    /// [`ControlPlane::shutdown`] closes what is left.
+    pub async fn drain(&self) {
+        self.inner.draining.cancel();
+        let idle = self.inner.dispatcher.idle();
+        if tokio::time::timeout(self.inner.drain, idle).await.is_err() {
+            tracing::warn!(
+                in_flight = self.inner.dispatcher.in_flight(),
+                "requests still in flight at the end of the drain"
+            );
+        }
     }
 
     /// Closes every runner channel and live thread stream, so servers can

@@ -26,8 +26,9 @@ pub enum ServeError {
 }
 
 /// Serves runners on `grpc` and users on `http` until `shutdown` completes
-/// (or a server fails): then closes runner channels and live streams, stops
-/// accepting, and gives connections a moment to close.
+/// (or a server fails): then drains (takes no new runner, waits for the
+/// requests in flight, see [`ControlPlane::drain`]), closes runner channels
+/// and live streams, stops accepting, and gives connections a moment to close.
 pub async fn serve(
     cp: ControlPlane,
     grpc: TcpListener,
@@ -89,13 +90,26 @@ pub async fn serve(
     let (grpc_result, http_result) = tokio::select! {
         results = &mut servers => results,
         () = stopping => {
-            cp.shutdown();
-            match tokio::time::timeout(CLOSE_WAIT, &mut servers).await {
-                Ok(results) => results,
-                Err(_) => {
-                    tracing::info!("connections still open after the stop; leaving them");
-                    return Ok(());
+            // Requests in flight are answered first (runner channels stay
+            // open for them); no new runner is taken meanwhile.
+            let ended = if cp.inner.stop.is_cancelled() {
+                None
+            } else {
+                tokio::select! {
+                    () = cp.drain() => None,
+                    results = &mut servers => Some(results),
                 }
+            };
+            cp.shutdown();
+            match ended {
+                Some(results) => results,
+                None => match tokio::time::timeout(CLOSE_WAIT, &mut servers).await {
+                    Ok(results) => results,
+                    Err(_) => {
+                        tracing::info!("connections still open after the stop; leaving them");
+                        return Ok(());
+                    }
+                },
             }
         }
     };

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use gantry_runner_protocol::messages::{ClientMessage, Payload};
 use gantry_runner_protocol::v0_2 as pb;
 use gantry_runner_protocol::v0_2::agent_runner_control_service_server::AgentRunnerControlService;
@@ -26,6 +27,9 @@ use crate::{ControlPlane, now_ms, offers};
 
 /// Requests queued for a runner before sending waits for it to read.
 const OUTBOX_CAPACITY: usize = 64;
+
+/// A runner's messages applied as one batch at most.
+const MAX_BATCH: usize = 128;
 
 /// What a runner's channel says to it, encoded in its version.
 pub(crate) type Outgoing = Pin<Box<dyn Stream<Item = Result<Bytes, Status>> + Send>>;
@@ -68,6 +72,16 @@ fn duplicate(runner: &RunnerIdentity, busy: Busy, peer: Option<SocketAddr>) -> S
     ))
 }
 
+/// A draining replica takes no runner: `UNAVAILABLE`, so it tries another.
+fn refuse_if_draining(cp: &ControlPlane) -> Result<(), Status> {
+    if cp.is_draining() {
+        return Err(Status::unavailable(
+            "this control plane is stopping and takes no runners; connect to another replica",
+        ));
+    }
+    Ok(())
+}
+
 impl ControlService {
     /// `RegisterRunner`: what the runner offers, and the version it speaks.
     pub(crate) async fn register(
@@ -75,6 +89,7 @@ impl ControlService {
         request: Request<Bytes>,
     ) -> Result<Response<Bytes>, Status> {
         let runner = self.authenticate(&request).await?;
+        refuse_if_draining(&self.cp)?;
         let peer = request.remote_addr();
         let registration = ProtocolVersion::decode_registration(request.get_ref())
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
@@ -117,6 +132,7 @@ impl ControlService {
         request: Request<Streaming<Bytes>>,
     ) -> Result<Response<Outgoing>, Status> {
         let runner = self.authenticate(&request).await?;
+        refuse_if_draining(&self.cp)?;
         let peer = request.remote_addr();
         let inbound = request.into_inner();
         let inner = &self.cp.inner;
@@ -127,6 +143,7 @@ impl ControlService {
             .connect(&runner.id, outbox.clone(), peer)
             .await
             .map_err(|busy| duplicate(&runner, busy, peer))?;
+        inner.tracker.runner_connected(&runner.id);
         tracing::info!(runner = %runner.name, id = %runner.id, peer = ?peer, protocol = %version, "runner channel open");
         tokio::spawn(read_channel(
             self.cp.clone(),
@@ -212,9 +229,8 @@ impl AgentRunnerControlService for ControlService {
 }
 
 /// Reads a runner's messages until its channel ends (or the control plane
-/// stops): each is decoded in the runner's version and validated, applied,
-/// then handed to the request waiting for it, so a caller that gets its
-/// answer finds it recorded. Messages of a kind the version does not know
+/// stops): each is decoded in the runner's version and validated; those
+/// that have arrived together are applied as one batch. Messages of a kind the version does not know
 /// are dropped, logged once per kind.
 async fn read_channel(
     cp: ControlPlane,
@@ -225,54 +241,100 @@ async fn read_channel(
 ) {
     let inner = &cp.inner;
     let mut unknown = HashSet::new();
-    loop {
+    let mut messages = Vec::new();
+    'channel: loop {
         let bytes = tokio::select! {
             message = inbound.message() => message,
             () = inner.stop.cancelled() => break,
         };
-        let bytes = match bytes {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => break,
-            Err(status) => {
-                tracing::debug!(runner = %runner_id, %status, "runner channel failed");
-                break;
-            }
-        };
-        let message: ClientMessage = match version.decode_client(&bytes) {
-            Ok(message) => message,
-            Err(Inbound::Unknown(field)) => {
-                if unknown.insert(field) {
-                    tracing::warn!(runner = %runner_id, protocol = %version, ?field, "runner message of a kind this protocol version does not know; ignored (logged once per kind)");
+        // Whatever else has arrived is applied with it, as one batch.
+        let mut next = Some(bytes);
+        let mut open = true;
+        while let Some(bytes) = next.take() {
+            let bytes = match bytes {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => {
+                    open = false;
+                    break;
                 }
-                continue;
+                Err(status) => {
+                    tracing::debug!(runner = %runner_id, %status, "runner channel failed");
+                    open = false;
+                    break;
+                }
+            };
+            if let Some(message) = decode(&runner_id, version, &bytes, &mut unknown) {
+                messages.push(message);
             }
-            Err(why) => {
-                tracing::warn!(runner = %runner_id, %why, "invalid message from runner dropped");
-                continue;
+            if messages.len() < MAX_BATCH {
+                // `Streaming::message` keeps its state in the stream: a poll
+                // that finds nothing yet loses nothing.
+                next = inbound.message().now_or_never();
             }
-        };
-        match &message.payload {
-            Payload::Heartbeat => inner.registry.heard(&runner_id),
-            Payload::Sdk(sdk) => sdk_update(&cp, &runner_id, sdk).await,
-            Payload::CodexDeviceCode { .. } => {
-                // The code signs a Codex in: not for the log.
-                tracing::info!(runner = %runner_id, "runner sent a Codex device code; this control plane configures no Codex");
-            }
-            _ => {}
         }
-        if let Err(e) = inner.tracker.apply(&runner_id, &message).await {
-            tracing::error!(runner = %runner_id, error = %e, "cannot record a runner update");
-        }
-        if let Some(request_id) = message.request_id {
-            inner
-                .dispatcher
-                .complete(&runner_id, &request_id, message.payload);
+        apply(&cp, &runner_id, &mut messages).await;
+        if !open {
+            break 'channel;
         }
     }
     inner.registry.disconnect(&runner_id, channel);
     // Lets in a connection of this runner waiting for this one to end.
     ended.cancel();
     tracing::info!(runner = %runner_id, "runner channel closed");
+}
+
+/// A runner's message in its version, validated; `None` (logged) for one
+/// of a kind the version does not know (once per kind) or an invalid one.
+fn decode(
+    runner_id: &str,
+    version: ProtocolVersion,
+    bytes: &[u8],
+    unknown: &mut HashSet<Option<u32>>,
+) -> Option<ClientMessage> {
+    match version.decode_client(bytes) {
+        Ok(message) => Some(message),
+        Err(Inbound::Unknown(field)) => {
+            if unknown.insert(field) {
+                tracing::warn!(runner = %runner_id, protocol = %version, ?field, "runner message of a kind this protocol version does not know; ignored (logged once per kind)");
+            }
+            None
+        }
+        Err(why) => {
+            tracing::warn!(runner = %runner_id, %why, "invalid message from runner dropped");
+            None
+        }
+    }
+}
+
+/// Applies a batch of a runner's messages, then hands each reply to the
+/// request waiting for it, so a caller that gets its answer finds it
+/// recorded.
+async fn apply(cp: &ControlPlane, runner_id: &str, messages: &mut Vec<ClientMessage>) {
+    let inner = &cp.inner;
+    for message in messages.iter() {
+        match &message.payload {
+            Payload::Heartbeat => inner.registry.heard(runner_id),
+            Payload::Sdk(sdk) => sdk_update(cp, runner_id, sdk).await,
+            Payload::CodexDeviceCode { .. } => {
+                // The code signs a Codex in: not for the log.
+                tracing::info!(runner = %runner_id, "runner sent a Codex device code; this control plane configures no Codex");
+            }
+            _ => {}
+        }
+    }
+    match inner.tracker.apply(runner_id, messages).await {
+        Ok(applied) => inner.metrics.applied(applied),
+        Err(e) => {
+            tracing::error!(runner = %runner_id, error = %e, updates = messages.len(), "cannot record a runner's updates");
+        }
+    }
+    for message in messages.drain(..) {
+        if let Some(request_id) = message.request_id {
+            inner
+                .dispatcher
+                .complete(runner_id, &request_id, message.payload);
+        }
+    }
 }
 
 /// A 0.7.0 runner's SDK changed (status, models, error): its offer is

@@ -25,7 +25,28 @@ pub struct ControlPlaneUrl {
     prefix: String,
 }
 
+impl std::fmt::Display for ControlPlaneUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", self.origin, self.prefix)
+    }
+}
+
 impl ControlPlaneUrl {
+    /// Parses a comma-separated list of URLs (the replicas of one control
+    /// plane); says which one is wrong, and refuses an empty list.
+    pub fn parse_list(urls: &str) -> Result<Vec<Self>, String> {
+        let parsed = urls
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(Self::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        if parsed.is_empty() {
+            return Err("control plane URL: none given".to_owned());
+        }
+        Ok(parsed)
+    }
+
     /// Parses `http(s)://host[:port][/prefix]`; says what is wrong otherwise.
     pub fn parse(url: &str) -> Result<Self, String> {
         let uri: Uri = url
@@ -194,5 +215,15 @@ mod tests {
         assert!(err.contains("use http:// or https://"), "{err}");
         let err = ControlPlaneUrl::parse("not a url").unwrap_err();
         assert!(err.starts_with("control plane URL `not a url`"), "{err}");
+    }
+
+    #[test]
+    fn a_list_names_each_replica_in_order_and_the_bad_one() {
+        let urls = ControlPlaneUrl::parse_list("http://a:1, https://b:2/p ,").unwrap();
+        let shown: Vec<String> = urls.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["http://a:1", "https://b:2/p"]);
+        let err = ControlPlaneUrl::parse_list("http://a:1,ftp://b").unwrap_err();
+        assert!(err.contains("`ftp://b`"), "{err}");
+        assert!(ControlPlaneUrl::parse_list(" , ").is_err());
     }
 }

@@ -47,6 +47,10 @@ use session::Session;
 pub struct RunnerOptions {
     /// The control plane (`http(s)://host:port[/prefix]`).
     pub url: ControlPlaneUrl,
+    /// Other replicas of the same control plane: when a channel breaks or
+    /// cannot be opened, the runner dials the next URL in turn (`url`
+    /// first, then these, then `url` again), and reports what ran meanwhile.
+    pub failover: Vec<ControlPlaneUrl>,
     /// The protocol version to speak.
     pub protocol: ProtocolVersion,
     /// The runner's secret, sent as a bearer token on every call.
@@ -104,8 +108,11 @@ pub async fn run(
     // Beside the session: restating threads may fill the outbox, which
     // only the session drains.
     tokio::spawn(follow_existing_threads(handler.clone()));
+    let mut urls = vec![options.url];
+    urls.extend(options.failover);
     let session = Session {
-        url: options.url,
+        urls,
+        current: 0,
         protocol: options.protocol,
         token: options.token,
         ca_pem: options.ca_pem,

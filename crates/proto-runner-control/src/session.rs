@@ -36,7 +36,10 @@ const DUPLICATE_RETRY_MIN: Duration = Duration::from_secs(1);
 
 /// Everything a connection attempt needs.
 pub(crate) struct Session {
-    pub url: ControlPlaneUrl,
+    /// The control plane's replicas, dialed in turn (never empty).
+    pub urls: Vec<ControlPlaneUrl>,
+    /// The one dialed now.
+    pub current: usize,
     pub protocol: ProtocolVersion,
     pub token: String,
     pub ca_pem: Option<Vec<u8>>,
@@ -67,7 +70,18 @@ impl Session {
             let delay = match self.connect_once(&requests_tx, &shutdown).await {
                 Ok(Ended::Shutdown) => break Ok(()),
                 Ok(Ended::Retry(why)) => {
-                    tracing::warn!("control plane: {why}; reconnecting");
+                    let from = self.current;
+                    // Another replica may be up: the next one is tried.
+                    self.current = (self.current + 1) % self.urls.len();
+                    if self.current == from {
+                        tracing::warn!("control plane: {why}; reconnecting");
+                    } else {
+                        tracing::warn!(
+                            "control plane {}: {why}; moving to {}",
+                            self.urls[from],
+                            self.urls[self.current]
+                        );
+                    }
                     self.backoff.next_delay()
                 }
                 Ok(Ended::Duplicate(why)) => {
@@ -99,7 +113,7 @@ impl Session {
     ) -> Result<Ended, RunnerError> {
         let channel = tokio::select! {
             () = shutdown.cancelled() => return Ok(Ended::Shutdown),
-            channel = self.url.connect(&self.token, self.ca_pem.as_deref()) => channel,
+            channel = self.urls[self.current].connect(&self.token, self.ca_pem.as_deref()) => channel,
         };
         let channel: Outbound = match channel {
             Ok(channel) => channel,
@@ -142,7 +156,7 @@ impl Session {
                 Err(_) => return Ok(Ended::Retry("ControlChannel did not open within 5 s".to_owned())),
             },
         };
-        tracing::info!("control plane: connected");
+        tracing::info!("control plane: connected to {}", self.urls[self.current]);
         self.backoff.reset();
 
         loop {

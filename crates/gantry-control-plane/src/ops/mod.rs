@@ -110,24 +110,27 @@ impl ControlPlane {
         let inner = &self.inner;
         let (id, message) = self.prepare(runner_id, request)?;
         let kind = requests::kind(&message.request);
-        // Recorded before it is sent: the replies are attributed through it.
-        inner
-            .store
-            .put_request(&RequestRecord {
-                id: id.clone(),
-                runner_id: runner_id.to_owned(),
-                kind: kind.to_owned(),
-                agent_id: subject.agent_id.map(str::to_owned),
-                thread_id: subject.thread_id.map(str::to_owned),
-                turn_id: None,
-                params: serde_json::to_string(&subject.params).unwrap_or_else(|_| "{}".into()),
-                created_at: now_ms(),
-            })
-            .await?;
-        let reply = inner
+        // Recorded before it is sent (in memory, and queued for the store
+        // ahead of any reply): the replies are attributed through it. The
+        // answer waits for its commit too.
+        let recorded = inner.tracker.record_request(RequestRecord {
+            id: id.clone(),
+            runner_id: runner_id.to_owned(),
+            kind: kind.to_owned(),
+            agent_id: subject.agent_id.map(str::to_owned),
+            thread_id: subject.thread_id.map(str::to_owned),
+            turn_id: None,
+            params: serde_json::to_string(&subject.params).unwrap_or_else(|_| "{}".into()),
+            created_at: now_ms(),
+        });
+        let sent = std::time::Instant::now();
+        let replied = inner
             .dispatcher
-            .request(&inner.registry, runner_id, message)
-            .await?;
+            .request(&inner.registry, runner_id, message);
+        let (recorded, reply) = tokio::join!(recorded, replied);
+        recorded?;
+        let reply = reply?;
+        inner.metrics.dispatched(sent.elapsed());
         match reply {
             Payload::RequestError { error_message } => Err(ApiError::Conflict(error_message)),
             reply => Ok((id, reply)),

@@ -98,11 +98,16 @@ impl ControlPlane {
             ) => thread_id,
             (_, reply) => return Err(unexpected("create_thread_request", &reply)),
         };
-        let thread = self.inner.store.thread(&thread_id).await?.ok_or_else(|| {
-            ApiError::Internal(format!(
-                "thread {thread_id} was created on the runner but could not be recorded"
-            ))
-        })?;
+        let thread = self
+            .inner
+            .tracker
+            .thread(&thread_id)
+            .await?
+            .ok_or_else(|| {
+                ApiError::Internal(format!(
+                    "thread {thread_id} was created on the runner but could not be recorded"
+                ))
+            })?;
         Ok(ThreadView::from(&thread))
     }
 
@@ -140,7 +145,7 @@ impl ControlPlane {
     /// The stored thread, else [`ApiError::NotFound`].
     pub(crate) async fn thread_record(&self, id: &str) -> Result<ThreadRecord, ApiError> {
         self.inner
-            .store
+            .tracker
             .thread(id)
             .await?
             .ok_or_else(|| ApiError::NotFound(format!("thread {id} not found")))
@@ -212,7 +217,7 @@ impl ControlPlane {
         // Steered when the turn was started by another request.
         let steered = self
             .inner
-            .store
+            .tracker
             .turn(thread_id, &turn_id)
             .await?
             .is_some_and(|t| t.request_id != request_id);
@@ -254,8 +259,8 @@ impl ControlPlane {
         let (request_id, message) = self.prepare(&thread.runner_id, request)?;
         let inner = &self.inner;
         inner
-            .store
-            .put_request(&crate::store::RequestRecord {
+            .tracker
+            .record_request(crate::store::RequestRecord {
                 id: request_id.clone(),
                 runner_id: thread.runner_id.clone(),
                 kind: crate::requests::INTERRUPT_TURN.to_owned(),

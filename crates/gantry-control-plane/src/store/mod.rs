@@ -11,7 +11,7 @@ use async_trait::async_trait;
 
 pub use records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
-    ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert,
+    ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert, Write,
 };
 pub use sqlite::{CONTROL_PLANE_DB, SqliteControlPlaneStore};
 
@@ -100,6 +100,16 @@ pub trait ControlPlaneStore: Send + Sync {
     /// Writes `change` and appends its log entry with the thread's next seq,
     /// atomically; returns the entry.
     async fn apply(&self, change: &ThreadChange) -> Result<ThreadUpdateRecord, StoreError>;
+
+    /// Writes `batch` in order, in one transaction (all or nothing);
+    /// returns the log entries of its thread changes, in order.
+    async fn write(&self, batch: &[Write]) -> Result<Vec<ThreadUpdateRecord>, StoreError>;
+
+    /// Answers when the database does (readiness).
+    async fn ping(&self) -> Result<(), StoreError>;
+
+    /// The last seq of a thread's log (0 when it has none).
+    async fn last_seq(&self, thread_id: &str) -> Result<i64, StoreError>;
 
     /// Up to `limit` entries of a thread's log with `seq > after`, in order.
     async fn thread_updates(

@@ -212,3 +212,33 @@ pub struct ThreadChange {
     /// The log entry's JSON.
     pub data: String,
 }
+
+/// One write of a batch ([`crate::store::ControlPlaneStore::write`]): a
+/// runner's queued updates and the requests sent meanwhile, written in one
+/// transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Write {
+    /// Records a request ([`crate::store::ControlPlaneStore::put_request`]).
+    Request(RequestRecord),
+    /// Fills in a request's thread and turn where still unknown.
+    LinkRequest {
+        /// The request.
+        id: String,
+        /// Its thread, if now known.
+        thread_id: Option<String>,
+        /// Its turn, if now known.
+        turn_id: Option<String>,
+    },
+    /// Inserts or updates an agent.
+    Agent(AgentRecord),
+    /// Inserts or updates a skill of an agent.
+    Skill(SkillRecord),
+    /// A thread change with the seq its writer assigned: the next of the
+    /// thread's log, which the store refuses to write twice.
+    Change {
+        /// The log entry's seq.
+        seq: i64,
+        /// The change.
+        change: ThreadChange,
+    },
+}

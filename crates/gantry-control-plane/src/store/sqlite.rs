@@ -13,7 +13,7 @@ use tokio::sync::Mutex;
 
 use super::records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
-    ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert,
+    ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert, Write,
 };
 use super::{ControlPlaneStore, StoreError, sql};
 
@@ -56,7 +56,7 @@ impl SqliteControlPlaneStore {
     }
 
     /// Runs one write statement under the writer lock.
-    async fn write(
+    async fn write_one(
         &self,
         what: &str,
         query: Query<'_, Sqlite, SqliteArguments>,
@@ -65,6 +65,40 @@ impl SqliteControlPlaneStore {
         query.execute(&self.pool).await.map_err(db_error(what))?;
         Ok(())
     }
+}
+
+/// Records a request; an existing id is left as it is.
+fn request_query(request: &RequestRecord) -> Query<'_, Sqlite, SqliteArguments> {
+    sqlx::query(sql::INSERT_REQUEST)
+        .bind(&request.id)
+        .bind(&request.runner_id)
+        .bind(&request.kind)
+        .bind(&request.agent_id)
+        .bind(&request.thread_id)
+        .bind(&request.turn_id)
+        .bind(&request.params)
+        .bind(request.created_at)
+}
+
+/// Inserts or updates an agent.
+fn agent_query(agent: &AgentRecord) -> Query<'_, Sqlite, SqliteArguments> {
+    sqlx::query(sql::UPSERT_AGENT)
+        .bind(&agent.id)
+        .bind(&agent.runner_id)
+        .bind(&agent.sdk)
+        .bind(&agent.model)
+        .bind(&agent.status)
+        .bind(agent.created_at)
+        .bind(agent.updated_at)
+}
+
+/// Inserts or updates a skill.
+fn skill_query(skill: &SkillRecord) -> Query<'_, Sqlite, SqliteArguments> {
+    sqlx::query(sql::UPSERT_SKILL)
+        .bind(&skill.agent_id)
+        .bind(&skill.package_name)
+        .bind(&skill.status)
+        .bind(skill.updated_at)
 }
 
 /// Maps a driver error, naming the operation that failed.
@@ -83,7 +117,7 @@ impl ControlPlaneStore for SqliteControlPlaneStore {
             .bind(runner.created_at)
             .bind(runner.registered_at)
             .bind(&runner.protocol);
-        self.write("add runner", query).await
+        self.write_one("add runner", query).await
     }
 
     async fn runners(&self) -> Result<Vec<RunnerRecord>, StoreError> {
@@ -106,7 +140,7 @@ impl ControlPlaneStore for SqliteControlPlaneStore {
             .bind(id)
             .bind(sdks)
             .bind(at);
-        self.write("record registration", query).await
+        self.write_one("record registration", query).await
     }
 
     async fn add_api_token(&self, token: &ApiTokenRecord) -> Result<(), StoreError> {
@@ -115,7 +149,7 @@ impl ControlPlaneStore for SqliteControlPlaneStore {
             .bind(&token.name)
             .bind(&token.token_hash)
             .bind(token.created_at);
-        self.write("add API token", query).await
+        self.write_one("add API token", query).await
     }
 
     async fn api_tokens(&self) -> Result<Vec<ApiTokenRecord>, StoreError> {
@@ -143,15 +177,7 @@ impl ControlPlaneStore for SqliteControlPlaneStore {
     }
 
     async fn put_agent(&self, agent: &AgentRecord) -> Result<(), StoreError> {
-        let query = sqlx::query(sql::UPSERT_AGENT)
-            .bind(&agent.id)
-            .bind(&agent.runner_id)
-            .bind(&agent.sdk)
-            .bind(&agent.model)
-            .bind(&agent.status)
-            .bind(agent.created_at)
-            .bind(agent.updated_at);
-        self.write("write agent", query).await
+        self.write_one("write agent", agent_query(agent)).await
     }
 
     async fn agent(&self, id: &str) -> Result<Option<AgentRecord>, StoreError> {
@@ -170,12 +196,7 @@ impl ControlPlaneStore for SqliteControlPlaneStore {
     }
 
     async fn put_skill(&self, skill: &SkillRecord) -> Result<(), StoreError> {
-        let query = sqlx::query(sql::UPSERT_SKILL)
-            .bind(&skill.agent_id)
-            .bind(&skill.package_name)
-            .bind(&skill.status)
-            .bind(skill.updated_at);
-        self.write("write skill", query).await
+        self.write_one("write skill", skill_query(skill)).await
     }
 
     async fn skills(&self, agent_id: &str) -> Result<Vec<SkillRecord>, StoreError> {
@@ -187,16 +208,8 @@ impl ControlPlaneStore for SqliteControlPlaneStore {
     }
 
     async fn put_request(&self, request: &RequestRecord) -> Result<(), StoreError> {
-        let query = sqlx::query(sql::INSERT_REQUEST)
-            .bind(&request.id)
-            .bind(&request.runner_id)
-            .bind(&request.kind)
-            .bind(&request.agent_id)
-            .bind(&request.thread_id)
-            .bind(&request.turn_id)
-            .bind(&request.params)
-            .bind(request.created_at);
-        self.write("write request", query).await
+        self.write_one("write request", request_query(request))
+            .await
     }
 
     async fn request(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
@@ -217,7 +230,7 @@ impl ControlPlaneStore for SqliteControlPlaneStore {
             .bind(id)
             .bind(thread_id)
             .bind(turn_id);
-        self.write("link request", query).await
+        self.write_one("link request", query).await
     }
 
     async fn thread(&self, id: &str) -> Result<Option<ThreadRecord>, StoreError> {
@@ -287,6 +300,37 @@ impl ControlPlaneStore for SqliteControlPlaneStore {
         }
     }
 
+    async fn write(&self, batch: &[Write]) -> Result<Vec<ThreadUpdateRecord>, StoreError> {
+        let _writer = self.writer.lock().await;
+        let mut tx = self.pool.begin().await.map_err(db_error("begin"))?;
+        let mut entries = Vec::new();
+        for write in batch {
+            if let Err(e) = write_in(&mut tx, write, &mut entries).await {
+                let _ = tx.rollback().await;
+                return Err(e);
+            }
+        }
+        tx.commit().await.map_err(db_error("commit"))?;
+        Ok(entries)
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("ping"))?;
+        Ok(())
+    }
+
+    async fn last_seq(&self, thread_id: &str) -> Result<i64, StoreError> {
+        let (last,): (i64,) = sqlx::query_as(sql::LAST_SEQ)
+            .bind(thread_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("read last seq"))?;
+        Ok(last)
+    }
+
     async fn thread_updates(
         &self,
         thread_id: &str,
@@ -313,7 +357,46 @@ async fn apply_in(
         .fetch_one(&mut *conn)
         .await
         .map_err(db_error("read last seq"))?;
-    let seq = last + 1;
+    change_in(conn, last + 1, change).await
+}
+
+/// One write of a batch, inside its transaction; a thread change's log
+/// entry is added to `entries`.
+async fn write_in(
+    conn: &mut SqliteConnection,
+    write: &Write,
+    entries: &mut Vec<ThreadUpdateRecord>,
+) -> Result<(), StoreError> {
+    let (what, query) = match write {
+        Write::Change { seq, change } => {
+            entries.push(change_in(conn, *seq, change).await?);
+            return Ok(());
+        }
+        Write::Request(r) => ("write request", request_query(r)),
+        Write::LinkRequest {
+            id,
+            thread_id,
+            turn_id,
+        } => (
+            "link request",
+            sqlx::query(sql::LINK_REQUEST)
+                .bind(id)
+                .bind(thread_id)
+                .bind(turn_id),
+        ),
+        Write::Agent(a) => ("write agent", agent_query(a)),
+        Write::Skill(s) => ("write skill", skill_query(s)),
+    };
+    query.execute(&mut *conn).await.map_err(db_error(what))?;
+    Ok(())
+}
+
+/// Writes a thread change's row and its log entry with `seq`.
+async fn change_in(
+    conn: &mut SqliteConnection,
+    seq: i64,
+    change: &ThreadChange,
+) -> Result<ThreadUpdateRecord, StoreError> {
     upsert(conn, &change.upsert, seq).await?;
     sqlx::query(sql::INSERT_UPDATE)
         .bind(&change.thread_id)

@@ -8,26 +8,42 @@
 //! turn), which attributes those that echo no request of ours (a runner's
 //! own updates, an interrupt's answer); thread names and token usage are
 //! kept with the thread.
+//!
+//! A runner's queued updates are applied as one batch: read through the
+//! [`cache`] (else the store), merged, then written in one transaction by
+//! the [`writer`], which groups the batches of every runner.
 
 mod agents;
+mod batch;
+mod cache;
 pub(crate) mod merge;
 mod threads;
+mod writer;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use gantry_runner_protocol::messages::{ClientMessage, Payload};
 use tokio::sync::{Mutex, broadcast};
 
 use super::now_ms;
-use crate::store::{ControlPlaneStore, RequestRecord, StoreError, ThreadUpdateRecord};
+use crate::store::{
+    ControlPlaneStore, RequestRecord, StoreError, ThreadRecord, ThreadUpdateRecord, TurnRecord,
+    Write,
+};
+use batch::Batch;
+use cache::Cache;
+use writer::Writer;
 
 /// Thread updates a slow follower may fall behind before it rereads the store.
 const BROADCAST_CAPACITY: usize = 1024;
 
-/// Applies updates: one runner's one at a time, runners side by side.
+/// Applies updates: one runner's one batch at a time, runners side by side.
 pub(crate) struct Tracker {
     store: Arc<dyn ControlPlaneStore>,
+    cache: Cache,
+    writer: Writer,
     /// Per runner: its updates each read state, merge, then write, so two
     /// of them (an old channel's and a new one's, just after a reconnect)
     /// must not interleave. Runners never share agents or threads, so they
@@ -36,20 +52,24 @@ pub(crate) struct Tracker {
     updates: broadcast::Sender<ThreadUpdateRecord>,
 }
 
-/// What an update is applied with.
+/// What one update is applied with.
 struct Context<'a> {
-    store: &'a dyn ControlPlaneStore,
+    tracker: &'a Tracker,
     runner_id: &'a str,
     /// The request the update answers, when it echoes one of this runner's.
-    request: Option<&'a RequestRecord>,
+    request: Option<RequestRecord>,
     now: i64,
+    /// What the runner's batch has written so far.
+    batch: &'a mut Batch,
 }
 
 impl Tracker {
-    /// A tracker writing to `store`.
+    /// A tracker writing to `store` (starts its writer task).
     pub(crate) fn new(store: Arc<dyn ControlPlaneStore>) -> Self {
         Self {
+            writer: Writer::start(store.clone()),
             store,
+            cache: Cache::default(),
             serial: std::sync::Mutex::default(),
             updates: broadcast::channel(BROADCAST_CAPACITY).0,
         }
@@ -60,11 +80,80 @@ impl Tracker {
         self.updates.subscribe()
     }
 
-    /// Applies one (validated) message of `runner_id`.
+    /// Records a request about to be sent: kept in memory now, queued for
+    /// the store ahead of any reply to it. The future is its commit.
+    pub(crate) fn record_request(
+        &self,
+        request: RequestRecord,
+    ) -> impl Future<Output = Result<(), StoreError>> + use<> {
+        self.cache.put_request(request.clone());
+        let written = self.writer.submit(vec![Write::Request(request)]);
+        async move { written.await.map(drop) }
+    }
+
+    /// The thread `id`, from memory when kept.
+    pub(crate) async fn thread(&self, id: &str) -> Result<Option<ThreadRecord>, StoreError> {
+        match self.cache.thread_record(id) {
+            Some(thread) => Ok(Some(thread)),
+            None => self.store.thread(id).await,
+        }
+    }
+
+    /// A turn of a thread, from memory when it is the thread's latest.
+    pub(crate) async fn turn(
+        &self,
+        thread_id: &str,
+        id: &str,
+    ) -> Result<Option<TurnRecord>, StoreError> {
+        match self.cache.turn(thread_id, id) {
+            Some(turn) => Ok(Some(turn)),
+            None => self.store.turn(thread_id, id).await,
+        }
+    }
+
+    /// A runner's channel opened here: what is kept of its threads may be
+    /// stale (another replica may have had it meanwhile).
+    pub(crate) fn runner_connected(&self, runner_id: &str) {
+        self.cache.forget_runner(runner_id);
+    }
+
+    /// Applies (validated) messages of `runner_id`, in order, as one batch
+    /// written in one transaction: when this returns `Ok`, all of it is
+    /// committed and broadcast.
+    /// Returns how many thread updates it committed.
     pub(crate) async fn apply(
         &self,
         runner_id: &str,
+        messages: &[ClientMessage],
+    ) -> Result<usize, StoreError> {
+        let serial = self.serial_of(runner_id);
+        let _serial = serial.lock().await;
+        let mut batch = Batch::default();
+        for message in messages {
+            self.apply_one(runner_id, message, &mut batch).await?;
+        }
+        if batch.writes.is_empty() {
+            return Ok(0);
+        }
+        let entries = self
+            .writer
+            .submit(std::mem::take(&mut batch.writes))
+            .await?;
+        self.cache.committed(batch.threads, batch.requests);
+        let count = entries.len();
+        for entry in entries {
+            // No follower is not an error.
+            let _ = self.updates.send(entry);
+        }
+        Ok(count)
+    }
+
+    /// Adds what one message changes to `batch`.
+    async fn apply_one(
+        &self,
+        runner_id: &str,
         message: &ClientMessage,
+        batch: &mut Batch,
     ) -> Result<(), StoreError> {
         let payload = &message.payload;
         if matches!(
@@ -73,51 +162,41 @@ impl Tracker {
         ) {
             return Ok(());
         }
-        let serial = self.serial_of(runner_id);
-        let _serial = serial.lock().await;
         let request = match message.request_id.as_deref() {
-            Some(id) => self.request_of(runner_id, id).await?,
+            Some(id) => self.request_of(runner_id, id, batch).await?,
             None => None,
         };
-        let context = Context {
-            store: self.store.as_ref(),
+        let mut ctx = Context {
+            tracker: self,
             runner_id,
-            request: request.as_ref(),
+            request,
             now: now_ms(),
+            batch,
         };
-        let entry = match payload {
+        match payload {
             Payload::Agent { agent_id, status } => {
-                agents::agent_update(&context, agent_id, *status).await?;
-                None
+                agents::agent_update(&mut ctx, agent_id, *status).await
             }
             Payload::SkillPackage {
                 agent_id,
                 package_name,
                 status,
-            } => {
-                agents::skill_update(&context, agent_id, package_name, *status).await?;
-                None
-            }
+            } => agents::skill_update(&mut ctx, agent_id, package_name, *status).await,
             Payload::Thread { thread_id, status } => {
-                threads::thread_update(&context, thread_id, *status).await?
+                threads::thread_update(&mut ctx, thread_id, *status).await
             }
-            Payload::Turn(u) => threads::turn_update(&context, u).await?,
-            Payload::Item(u) => threads::item_update(&context, u).await?,
+            Payload::Turn(u) => threads::turn_update(&mut ctx, u).await,
+            Payload::Item(u) => threads::item_update(&mut ctx, u).await,
             Payload::RequestError { error_message } => {
-                threads::request_error(&context, error_message).await?
+                threads::request_error(&mut ctx, error_message).await
             }
             Payload::ThreadName {
                 thread_id,
                 thread_name,
-            } => threads::thread_name(&context, thread_id, thread_name.as_deref()).await?,
-            Payload::TokenUsage(u) => threads::token_usage(&context, u).await?,
-            Payload::Heartbeat | Payload::Sdk(_) | Payload::CodexDeviceCode { .. } => None,
-        };
-        if let Some(entry) = entry {
-            // No follower is not an error.
-            let _ = self.updates.send(entry);
+            } => threads::thread_name(&mut ctx, thread_id, thread_name.as_deref()).await,
+            Payload::TokenUsage(u) => threads::token_usage(&mut ctx, u).await,
+            Payload::Heartbeat | Payload::Sdk(_) | Payload::CodexDeviceCode { .. } => Ok(()),
         }
-        Ok(())
     }
 
     /// The lock that orders `runner_id`'s updates.
@@ -133,8 +212,21 @@ impl Tracker {
         &self,
         runner_id: &str,
         id: &str,
+        batch: &Batch,
     ) -> Result<Option<RequestRecord>, StoreError> {
-        let request = self.store.request(id).await?;
+        let request = match batch.requests.get(id).cloned() {
+            Some(r) => Some(r),
+            None => match self.cache.request(id) {
+                Some(r) => Some(r),
+                None => {
+                    let stored = self.store.request(id).await?;
+                    if let Some(r) = &stored {
+                        self.cache.put_request(r.clone());
+                    }
+                    stored
+                }
+            },
+        };
         match request {
             Some(r) if r.runner_id == runner_id => Ok(Some(r)),
             Some(_) => {

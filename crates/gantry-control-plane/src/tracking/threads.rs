@@ -8,10 +8,7 @@ use gantry_runner_protocol::messages::{
 use super::Context;
 use super::merge::{self, DELETED, READY, lifecycle};
 use crate::requests::{self, Params};
-use crate::store::{
-    ItemRecord, RequestRecord, StoreError, ThreadChange, ThreadRecord, ThreadUpdateRecord,
-    TurnRecord, Upsert,
-};
+use crate::store::{ItemRecord, RequestRecord, StoreError, ThreadRecord, TurnRecord, Upsert};
 use crate::views::{CommandView, ErrorView, ItemView, ThreadView, TurnView, UsageView, to_json};
 
 /// Log entry kinds.
@@ -21,30 +18,27 @@ const ITEM: &str = "item";
 const ERROR: &str = "error";
 const USAGE: &str = "usage";
 
-/// Entry produced by an update, if it changed anything.
-type Entry = Option<ThreadUpdateRecord>;
-
 /// A thread became ready or was deleted. A new thread is recorded only as
 /// the answer to our `CreateThreadRequest` (the runner chose its id).
 pub(super) async fn thread_update(
-    ctx: &Context<'_>,
+    ctx: &mut Context<'_>,
     thread_id: &str,
     status: ThreadStatus,
-) -> Result<Entry, StoreError> {
+) -> Result<(), StoreError> {
     let incoming = match status {
         ThreadStatus::Ready => READY,
         ThreadStatus::Deleted => DELETED,
-        ThreadStatus::Unknown => return Ok(None),
+        ThreadStatus::Unknown => return Ok(()),
     };
-    let thread = match ctx.store.thread(thread_id).await? {
+    let thread = match ctx.thread(thread_id).await? {
         Some(t) if t.runner_id != ctx.runner_id => {
             tracing::warn!(runner = ctx.runner_id, thread = %t.id, "update for another runner's thread; ignored");
-            return Ok(None);
+            return Ok(());
         }
         Some(t) => {
             let status = lifecycle(&t.status, incoming);
             if status == t.status {
-                return Ok(None);
+                return Ok(());
             }
             ThreadRecord {
                 status: status.to_owned(),
@@ -56,39 +50,33 @@ pub(super) async fn thread_update(
             Some(t) => t,
             None => {
                 tracing::debug!(runner = ctx.runner_id, thread = %thread_id, "update for an unknown thread; ignored");
-                return Ok(None);
+                return Ok(());
             }
         },
     };
-    if let Some(request) = ctx.request {
-        ctx.store
-            .link_request(&request.id, Some(&thread.id), None)
-            .await?;
-    }
+    ctx.link_request(Some(&thread.id), None);
     let data = to_json(&ThreadView::from(&thread));
-    append(
-        ctx,
-        &thread.id.clone(),
-        Upsert::Thread(thread),
-        THREAD,
-        data,
-    )
-    .await
+    let id = thread.id.clone();
+    ctx.append(&id, Upsert::Thread(thread), THREAD, data).await
 }
 
 /// The thread a `CreateThreadRequest` answer creates, if this is one.
 async fn new_thread(
-    ctx: &Context<'_>,
+    ctx: &mut Context<'_>,
     thread_id: &str,
     incoming: &str,
 ) -> Result<Option<ThreadRecord>, StoreError> {
-    let Some(request) = ctx.request.filter(|r| r.kind == requests::CREATE_THREAD) else {
+    let Some(request) = ctx
+        .request
+        .clone()
+        .filter(|r| r.kind == requests::CREATE_THREAD)
+    else {
         return Ok(None);
     };
     let Some(agent_id) = request.agent_id.clone() else {
         return Ok(None);
     };
-    if ctx.store.agent(&agent_id).await?.is_none() {
+    if ctx.agent(&agent_id).await?.is_none() {
         return Ok(None);
     }
     let params = Params::parse(&request.params);
@@ -113,24 +101,22 @@ async fn new_thread(
 /// A turn started or completed: as the answer to one of our messages, or
 /// (0.7.0) in a thread of this runner that the update names.
 pub(super) async fn turn_update(
-    ctx: &Context<'_>,
+    ctx: &mut Context<'_>,
     update: &TurnUpdate,
-) -> Result<Entry, StoreError> {
+) -> Result<(), StoreError> {
     let Some((request, thread_id)) = attribute(ctx, update.thread_id.as_deref()).await? else {
         tracing::debug!(runner = ctx.runner_id, turn = %update.sdk_turn_id, "turn update of no thread of this runner; ignored");
-        return Ok(None);
+        return Ok(());
     };
     let Some(status) = merge::turn_status(update.status) else {
-        return Ok(None);
+        return Ok(());
     };
-    let current = ctx.store.turn(&thread_id, &update.sdk_turn_id).await?;
+    let current = ctx.turn(&thread_id, &update.sdk_turn_id).await?;
     let request_id = match (request, &current) {
         // The first turn a request reports is the one it started or steered.
         (Some(request), _) => {
-            ctx.store
-                .link_request(&request.id, None, Some(&update.sdk_turn_id))
-                .await?;
-            request.id.clone()
+            ctx.link_request(None, Some(&update.sdk_turn_id));
+            request.id
         }
         (None, Some(turn)) => turn.request_id.clone(),
         // A turn no request of ours started (the runner's own).
@@ -146,24 +132,24 @@ pub(super) async fn turn_update(
         updated_at: ctx.now,
     };
     let Some(turn) = merge::turn(current.as_ref(), incoming) else {
-        return Ok(None);
+        return Ok(());
     };
     let data = to_json(&TurnView::from(&turn));
-    append(ctx, &thread_id, Upsert::Turn(turn), TURN, data).await
+    ctx.append(&thread_id, Upsert::Turn(turn), TURN, data).await
 }
 
 /// An item started, changed or completed, in the turn of the message it
 /// echoes (0.2.0) or the turn it names (0.7.0).
 pub(super) async fn item_update(
-    ctx: &Context<'_>,
+    ctx: &mut Context<'_>,
     update: &ItemUpdate,
-) -> Result<Entry, StoreError> {
+) -> Result<(), StoreError> {
     let Some((request, thread_id)) = attribute(ctx, update.thread_id.as_deref()).await? else {
         tracing::debug!(runner = ctx.runner_id, item = %update.sdk_item_id, "item update of no thread of this runner; ignored");
-        return Ok(None);
+        return Ok(());
     };
     let Some(status) = merge::item_status(update.status) else {
-        return Ok(None);
+        return Ok(());
     };
     let command = update.command_execution_item.as_ref().map(|c| {
         to_json(&CommandView {
@@ -173,11 +159,13 @@ pub(super) async fn item_update(
             output: c.output.clone(),
         })
     });
-    let current = ctx.store.item(&thread_id, &update.sdk_item_id).await?;
     let turn_id = update
         .sdk_turn_id
         .clone()
-        .or_else(|| request.and_then(|r| r.turn_id.clone()));
+        .or_else(|| request.and_then(|r| r.turn_id));
+    let current = ctx
+        .item(&thread_id, &update.sdk_item_id, turn_id.as_deref())
+        .await?;
     let incoming = ItemRecord {
         thread_id: thread_id.clone(),
         id: update.sdk_item_id.clone(),
@@ -191,23 +179,23 @@ pub(super) async fn item_update(
         updated_at: ctx.now,
     };
     let Some(item) = merge::item(current.as_ref(), incoming) else {
-        return Ok(None);
+        return Ok(());
     };
     let data = to_json(&ItemView::from(&item));
-    append(ctx, &thread_id, Upsert::Item(item), ITEM, data).await
+    ctx.append(&thread_id, Upsert::Item(item), ITEM, data).await
 }
 
 /// A thread's name changed (0.7.0).
 pub(super) async fn thread_name(
-    ctx: &Context<'_>,
+    ctx: &mut Context<'_>,
     thread_id: &str,
     name: Option<&str>,
-) -> Result<Entry, StoreError> {
-    let Some(thread) = own_thread(ctx, thread_id).await? else {
-        return Ok(None);
+) -> Result<(), StoreError> {
+    let Some(thread) = ctx.own_thread(thread_id).await? else {
+        return Ok(());
     };
     if thread.name.as_deref() == name {
-        return Ok(None);
+        return Ok(());
     }
     let thread = ThreadRecord {
         name: name.map(str::to_owned),
@@ -215,17 +203,18 @@ pub(super) async fn thread_name(
         ..thread
     };
     let data = to_json(&ThreadView::from(&thread));
-    append(ctx, thread_id, Upsert::Thread(thread), THREAD, data).await
+    ctx.append(thread_id, Upsert::Thread(thread), THREAD, data)
+        .await
 }
 
 /// A thread's token usage after a model call (0.7.0): kept with the
 /// thread, and logged.
 pub(super) async fn token_usage(
-    ctx: &Context<'_>,
+    ctx: &mut Context<'_>,
     update: &ThreadTokenUsageUpdate,
-) -> Result<Entry, StoreError> {
-    let Some(thread) = own_thread(ctx, &update.thread_id).await? else {
-        return Ok(None);
+) -> Result<(), StoreError> {
+    let Some(thread) = ctx.own_thread(&update.thread_id).await? else {
+        return Ok(());
     };
     let usage = UsageView::from(update);
     let thread = ThreadRecord {
@@ -234,80 +223,53 @@ pub(super) async fn token_usage(
         ..thread
     };
     let data = to_json(&usage);
-    append(ctx, &update.thread_id, Upsert::Thread(thread), USAGE, data).await
+    ctx.append(&update.thread_id, Upsert::Thread(thread), USAGE, data)
+        .await
 }
 
 /// The thread an update belongs to, and the message request it echoes if
 /// any: through the request (0.2.0), else by the thread it names, which
 /// must be this runner's (0.7.0).
-async fn attribute<'a>(
-    ctx: &Context<'a>,
+async fn attribute(
+    ctx: &mut Context<'_>,
     named: Option<&str>,
-) -> Result<Option<(Option<&'a RequestRecord>, String)>, StoreError> {
+) -> Result<Option<(Option<RequestRecord>, String)>, StoreError> {
     if let Some((request, thread_id)) = message_request(ctx)
         && named.is_none_or(|n| n == thread_id)
     {
-        return Ok(Some((Some(request), thread_id.to_owned())));
+        return Ok(Some((Some(request), thread_id)));
     }
     let Some(named) = named else {
         return Ok(None);
     };
-    Ok(own_thread(ctx, named).await?.map(|t| (None, t.id)))
-}
-
-/// The thread, if it is this runner's.
-async fn own_thread(
-    ctx: &Context<'_>,
-    thread_id: &str,
-) -> Result<Option<ThreadRecord>, StoreError> {
-    Ok(ctx
-        .store
-        .thread(thread_id)
-        .await?
-        .filter(|t| t.runner_id == ctx.runner_id))
+    Ok(ctx.own_thread(named).await?.map(|t| (None, t.id)))
 }
 
 /// The runner refused a request; logged in the thread it concerned, if any.
 pub(super) async fn request_error(
-    ctx: &Context<'_>,
+    ctx: &mut Context<'_>,
     error_message: &str,
-) -> Result<Entry, StoreError> {
-    let Some(request) = ctx.request else {
+) -> Result<(), StoreError> {
+    let Some(request) = ctx.request.clone() else {
         tracing::debug!(runner = ctx.runner_id, error = %error_message, "error for an unknown request; ignored");
-        return Ok(None);
+        return Ok(());
     };
     let Some(thread_id) = request.thread_id.as_deref() else {
-        return Ok(None);
+        return Ok(());
     };
     let data = to_json(&ErrorView {
         request_id: &request.id,
         error: error_message,
     });
-    append(ctx, thread_id, Upsert::Nothing, ERROR, data).await
+    ctx.append(thread_id, Upsert::Nothing, ERROR, data).await
 }
 
 /// The message request an update echoes, and its thread.
-fn message_request<'a>(ctx: &Context<'a>) -> Option<(&'a RequestRecord, &'a str)> {
+fn message_request(ctx: &Context<'_>) -> Option<(RequestRecord, String)> {
     let request = ctx
         .request
+        .as_ref()
         .filter(|r| r.kind == requests::CREATE_USER_MESSAGE)?;
-    Some((request, request.thread_id.as_deref()?))
-}
-
-/// Writes `upsert` and its log entry.
-async fn append(
-    ctx: &Context<'_>,
-    thread_id: &str,
-    upsert: Upsert,
-    kind: &str,
-    data: String,
-) -> Result<Entry, StoreError> {
-    let change = ThreadChange {
-        thread_id: thread_id.to_owned(),
-        ts: ctx.now,
-        upsert,
-        kind: kind.to_owned(),
-        data,
-    };
-    ctx.store.apply(&change).await.map(Some)
+    let thread_id = request.thread_id.clone()?;
+    Some((request.clone(), thread_id))
 }

@@ -38,6 +38,7 @@ async fn a_gantry_runner_serves_a_users_message_end_to_end() {
     let engine = EngineBuilder::new(store, models).start().await.unwrap();
     let options = RunnerOptions {
         url: ControlPlaneUrl::parse(&format!("http://{}", h.grpc)).unwrap(),
+        failover: Vec::new(),
         protocol: runner::ProtocolVersion::V0_2,
         token,
         ca_pem: None,

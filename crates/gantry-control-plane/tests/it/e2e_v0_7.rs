@@ -64,6 +64,7 @@ impl Runner07 {
             .unwrap();
         let options = RunnerOptions {
             url: ControlPlaneUrl::parse(&format!("http://{}", h.grpc)).unwrap(),
+            failover: Vec::new(),
             protocol: runner::ProtocolVersion::V0_7,
             token,
             ca_pem: None,

@@ -8,6 +8,7 @@ mod fuzz;
 mod github;
 mod github_app;
 mod grpc_wire;
+mod operations;
 mod recovery;
 mod runners;
 mod security;

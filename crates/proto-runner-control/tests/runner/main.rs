@@ -43,7 +43,7 @@ impl Rig {
         let plane = FakePlane::start().await;
         let dir = tempfile::tempdir().unwrap();
         let llm = MockLlm::start(Script::new(steps)).unwrap();
-        let (engine, stop, runner) = start_runner(&plane, &llm, dir.path(), token).await;
+        let (engine, stop, runner) = start_runner(&plane, &[], &llm, dir.path(), token).await;
         Rig {
             plane,
             llm,
@@ -61,7 +61,7 @@ impl Rig {
         (&mut self.runner).await.unwrap().unwrap();
         self.engine.shutdown().await.expect("events stored");
         let (engine, stop, runner) =
-            start_runner(&self.plane, &self.llm, self.dir.path(), TOKEN).await;
+            start_runner(&self.plane, &[], &self.llm, self.dir.path(), TOKEN).await;
         self.engine = engine;
         self.stop = stop;
         self.runner = runner;
@@ -78,9 +78,11 @@ impl Rig {
     }
 }
 
-/// An engine over `dir` and a runner on it dialing `plane`.
+/// An engine over `dir` and a runner on it dialing `plane`, then the
+/// `failover` ones in turn.
 async fn start_runner(
     plane: &FakePlane,
+    failover: &[&FakePlane],
     llm: &MockLlm,
     dir: &std::path::Path,
     token: &str,
@@ -109,6 +111,10 @@ async fn start_runner(
         .unwrap();
     let options = RunnerOptions {
         url: ControlPlaneUrl::parse(&plane.url()).unwrap(),
+        failover: failover
+            .iter()
+            .map(|p| ControlPlaneUrl::parse(&p.url()).unwrap())
+            .collect(),
         protocol: runner::ProtocolVersion::V0_2,
         token: token.to_owned(),
         ca_pem: None,
@@ -581,6 +587,65 @@ async fn after_the_channel_breaks_the_runner_reconnects_and_reports_the_rest_of_
 }
 
 #[tokio::test]
+async fn when_its_replica_goes_away_the_runner_moves_to_the_next_and_reports_what_ran_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("gate");
+    make_fifo(&fifo);
+    let llm = MockLlm::start(Script::new(vec![
+        blocked_shell(&fifo),
+        Step::text("finished on the other replica"),
+    ]))
+    .unwrap();
+    let first = FakePlane::start().await;
+    let mut second = FakePlane::start().await;
+    let data = dir.path().join("runner");
+    let (engine, stop, runner) = start_runner(&first, &[&second], &llm, &data, TOKEN).await;
+    let mut first = first;
+    let mut conn = first.accept().await;
+    conn.send("a-req", create_agent("a1", "gantry")).await;
+    assert_eq!(kind(&conn.next().await), "agent a1 ready [a-req]");
+    conn.send("t1", create_thread("a1", "test-model")).await;
+    assert_eq!(kind(&conn.next().await), "thread t1 ready [t1]");
+    conn.send("m1", message("t1", "long job", false)).await;
+    conn.until(|m| item(m).is_some_and(|i| i.item_type == pb::ItemType::CommandExecution as i32))
+        .await;
+
+    // The first replica dies for good; the turn goes on.
+    first.set_up(false);
+    conn.break_off().await;
+    release(&fifo).await;
+
+    // The runner is on the second one, and says how the turn went on.
+    let mut conn = second.accept().await;
+    let updates = conn.until(is_turn_completed).await;
+    let answer = updates
+        .iter()
+        .filter_map(item)
+        .find(|i| {
+            i.item_type == pb::ItemType::AgentMessage as i32
+                && i.status == pb::ItemStatus::Completed as i32
+        })
+        .expect("the final answer was reported to the second replica");
+    assert_eq!(
+        answer.text.as_deref(),
+        Some("finished on the other replica")
+    );
+    assert!(
+        updates
+            .iter()
+            .filter(|m| matches!(
+                m.payload,
+                Some(Payload::TurnUpdate(_) | Payload::ItemUpdate(_))
+            ))
+            .all(|m| m.request_id.as_deref() == Some("m1"))
+    );
+    assert_eq!(second.registrations().len(), 1);
+    stop.cancel();
+    runner.await.unwrap().unwrap();
+    engine.shutdown().await.expect("events stored");
+}
+
+#[tokio::test]
 async fn an_unknown_token_stops_the_runner_with_a_clear_error() {
     let rig = Rig::start_with_token(vec![], "wrong").await;
     let err = tokio::time::timeout(Duration::from_secs(20), rig.runner)
@@ -780,7 +845,7 @@ async fn a_runner_refused_as_already_connected_waits_at_least_a_second_between_t
     let dir = tempfile::tempdir().unwrap();
     let llm = MockLlm::start(Script::new(vec![])).unwrap();
     // The runner's own backoff (20 ms up) would retry far sooner.
-    let (_engine, stop, runner) = start_runner(&plane, &llm, dir.path(), TOKEN).await;
+    let (_engine, stop, runner) = start_runner(&plane, &[], &llm, dir.path(), TOKEN).await;
 
     let _conn = plane.accept().await;
     let attempts = plane.channel_attempts();

@@ -208,3 +208,47 @@ async fn api_tokens_are_added_listed_by_age_and_revoked_by_name() {
         vec![token("k2", "ci", 2)]
     );
 }
+
+#[tokio::test]
+async fn a_batch_is_written_whole_in_order_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = seeded(dir.path()).await;
+    let request = RequestRecord {
+        id: "q1".into(),
+        runner_id: "r1".into(),
+        kind: "create_user_message".into(),
+        agent_id: Some("a1".into()),
+        thread_id: Some("t1".into()),
+        turn_id: None,
+        params: "{}".into(),
+        created_at: 5,
+    };
+    let running = Write::Change {
+        seq: 2,
+        change: change("t1", Upsert::Turn(turn("running", "q1")), "turn"),
+    };
+    let link = Write::LinkRequest {
+        id: "q1".into(),
+        thread_id: None,
+        turn_id: Some("turn-1".into()),
+    };
+    let entries = store
+        .write(&[Write::Request(request.clone()), link, running.clone()])
+        .await
+        .unwrap();
+    assert_eq!(entries.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2]);
+    assert_eq!(store.last_seq("t1").await.unwrap(), 2);
+    let linked = store.request("q1").await.unwrap().unwrap();
+    assert_eq!(linked.turn_id.as_deref(), Some("turn-1"));
+
+    // A seq written twice fails the whole batch: the completion before it
+    // is not kept either.
+    let completed = Write::Change {
+        seq: 3,
+        change: change("t1", Upsert::Turn(turn("completed", "q1")), "turn"),
+    };
+    assert!(store.write(&[completed, running]).await.is_err());
+    assert_eq!(store.last_seq("t1").await.unwrap(), 2);
+    let stored = store.turn("t1", "turn-1").await.unwrap().unwrap();
+    assert_eq!((stored.status.as_str(), stored.first_seq), ("running", 2));
+}

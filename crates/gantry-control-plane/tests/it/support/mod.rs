@@ -96,6 +96,13 @@ impl Harness {
         }
     }
 
+    /// Asks the servers to stop (as SIGTERM does), without waiting.
+    pub(crate) fn begin_stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
     /// Stops the servers and waits for them to finish.
     pub(crate) async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
