@@ -60,7 +60,10 @@ fn serve(scratch: &std::path::Path, llm: &MockLlm) -> (Child, u16, u16) {
     let mut lines = BufReader::new(stderr).lines();
     let port = |line: &str, key: &str| -> u16 {
         let at = line.find(key).expect("a port") + key.len();
-        let digits: String = line[at..].chars().take_while(char::is_ascii_digit).collect();
+        let digits: String = line[at..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
         digits.parse().expect("a port number")
     };
     let (rpc, publ) = loop {
@@ -82,8 +85,8 @@ fn serve(scratch: &std::path::Path, llm: &MockLlm) -> (Child, u16, u16) {
 
 async fn call(dealer: &mut DealerSocket, id: &str, method: &str, params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let msg = ZmqMessage::try_from(vec![Bytes::new(), Bytes::from(body.to_string())])
-        .expect("frames");
+    let msg =
+        ZmqMessage::try_from(vec![Bytes::new(), Bytes::from(body.to_string())]).expect("frames");
     dealer.send(msg).await.expect("send");
     let reply = dealer.recv().await.expect("reply");
     let frames = reply.into_vec();
