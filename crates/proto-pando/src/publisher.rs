@@ -15,7 +15,8 @@ use crate::service::{Service, session_payload};
 use crate::topics::{Out, TopicMapper};
 use crate::wire::{HeartbeatPayload, topic};
 
-/// Publishes the topics of the workspace's threads from `feed` until `stop`.
+/// Publishes the topics of the workspace's threads from `sub` (every
+/// thread's notifications, picked up again after a lag) until `stop`.
 pub(crate) async fn run_feed(
     service: Arc<Service>,
     mut sub: Subscription,
