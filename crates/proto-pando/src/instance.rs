@@ -116,7 +116,7 @@ impl PandoInstance {
 
         let (publisher, writer) =
             start_writer(pub_socket, entry.lock.instance_id.clone(), stop.clone());
-        let feed = engine.feeds().follow_all_now();
+        let feed = engine.feeds().subscribe_all_now();
         let service = Service::new(
             engine,
             dir,

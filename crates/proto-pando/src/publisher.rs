@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gantry_core::{EngineError, Feed, Notification};
+use gantry_core::{EngineError, Notification, Subscription};
 use gantry_types::{EventPayload, ThreadId};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -15,10 +15,11 @@ use crate::service::{Service, session_payload};
 use crate::topics::{Out, TopicMapper};
 use crate::wire::{HeartbeatPayload, topic};
 
-/// Publishes the topics of the workspace's threads from `feed` until `stop`.
+/// Publishes the topics of the workspace's threads from `sub` (every
+/// thread's notifications, picked up again after a lag) until `stop`.
 pub(crate) async fn run_feed(
     service: Arc<Service>,
-    mut feed: Feed,
+    mut sub: Subscription,
     publisher: Publisher,
     stop: CancellationToken,
 ) {
@@ -28,19 +29,28 @@ pub(crate) async fn run_feed(
     loop {
         let notification = tokio::select! {
             () = stop.cancelled() => return,
-            n = feed.next() => match n {
-                Ok(Some(n)) => n,
-                Ok(None) => return,
-                Err(e) => {
-                    tracing::warn!(error = %e, "Pando: the engine's feed failed; topics stop");
-                    return;
-                }
+            n = sub.next() => match n {
+                Some(n) => n,
+                None => return,
             },
         };
         let thread = match &notification {
             Notification::Event(e) => e.thread_id.clone(),
             Notification::Delta(d) => d.thread_id.clone(),
-            Notification::Lagged { .. } => continue,
+            // Behind the bus: the store has the events missed, and the new
+            // subscription starts each item in progress with its text so
+            // far, of which subscribers have the tokens already sent.
+            Notification::Lagged { resume_from } => {
+                match service.engine().feeds().subscribe_all(*resume_from).await {
+                    Ok(next) => sub = next,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "Pando: cannot follow the engine again; topics stop");
+                        return;
+                    }
+                }
+                mapper.resync_open_items();
+                continue;
+            }
         };
         let was = members.get(&thread).copied();
         let now = match &notification {

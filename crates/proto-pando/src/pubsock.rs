@@ -19,7 +19,7 @@ use crate::wire::{Envelope, ShutdownPayload, topic};
 const QUEUE: usize = 4096;
 
 /// How long the socket stays open after `instance.shutdown`.
-pub(crate) const LINGER: Duration = Duration::from_millis(300);
+pub(crate) const LINGER: Duration = Duration::from_millis(500);
 
 /// Publishes on the instance's PUB socket. Cheap to clone.
 #[derive(Clone)]

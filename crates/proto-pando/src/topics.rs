@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use gantry_core::Notification;
 use gantry_core::projection::{Part, tool_outcome};
-use gantry_types::{DeltaKind, Event, EventPayload, Item, ItemKind, ThreadId, TurnId};
+use gantry_types::{DeltaKind, Event, EventPayload, Item, ItemId, ItemKind, ThreadId, TurnId};
 use serde_json::{Value, json};
 
 use crate::messages::content_of;
@@ -57,6 +57,11 @@ struct ThreadState {
 #[derive(Default)]
 pub(crate) struct TopicMapper {
     threads: HashMap<ThreadId, ThreadState>,
+    /// Bytes of each agent message in progress sent as tokens.
+    streamed: HashMap<ItemId, usize>,
+    /// Items whose next delta is their whole text so far (a resumed
+    /// subscription's first), not an increment.
+    resync: HashSet<ItemId>,
 }
 
 fn publish(topic: &'static str, session: &ThreadId, payload: Value) -> Out {
@@ -73,15 +78,28 @@ impl TopicMapper {
         match notification {
             Notification::Event(event) => self.event(event),
             Notification::Delta(delta) => match &delta.kind {
-                DeltaKind::AgentText(token) if !token.is_empty() => vec![publish(
-                    topic::LLM_TOKEN,
-                    &delta.thread_id,
-                    json!({ "session_id": delta.thread_id.0, "token": token }),
-                )],
+                DeltaKind::AgentText(text) => {
+                    let streamed = self.streamed.entry(delta.item_id.clone()).or_default();
+                    let token = if self.resync.remove(&delta.item_id) {
+                        let rest = text.get(*streamed..).unwrap_or_default();
+                        *streamed = text.len().max(*streamed);
+                        rest
+                    } else {
+                        *streamed += text.len();
+                        text.as_str()
+                    };
+                    token_out(&delta.thread_id, token).into_iter().collect()
+                }
                 _ => Vec::new(),
             },
             Notification::Lagged { .. } => Vec::new(),
         }
+    }
+
+    /// The subscription was picked up after a lag: each agent message in
+    /// progress comes again as its whole text so far.
+    pub(crate) fn resync_open_items(&mut self) {
+        self.resync.extend(self.streamed.keys().cloned());
     }
 
     fn event(&mut self, event: &Event) -> Vec<Out> {
@@ -185,6 +203,10 @@ impl TopicMapper {
                 }),
             )),
             ItemKind::AgentMessage { text } if item.tool_call.is_none() => {
+                // What streamed past a lag unseen goes out as one last token.
+                self.resync.remove(&item.id);
+                let streamed = self.streamed.remove(&item.id).unwrap_or(0);
+                out.extend(token_out(id, text.get(streamed..).unwrap_or_default()));
                 if let Some(round) = &mut state.round {
                     round.parts.insert(round.texts, Part::Text(text.clone()));
                     round.texts += 1;
@@ -212,6 +234,17 @@ impl TopicMapper {
             ));
         }
     }
+}
+
+/// `llm.token` of `token`, unless empty.
+fn token_out(id: &ThreadId, token: &str) -> Option<Out> {
+    (!token.is_empty()).then(|| {
+        publish(
+            topic::LLM_TOKEN,
+            id,
+            json!({ "session_id": id.0, "token": token }),
+        )
+    })
 }
 
 /// A round's assistant message, if it said or called anything.

@@ -66,3 +66,50 @@ fn a_refused_call_seen_only_completed_still_starts_and_ends() {
     let archived = mapper.map(&event(4, EventPayload::ThreadArchived));
     assert_eq!(topics(&archived), ["(deleted)"]);
 }
+
+#[test]
+fn tokens_after_a_lag_are_neither_repeated_nor_lost() {
+    use gantry_types::Delta;
+    let mut mapper = TopicMapper::default();
+    let delta = |text: &str| {
+        Notification::Delta(std::sync::Arc::new(Delta {
+            thread_id: ThreadId("t".into()),
+            turn_id: TurnId("u".into()),
+            item_id: ItemId("m".into()),
+            after_seq: 2,
+            kind: DeltaKind::AgentText(text.into()),
+        }))
+    };
+    let tokens = |outs: Vec<Out>| -> Vec<String> {
+        outs.into_iter()
+            .filter_map(|o| match o {
+                Out::Publish {
+                    topic: "llm.token",
+                    payload,
+                    ..
+                } => Some(payload["token"].as_str().unwrap().to_owned()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(tokens(mapper.map(&delta("ab"))), ["ab"]);
+    mapper.resync_open_items();
+    // The resumed subscription's first delta is the whole text so far.
+    assert_eq!(tokens(mapper.map(&delta("abcd"))), ["cd"]);
+    assert_eq!(tokens(mapper.map(&delta("e"))), ["e"]);
+    let item = Item {
+        id: ItemId("m".into()),
+        turn_id: TurnId("u".into()),
+        round: 1,
+        status: ItemStatus::Completed,
+        started_at: 0,
+        completed_at: Some(1),
+        kind: ItemKind::AgentMessage {
+            text: "abcdefg".into(),
+        },
+        tool_call: None,
+    };
+    // Missed deltas come with the completed item.
+    let outs = mapper.map(&event(5, EventPayload::ItemCompleted { item }));
+    assert_eq!(tokens(outs), ["fg"]);
+}
