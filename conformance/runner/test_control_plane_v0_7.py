@@ -148,7 +148,7 @@ def test_interrupt_and_delete_reach_the_runner(plane, companyhelm):
     assert status == 409, refused
     # 0.7.0 has no skill installs: the API says where skills go instead.
     status, refused = cp.api("POST", f"/v1/agents/{agent['id']}/skills", {"package_name": "x"})
-    assert status == 409 and "git_skill_packages" in refused["error"], refused
+    assert status == 409 and "git_skill_packages" in refused["error"]["message"], refused
 
 
 def test_a_runner_that_misses_heartbeats_or_whose_sdk_fails_gets_no_work(plane, companyhelm):
@@ -170,9 +170,9 @@ def test_a_runner_that_misses_heartbeats_or_whose_sdk_fails_gets_no_work(plane, 
     runner.sdk_update("codex", ["gpt-5"], "ERROR", error="login expired")
     cp.wait_until("the SDK is in error", lambda: runner_view(cp, "ch-1")["sdks"][0]["status"] == "error")
     status, refused = cp.api("POST", "/v1/agents", {"sdk": "codex"})
-    assert status == 400 and "codex" in refused["error"], refused
+    assert status == 400 and "codex" in refused["error"]["message"], refused
     status, refused = cp.api("POST", f"/v1/agents/{agent['id']}/threads", {})
-    assert status == 400 and "login expired" in refused["error"], refused
+    assert status == 400 and "login expired" in refused["error"]["message"], refused
 
 
 def test_a_mixed_fleet_serves_a_0_2_gantry_runner_and_a_0_7_runner(plane, companyhelm, tmp_path):
@@ -201,7 +201,7 @@ def test_a_mixed_fleet_serves_a_0_2_gantry_runner_and_a_0_7_runner(plane, compan
         assert threads["codex"]["runner_id"] == runners["ch-1"]["id"]
         # 0.2.0 has no interrupt.
         status, refused = cp.api("POST", f"/v1/threads/{threads['gantry']['id']}/interrupt", {})
-        assert status == 409 and "0.2" in refused["error"], refused
+        assert status == 409 and "0.2" in refused["error"]["message"], refused
     finally:
         gantry.stop()
         llm.close()

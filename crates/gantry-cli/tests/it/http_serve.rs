@@ -367,3 +367,42 @@ async fn a_grpc_thread_is_followed_steered_and_approved_over_http() {
     drop(a3s);
     stop(served).await;
 }
+
+/// `schemathesis` fuzzes the API from its own document against a real
+/// server and finds no 5xx. Left out: the event streams (they never end),
+/// and creating MCP servers and jobs (they would run generated commands).
+/// Found as `$GANTRY_TEST_SCHEMATHESIS`, else on PATH (`.ci/run` installs it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_driven_fuzz_finds_no_server_error() {
+    let s = Scratch::new();
+    let llm = MockLlm::start(Script::new(Vec::<Step>::new())).expect("mock llm");
+    configure(&s, &llm);
+    let served = serve(&s);
+    let binary =
+        std::env::var("GANTRY_TEST_SCHEMATHESIS").unwrap_or_else(|_| "schemathesis".into());
+    let url = format!("http://{}/openapi.json", served.http);
+    let out = tokio::process::Command::new(&binary)
+        .args(["run", &url, "--checks", "not_a_server_error"])
+        .args([
+            "--max-examples",
+            "3",
+            "--phases",
+            "coverage,fuzzing",
+            "--workers",
+            "2",
+        ])
+        .args(["--request-timeout", "5", "--seed", "4080"])
+        .args(["--exclude-path-regex", "^/v1/(mcp/servers|jobs)|/events$"])
+        .current_dir(s.dir.path())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("cannot run {binary} ({e}): .ci/run installs it from PyPI"));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "schemathesis found problems:\n{report}"
+    );
+    assert!(report.contains("passed"), "{report}");
+    stop(served).await;
+}

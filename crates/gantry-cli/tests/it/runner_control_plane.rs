@@ -331,7 +331,7 @@ fn a_runner_serves_the_control_plane_through_a_steer_and_a_control_plane_restart
     );
     assert_eq!(status, 409, "{refused}");
     assert!(
-        refused["error"]
+        refused["error"]["message"]
             .as_str()
             .unwrap_or_default()
             .contains("allow_steer"),

@@ -1,5 +1,7 @@
-//! Errors as HTTP answers (`{"error": "..."}` with the status that says
-//! why), and request bodies read so that a bad one names its field.
+//! Errors as HTTP answers, in the shape Gantry's own HTTP API (`proto-http`)
+//! uses, so one client reads both: `{"error": {"code", "message",
+//! "details"}}` with the status that says why; and request bodies read so
+//! that a bad one names its field.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -11,21 +13,22 @@ use crate::error::ApiError;
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = match &self {
-            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict(_) => StatusCode::CONFLICT,
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
-            Self::BadGateway(_) => StatusCode::BAD_GATEWAY,
-            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        let (status, code) = match &self {
+            Self::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            Self::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            Self::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
+            Self::BadGateway(_) => (StatusCode::BAD_GATEWAY, "bad_gateway"),
+            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
-        (
-            status,
-            Json(serde_json::json!({ "error": self.to_string() })),
-        )
-            .into_response()
+        (status, Json(error_body(code, &self.to_string()))).into_response()
     }
+}
+
+/// The error body: `{"error": {"code", "message", "details"}}`.
+pub(super) fn error_body(code: &str, message: &str) -> serde_json::Value {
+    serde_json::json!({ "error": { "code": code, "message": message, "details": {} } })
 }
 
 /// The JSON body as `T`; serde's message names the missing, unknown or

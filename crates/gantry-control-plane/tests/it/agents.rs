@@ -131,13 +131,22 @@ async fn no_runner_offering_the_sdk_is_400_naming_what_was_asked() {
     let (status, body) = h.post("/v1/agents", json!({"sdk": "codex"})).await;
     assert_eq!(status, 400);
     assert!(
-        body["error"].as_str().unwrap().contains("\"codex\""),
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"codex\""),
         "{body}"
     );
 
     let (status, body) = h.post("/v1/agents", json!({"model": "m9"})).await;
     assert_eq!(status, 400);
-    assert!(body["error"].as_str().unwrap().contains("\"m9\""), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"m9\""),
+        "{body}"
+    );
     h.stop().await;
 }
 
@@ -156,7 +165,7 @@ async fn a_refused_request_is_409_with_the_runners_text() {
 
     let (status, body) = answer(call).await;
     assert_eq!(status, 409);
-    assert_eq!(body["error"], "unknown agent sdk: gantry");
+    assert_eq!(body["error"]["message"], "unknown agent sdk: gantry");
     let (_, agents) = h.get("/v1/agents").await;
     assert_eq!(agents, json!([]));
     h.stop().await;
@@ -175,7 +184,10 @@ async fn a_runner_that_never_answers_is_504_after_the_request_timeout() {
     let (status, body) = answer(call).await;
     assert_eq!(status, 504);
     assert!(
-        body["error"].as_str().unwrap().contains("did not answer"),
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not answer"),
         "{body}"
     );
     h.stop().await;
@@ -190,7 +202,10 @@ async fn an_offline_runner_is_503_without_waiting() {
     let (status, body) = h.post("/v1/agents", json!({"runner_id": runner_id})).await;
     assert_eq!(status, 503);
     assert!(
-        body["error"].as_str().unwrap().contains("offline"),
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("offline"),
         "{body}"
     );
 

@@ -88,33 +88,47 @@ async fn errors_are_json_naming_what_is_wrong() {
 
     let (status, body) = h.get("/v1/nothing-here").await;
     assert_eq!(status, 404);
-    assert!(body["error"].as_str().unwrap().contains("no such route"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no such route")
+    );
 
     let (status, body) = h.get("/v1/threads/t-missing").await;
     assert_eq!(status, 404);
-    assert_eq!(body["error"], "thread t-missing not found");
+    assert_eq!(body["error"]["message"], "thread t-missing not found");
 
     let (status, body) = h.post("/v1/threads/t-missing/messages", json!({})).await;
     assert_eq!(status, 400);
-    assert!(body["error"].as_str().unwrap().contains("`text`"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`text`"),
+        "{body}"
+    );
 
     let (status, body) = h
         .post("/v1/threads/t-missing/messages", json!({"text": " "}))
         .await;
     assert_eq!(status, 400);
-    assert_eq!(body["error"], "text: must not be empty");
+    assert_eq!(body["error"]["message"], "text: must not be empty");
 
     let (status, body) = h
         .post("/v1/agents", json!({"sdk": "gantry", "colour": "red"}))
         .await;
     assert_eq!(status, 400);
     assert!(
-        body["error"].as_str().unwrap().contains("`colour`"),
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`colour`"),
         "{body}"
     );
 
     let (status, body) = h.post("/v1/agents", json!({"agent_id": ""})).await;
     assert_eq!(status, 400);
-    assert_eq!(body["error"], "agent_id: must not be empty");
+    assert_eq!(body["error"]["message"], "agent_id: must not be empty");
     h.stop().await;
 }

@@ -344,7 +344,7 @@ async fn a_threads_git_skills_at_their_reference_reach_its_model() {
         .await;
     assert_eq!(status, 409, "{refused}");
     assert!(
-        refused["error"]
+        refused["error"]["message"]
             .as_str()
             .unwrap()
             .contains("no-such-branch"),

@@ -25,7 +25,7 @@ async fn call(request: reqwest::RequestBuilder) -> (u16, Value) {
 
 /// The error text of a JSON error body.
 fn error(body: &Value) -> &str {
-    body["error"].as_str().unwrap_or_default()
+    body["error"]["message"].as_str().unwrap_or_default()
 }
 
 #[tokio::test]

@@ -224,7 +224,10 @@ async fn a_steer_joins_the_running_turn_and_a_refusal_is_409() {
         .await;
     let (status, body) = answer(call).await;
     assert_eq!(status, 409);
-    assert_eq!(body["error"], "a turn is running; steering not allowed");
+    assert_eq!(
+        body["error"]["message"],
+        "a turn is running; steering not allowed"
+    );
 
     // Allowed: the runner reports the running turn and the steer's message.
     let call = h.post_later(&messages, json!({"text": "also this", "allow_steer": true}));

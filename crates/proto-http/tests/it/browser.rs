@@ -28,6 +28,21 @@ struct Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
+        // Ends the session first: chromedriver then closes chromium, which
+        // killing the driver alone would leave running.
+        if let Some(rest) = self.base.strip_prefix("http://")
+            && let Some((host, path)) = rest.split_once('/')
+            && let Ok(mut tcp) = std::net::TcpStream::connect(host)
+        {
+            use std::io::{Read, Write};
+            let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));
+            let request = format!(
+                "DELETE /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            if tcp.write_all(request.as_bytes()).is_ok() {
+                let _ = tcp.read_to_end(&mut Vec::new());
+            }
+        }
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
