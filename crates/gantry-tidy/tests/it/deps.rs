@@ -53,7 +53,7 @@ pub(crate) const RULES: &[Rule] = &[
         forbidden: WIRE,
         why: "the engine knows no wire format (ARCHITECTURE.md, Invariants)",
     },
-    // 2. Adapters: every `proto-*` crate (proto-code-agent, proto-codewhale,
+    // 2. Adapters: every `proto-*` crate (proto-code-agent, proto-codewhale, proto-acp,
     // proto-runner-control, ...).
     Rule {
         crates: &["proto-*"],
