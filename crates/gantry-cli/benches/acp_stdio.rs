@@ -79,7 +79,6 @@ fn main() {
         let first = prompted.elapsed();
         let done = until(&|m| m["id"] == 2);
         assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
-        drop(send);
         drop(stdin);
         assert!(child.wait().expect("exit").success());
         if run > 0 {
