@@ -344,5 +344,76 @@ await recordingClient(replayed).connectWith(second.stream, async (ctx) => {
 second.child.stdin.end();
 await finish(second, "second process");
 
+// ---- Third process: a client that offers fs and terminals serves the tools.
+fs.writeFileSync(path.join(work, "draft.md"), "text on disk\n");
+const thirdScript = writeScript(root, "third.json", [
+  { reply: { tool_calls: [{ name: "read_file", arguments: { path: "draft.md" } }] } },
+  {
+    reply: {
+      tool_calls: [
+        { name: "edit_file", arguments: { path: "draft.md", old_string: "editor buffer", new_string: "editor buffer, edited" } },
+      ],
+    },
+  },
+  { reply: { tool_calls: [{ name: "write_file", arguments: { path: "fresh.txt", content: "new\n" } }] } },
+  { reply: { tool_calls: [{ name: "shell", arguments: { command: "echo from the terminal; exit 3" } }] } },
+  { reply: { text: "Delegated." } },
+]);
+const third = startAgent({ dataDir, script: thirdScript, cwd: work });
+const editor = newState();
+await recordingClient(editor).connectWith(third.stream, async (ctx) => {
+  await ctx.request(acp.methods.agent.initialize, {
+    protocolVersion: 1,
+    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+  });
+  const { sessionId: id } = await ctx.request(acp.methods.agent.session.new, { cwd: work, mcpServers: [] });
+  await ctx.request(acp.methods.agent.session.setMode, { sessionId: id, modeId: "full-auto" });
+  const answer = await ctx.request(acp.methods.agent.session.prompt, {
+    sessionId: id,
+    prompt: [{ type: "text", text: "Use the editor." }],
+  });
+  assert.equal(answer.stopReason, "end_turn");
+  const calls = updatesOf(editor, "tool_call");
+  const updates = updatesOf(editor, "tool_call_update");
+  const final = (call) => updates.filter((u) => u.toolCallId === call.toolCallId && u.status).at(-1);
+
+  await check("file tools read and write through fs/read_text_file and fs/write_text_file", async () => {
+    const draft = path.join(work, "draft.md");
+    assert.ok(editor.fsReads.some((r) => r.path === draft && r.sessionId === id));
+    // The model read the editor's buffer, not the disk.
+    assert.match(final(calls[0]).rawOutput, /text in the editor buffer/);
+    const written = editor.fsWrites.find((w) => w.path === draft);
+    assert.equal(written.content, "text in the editor buffer, edited\n");
+    const diff = final(calls[1]).content[0];
+    assert.equal(diff.type, "diff");
+    assert.equal(diff.oldText, "text in the editor buffer");
+    assert.equal(diff.newText, "text in the editor buffer, edited");
+    const fresh = editor.fsWrites.find((w) => w.path === path.join(work, "fresh.txt"));
+    assert.equal(fresh.content, "new\n");
+    assert.equal(final(calls[2]).content[0].oldText, null);
+  });
+
+  await check("shell commands run in the client's terminals", async () => {
+    const created = editor.terminals.created;
+    assert.equal(created.length, 1);
+    assert.equal(created[0].command, "bash");
+    assert.deepEqual(created[0].args, ["-c", "echo from the terminal; exit 3"]);
+    assert.equal(created[0].cwd, work);
+    const shell = calls[3];
+    assert.equal(shell.kind, "execute");
+    const shown = updates.find((u) => u.toolCallId === shell.toolCallId && u.content?.[0]?.type === "terminal");
+    assert.equal(shown.content[0].terminalId, "term-1");
+    const done = final(shell);
+    // A non-zero exit is a failed call, as for a local command.
+    assert.equal(done.status, "failed");
+    assert.deepEqual(done.content, [{ type: "terminal", terminalId: "term-1" }]);
+    assert.match(done.rawOutput, /Exit code: 3/);
+    assert.match(done.rawOutput, /from the terminal/);
+    assert.ok(editor.terminals.list.get("term-1").released, "the terminal was released");
+  });
+});
+third.child.stdin.end();
+await finish(third, "third process");
+
 console.log(`${passed} passed`);
 fs.rmSync(root, { recursive: true, force: true });

@@ -107,25 +107,29 @@ pub(crate) async fn run(global: Global, args: AcpArgs) -> Result<ExitCode> {
         shell_snapshot_ahead: !global.no_shell_snapshot,
         ..EngineConfig::default()
     };
-    let engine = match &models.registry {
-        Some(registry) => {
-            EngineBuilder::new(data.store.clone(), models.resolver.clone())
-                .providers(registry.clone())
-                .config(config)
-                .start()
-                .await?
-        }
-        None => data.engine(models.resolver.clone(), config).await?,
-    };
+    // The client's fs and terminal serve the tools once it offers them.
+    let client_tools = proto_acp::ClientTools::new();
+    let mut builder = EngineBuilder::new(data.store.clone(), models.resolver.clone())
+        .config(config)
+        .tool_host_source(client_tools.clone());
+    if let Some(registry) = &models.registry {
+        builder = builder.providers(registry.clone());
+    }
+    let engine = builder.start().await?;
     crate::serve::start_background_work(&engine);
     let options = AcpOptions {
         sandbox,
         reasoning: args.reasoning.clone(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
+        client_tools: Some(client_tools),
     };
-    let served =
-        proto_acp::serve_stdio(engine.clone(), options, tokio::io::stdin(), tokio::io::stdout())
-            .await;
+    let served = proto_acp::serve_stdio(
+        engine.clone(),
+        options,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    )
+    .await;
     // Turns still running end interrupted, their events saved.
     if let Err(e) = engine.shutdown().await {
         tracing::error!(error = %e, "stopping with events not saved");

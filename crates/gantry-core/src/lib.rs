@@ -32,6 +32,7 @@ mod skills_api;
 mod structured_api;
 mod thread_mcp;
 mod todos;
+mod tool_host;
 mod turn;
 mod writer;
 
@@ -68,4 +69,7 @@ pub use structured_api::{
     StructuredRequest, StructuredStream,
 };
 pub use thread_mcp::THREAD_MCP_SERVERS_SETTING;
+pub use tool_host::{
+    CommandExit, CommandRunner, FileAccess, HostCommand, ToolHost, ToolHostSource,
+};
 pub use writer::StoreUnavailable;

@@ -70,6 +70,11 @@ pub struct ToolContext {
     /// Where `shell` takes the login profile from once; `None`: each
     /// command runs `bash -lc`.
     pub shell_snapshots: Option<Arc<crate::ShellSnapshots>>,
+    /// File and command I/O a host serves itself (none: the tools do it).
+    pub host: crate::host::ToolHost,
+    /// The model's id for this call, when it comes from one (a host shows
+    /// the call's command under it).
+    pub call_id: Option<String>,
 }
 
 impl ToolContext {
@@ -90,6 +95,8 @@ impl ToolContext {
             env: Arc::default(),
             minted_env: Vec::new(),
             shell_snapshots: None,
+            host: crate::host::ToolHost::default(),
+            call_id: None,
         }
     }
 }

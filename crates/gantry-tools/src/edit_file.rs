@@ -11,6 +11,7 @@ use crate::common::{
     file_change_error, file_change_interrupted, file_change_output, file_change_start, parse_args,
     unified_diff,
 };
+use crate::host::FileAccess;
 use crate::workspace_path::{self, WorkspacePath};
 use crate::{Tool, ToolContext, ToolOutput};
 
@@ -75,6 +76,12 @@ impl Tool for EditFileTool {
         if ctx.cancel.is_cancelled() {
             return file_change_interrupted(&args);
         }
+        if let Some(files) = &ctx.host.files {
+            return match edit_hosted(files.as_ref(), &path, &a).await {
+                Ok((rel, diff, summary)) => file_change_output(&rel, diff, summary),
+                Err(msg) => file_change_error(&args, msg),
+            };
+        }
         // Not raced against cancellation, like write_file: it is short and
         // must not report "interrupted" for an edit that did happen.
         let joined = tokio::task::spawn_blocking(move || edit(&path, &a)).await;
@@ -88,6 +95,44 @@ impl Tool for EditFileTool {
 
 fn edit(path: &WorkspacePath, a: &EditArgs) -> Result<(String, String, String), String> {
     let rel = &path.rel;
+    check_strings(a)?;
+    let bytes = read_current(path)?;
+    // Editing a lossy decoding would silently rewrite the invalid bytes.
+    let old = String::from_utf8(bytes).map_err(|_| {
+        format!("{NAME}: {rel:?} is not valid UTF-8; edit_file only edits text files")
+    })?;
+    let (new, count) = replace(rel, &old, a)?;
+    path.write_atomic(new.as_bytes()).map_err(|e| {
+        if workspace_path::is_escape(&e) {
+            format!("{NAME}: {e}")
+        } else {
+            format!("{NAME}: cannot write {rel:?}: {e}")
+        }
+    })?;
+    Ok(change(rel, &old, &new, count))
+}
+
+/// The edit through a host's file access (an editor's buffers).
+async fn edit_hosted(
+    files: &dyn FileAccess,
+    path: &WorkspacePath,
+    a: &EditArgs,
+) -> Result<(String, String, String), String> {
+    let rel = &path.rel;
+    check_strings(a)?;
+    let old = files
+        .read_text(&path.abs)
+        .await
+        .map_err(|e| format!("{NAME}: cannot read {rel:?}: {e}"))?;
+    let (new, count) = replace(rel, &old, a)?;
+    files
+        .write_text(&path.abs, &new)
+        .await
+        .map_err(|e| format!("{NAME}: cannot write {rel:?}: {e}"))?;
+    Ok(change(rel, &old, &new, count))
+}
+
+fn check_strings(a: &EditArgs) -> Result<(), String> {
     if a.old_string.is_empty() {
         return Err(format!(
             "{NAME}: `old_string` is empty; give the exact text to replace (use write_file to create a file)"
@@ -98,11 +143,11 @@ fn edit(path: &WorkspacePath, a: &EditArgs) -> Result<(String, String, String), 
             "{NAME}: `old_string` and `new_string` are identical; nothing would change"
         ));
     }
-    let bytes = read_current(path)?;
-    // Editing a lossy decoding would silently rewrite the invalid bytes.
-    let old = String::from_utf8(bytes).map_err(|_| {
-        format!("{NAME}: {rel:?} is not valid UTF-8; edit_file only edits text files")
-    })?;
+    Ok(())
+}
+
+/// `old` with the edit applied, and how many occurrences it replaced.
+fn replace(rel: &str, old: &str, a: &EditArgs) -> Result<(String, usize), String> {
     let count = old.matches(a.old_string.as_str()).count();
     if count == 0 {
         let mut msg = format!(
@@ -126,19 +171,17 @@ fn edit(path: &WorkspacePath, a: &EditArgs) -> Result<(String, String, String), 
     } else {
         old.replacen(a.old_string.as_str(), &a.new_string, 1)
     };
-    path.write_atomic(new.as_bytes()).map_err(|e| {
-        if workspace_path::is_escape(&e) {
-            format!("{NAME}: {e}")
-        } else {
-            format!("{NAME}: cannot write {rel:?}: {e}")
-        }
-    })?;
-    let diff = unified_diff(rel, Some(&old), &new);
+    Ok((new, count))
+}
+
+/// The item's path, diff and the model's summary of an edit.
+fn change(rel: &str, old: &str, new: &str, count: usize) -> (String, String, String) {
+    let diff = unified_diff(rel, Some(old), new);
     let summary = format!(
         "Edited {rel}: replaced {count} occurrence{}.",
         if count == 1 { "" } else { "s" }
     );
-    Ok((rel.clone(), diff, summary))
+    (rel.to_owned(), diff, summary)
 }
 
 /// The file's current bytes, read beneath the workspace's fd (see

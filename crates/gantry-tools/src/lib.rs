@@ -2,13 +2,16 @@
 //! port; this crate holds the port, the registry, and the built-ins: `shell`,
 //! `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep`,
 //! `todo_write`; the language server client (`lsp`), the MCP client
-//! (`mcp`), skills (`skills`) and the OS sandbox for commands (`sandbox`).
+//! (`mcp`), skills (`skills`), the OS sandbox for commands (`sandbox`),
+//! and the ports through which a host serves file and command I/O itself
+//! (`host`).
 
 mod common;
 mod context;
 mod edit_file;
 mod glob;
 mod grep;
+pub mod host;
 mod list_dir;
 pub mod lsp;
 pub mod mcp;

@@ -72,12 +72,20 @@ impl Tool for ReadFileTool {
     async fn run(&self, args: Value, ctx: ToolContext) -> ToolOutput {
         let result = match prepare(&args, &ctx) {
             Err(msg) => Err(msg),
-            Ok((path, offset, limit)) => {
-                match run_blocking(&ctx.cancel, move |_| read_lines(&path, offset, limit)).await {
-                    Some(r) => r,
-                    None => return tool_call_interrupted(NAME, &args),
+            Ok((path, offset, limit)) => match &ctx.host.files {
+                // The host's text (an editor's buffer, unsaved changes included).
+                Some(files) => match files.read_text(&path.abs).await {
+                    Ok(text) => number_lines(&path.rel, text.as_bytes(), offset, limit),
+                    Err(e) => Err(format!("{NAME}: cannot read {:?}: {e}", path.rel)),
+                },
+                None => {
+                    match run_blocking(&ctx.cancel, move |_| read_lines(&path, offset, limit)).await
+                    {
+                        Some(r) => r,
+                        None => return tool_call_interrupted(NAME, &args),
+                    }
                 }
-            }
+            },
         };
         tool_call_output(NAME, &args, result)
     }
@@ -123,7 +131,16 @@ fn read_lines(path: &WorkspacePath, offset: u64, limit: u64) -> Result<String, S
             meta.len()
         ));
     }
-    let mut reader = BufReader::new(file);
+    number_lines(rel, BufReader::new(file), offset, limit)
+}
+
+/// The lines `offset..offset + limit` of `reader`, numbered like `cat -n`.
+fn number_lines(
+    rel: &str,
+    mut reader: impl BufRead,
+    offset: u64,
+    limit: u64,
+) -> Result<String, String> {
     let mut line = Vec::new();
     let mut out = String::new();
     let mut lineno: u64 = 0;

@@ -71,6 +71,19 @@ impl Tool for WriteFileTool {
         }
         // Not raced against cancellation: a write is short, and reporting
         // "interrupted" while it completes behind our back would be a lie.
+        if let Some(files) = &ctx.host.files {
+            // A file the host cannot read is a new one.
+            let old = files.read_text(&path.abs).await.ok();
+            return match files.write_text(&path.abs, &a.content).await {
+                Ok(()) => {
+                    let (diff, summary) = change(&path.rel, old.as_deref(), &a.content);
+                    file_change_output(&path.rel, diff, summary)
+                }
+                Err(e) => {
+                    file_change_error(&args, format!("{NAME}: cannot write {:?}: {e}", path.rel))
+                }
+            };
+        }
         let joined = tokio::task::spawn_blocking(move || write(&path, &a.content)).await;
         match joined {
             Ok(Ok((rel, diff, summary))) => file_change_output(&rel, diff, summary),
@@ -117,8 +130,16 @@ fn write(path: &WorkspacePath, content: &str) -> Result<(String, String, String)
     })?;
     path.write_atomic(content.as_bytes())
         .map_err(|e| write_error(rel, &e))?;
-    let diff = unified_diff(rel, old.as_deref(), content);
-    let summary = match &old {
+    let (diff, summary) = change(rel, old.as_deref(), content);
+    Ok((rel.clone(), diff, summary))
+}
+
+/// The message for a failed final write.
+/// The diff of replacing `old` (`None`: no file) by `content`, and the
+/// model's summary of it.
+fn change(rel: &str, old: Option<&str>, content: &str) -> (String, String) {
+    let diff = unified_diff(rel, old, content);
+    let summary = match old {
         None => format!(
             "Created {rel} ({} bytes, {} lines).",
             content.len(),
@@ -131,10 +152,9 @@ fn write(path: &WorkspacePath, content: &str) -> Result<(String, String, String)
             content.lines().count()
         ),
     };
-    Ok((rel.clone(), diff, summary))
+    (diff, summary)
 }
 
-/// The message for a failed final write.
 fn write_error(rel: &str, e: &std::io::Error) -> String {
     if workspace_path::is_escape(e) {
         format!("{NAME}: {e}")

@@ -8,14 +8,17 @@
 //! JSON-RPC envelopes and the agent's requests to the client; `session`
 //! the methods over the engine's public API; `updates` maps a thread's
 //! notifications (and, for `session/load`, its stored history) onto
-//! `session/update`s. Only the engine's public API and its projection are
-//! used.
+//! `session/update`s; `delegate` serves the agent's file and command tools
+//! through the client when it offers `fs` and `terminal`. Only the
+//! engine's public API and its projection are used.
 
+mod delegate;
 mod rpc;
 mod session;
 mod stdio;
 mod updates;
 pub mod wire;
 
+pub use delegate::ClientTools;
 pub use session::AcpOptions;
 pub use stdio::serve_stdio;

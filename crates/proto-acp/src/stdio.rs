@@ -34,7 +34,11 @@ where
     let (out, rx) = mpsc::channel::<String>(OUT_CAPACITY);
     let writer = tokio::spawn(write_lines(output, rx));
     let peer = Peer::new(out);
+    let tools = options.client_tools.clone();
     let agent = Arc::new(Agent::new(engine, options, peer.clone()));
+    if let Some(tools) = tools {
+        tools.attach(&agent);
+    }
     let mut tasks = JoinSet::new();
     let mut lines = BufReader::new(input).lines();
     while let Some(line) = lines.next_line().await? {

@@ -20,7 +20,9 @@ fn node_modules() -> PathBuf {
 fn the_official_acp_client_library_conforms() {
     let modules = node_modules();
     assert!(
-        modules.join("@agentclientprotocol/sdk/schema/v1/schema.json").is_file()
+        modules
+            .join("@agentclientprotocol/sdk/schema/v1/schema.json")
+            .is_file()
             && modules.join("ajv/dist/2020.js").is_file(),
         "@agentclientprotocol/sdk and ajv are not installed in {} (.ci/run installs them)",
         modules.display()
@@ -38,8 +40,14 @@ fn the_official_acp_client_library_conforms() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "the ACP conformance suite failed:\n{report}");
+    assert!(
+        out.status.success(),
+        "the ACP conformance suite failed:\n{report}"
+    );
     // The script exits non-zero on the first failed check; its last line
     // counts the checks, so an empty run does not pass.
-    assert!(report.contains(" passed") && report.contains("ok - "), "{report}");
+    assert!(
+        report.contains(" passed") && report.contains("ok - "),
+        "{report}"
+    );
 }

@@ -13,6 +13,7 @@ pub struct EngineBuilder {
     config: EngineConfig,
     providers: Option<Arc<Providers>>,
     command_env_source: Option<Arc<dyn crate::CommandEnvSource>>,
+    tool_host_source: Option<Arc<dyn crate::ToolHostSource>>,
 }
 
 impl EngineBuilder {
@@ -28,6 +29,7 @@ impl EngineBuilder {
             config: EngineConfig::default(),
             providers: None,
             command_env_source: None,
+            tool_host_source: None,
         }
     }
 
@@ -35,6 +37,13 @@ impl EngineBuilder {
     /// [`crate::CommandEnvSource`]).
     pub fn command_env_source(mut self, source: Arc<dyn crate::CommandEnvSource>) -> Self {
         self.command_env_source = Some(source);
+        self
+    }
+
+    /// Asks `source` who serves each tool call's file and command I/O
+    /// (see [`crate::ToolHostSource`]).
+    pub fn tool_host_source(mut self, source: Arc<dyn crate::ToolHostSource>) -> Self {
+        self.tool_host_source = Some(source);
         self
     }
 
@@ -120,6 +129,7 @@ impl EngineBuilder {
                 endpoints: Default::default(),
                 command_env: Default::default(),
                 command_env_source: self.command_env_source,
+                tool_host_source: self.tool_host_source,
                 shell_snapshots,
                 cells: Default::default(),
             }),

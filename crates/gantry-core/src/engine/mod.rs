@@ -78,6 +78,8 @@ pub(crate) struct Shared {
     pub shell_snapshots: Option<Arc<gantry_tools::ShellSnapshots>>,
     /// Variables minted for one command as it starts.
     pub command_env_source: Option<Arc<dyn crate::CommandEnvSource>>,
+    /// Who serves tool calls' file and command I/O, if not the tools.
+    pub tool_host_source: Option<Arc<dyn crate::ToolHostSource>>,
     /// Each thread's cell: its actor, while live. A thread loads under its
     /// own cell's lock, so it never gets two actors and others never wait.
     pub cells: crate::cells::Cells,

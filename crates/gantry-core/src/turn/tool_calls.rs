@@ -131,7 +131,11 @@ impl Loop<'_> {
         ctx.shell_snapshots = self.shared.shell_snapshots.clone();
         let mode = self.live.borrow().policy.sandbox;
         ctx.sandbox = self.shared.config.sandbox_policy(mode, &self.spec.cwd);
+        if let Some(source) = &self.shared.tool_host_source {
+            ctx.host = source.host_for(&self.spec.thread_id);
+        }
         if let Some(item) = item {
+            ctx.call_id = item.tool_call.as_ref().map(|o| o.call_id.clone());
             // The tool waits for each chunk to be taken: a command's output
             // is back-pressured like a model's tokens, never buffered here.
             let to = Arc::new((self.em.clone(), item.id.clone()));

@@ -54,7 +54,7 @@ pub(crate) const RULES: &[Rule] = &[
         why: "the engine knows no wire format (ARCHITECTURE.md, Invariants)",
     },
     // 2. Adapters: every `proto-*` crate (proto-code-agent, proto-codewhale, proto-pando,
-    // proto-rome, proto-http, proto-runner-control, ...).
+    // proto-rome, proto-http, proto-acp, proto-runner-control, ...).
     Rule {
         crates: &["proto-*"],
         forbidden: &["proto-*"],

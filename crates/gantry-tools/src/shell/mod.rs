@@ -30,6 +30,7 @@ use crate::workspace_path;
 use crate::{Tool, ToolContext, ToolOutput, ToolStatus};
 
 mod capture;
+mod hosted;
 pub mod snapshot;
 
 pub use snapshot::{Launch, ShellSnapshots};
@@ -160,6 +161,17 @@ impl Tool for ShellTool {
                 Err(e) => return fail(&ctx.workspace, format!("shell: workdir: {e}")),
             },
         };
+        if let Some(runner) = &ctx.host.commands {
+            return hosted::run(
+                runner.as_ref(),
+                &parsed.command,
+                &cwd,
+                timeout,
+                &ctx,
+                started,
+            )
+            .await;
+        }
         let launch = match &ctx.shell_snapshots {
             Some(snapshots) => snapshots.launch(&ctx.env).await,
             None => Launch::Login(None),

@@ -3,6 +3,7 @@
 mod child_env;
 mod common;
 mod files;
+mod host;
 mod mcp;
 mod sandbox;
 mod sandbox_protected;

@@ -155,9 +155,7 @@ mod tests {
         let n = read(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{}}"#);
         assert!(matches!(n, Ok(Incoming::Notification { .. })));
         let a = read(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no"}}"#);
-        assert!(
-            matches!(a, Ok(Incoming::Response { result: Err(e), .. }) if e.code == -32601)
-        );
+        assert!(matches!(a, Ok(Incoming::Response { result: Err(e), .. }) if e.code == -32601));
         let bad = read("[1]").err().map(|(_, e)| e.code);
         assert_eq!(bad, Some(-32600));
         let garbage = read("{").err().map(|(_, e)| e.code);

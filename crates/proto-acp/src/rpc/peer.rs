@@ -68,9 +68,9 @@ impl Peer {
             self.lock().remove(&id);
             return Err(RpcError::internal("the connection to the client is closed"));
         }
-        let value = rx
-            .await
-            .map_err(|_| RpcError::internal("the connection closed before the client answered"))??;
+        let value = rx.await.map_err(|_| {
+            RpcError::internal("the connection closed before the client answered")
+        })??;
         serde_json::from_value(value).map_err(|e| {
             RpcError::invalid_params(format!("the client's answer to {method} is malformed: {e}"))
         })

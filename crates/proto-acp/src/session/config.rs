@@ -17,10 +17,12 @@ pub(crate) fn options(engine: &Engine, thread: &Thread) -> Vec<SessionConfigOpti
     let mut models = vec![thread.model.clone()];
     let providers = engine.providers();
     let default = providers.default_model();
-    let configured = providers
-        .list()
-        .into_iter()
-        .flat_map(|p| p.models.iter().map(move |m| format!("{}/{m}", p.name)).collect::<Vec<_>>());
+    let configured = providers.list().into_iter().flat_map(|p| {
+        p.models
+            .iter()
+            .map(move |m| format!("{}/{m}", p.name))
+            .collect::<Vec<_>>()
+    });
     for model in std::iter::once(default).chain(configured) {
         if !models.contains(&model) {
             models.push(model);
@@ -48,7 +50,10 @@ pub(crate) fn options(engine: &Engine, thread: &Thread) -> Vec<SessionConfigOpti
             "reasoning",
             "Reasoning effort",
             "thought_level",
-            thread.reasoning.clone().unwrap_or_else(|| "default".to_owned()),
+            thread
+                .reasoning
+                .clone()
+                .unwrap_or_else(|| "default".to_owned()),
             EFFORTS.iter().map(|e| (*e).to_owned()).collect(),
         ),
     ]

@@ -73,7 +73,7 @@ pub(crate) async fn new_session(
         .await
         .map_err(engine_error)?;
     mcp::connect(&agent.engine, &thread.id, &req.mcp_servers).await?;
-    agent.open(thread.id.clone(), thread.cwd.clone());
+    agent.open(thread.id.clone(), thread.cwd.clone(), mode);
     Ok(NewSessionResponse {
         session_id: thread.id.0.clone(),
         modes: mode.state(),
@@ -95,7 +95,8 @@ pub(crate) async fn load_session(
         Err(e) => return Err(engine_error(e)),
     };
     mcp::connect(&agent.engine, &id, &req.mcp_servers).await?;
-    agent.open(id.clone(), view.thread.cwd.clone());
+    let mode = Mode::of(&view.thread.policy);
+    agent.open(id.clone(), view.thread.cwd.clone(), mode);
     for update in replay(&view) {
         let note = SessionNotification {
             session_id: req.session_id.clone(),
@@ -104,7 +105,7 @@ pub(crate) async fn load_session(
         agent.peer.notify("session/update", note).await;
     }
     Ok(LoadSessionResponse {
-        modes: Mode::of(&view.thread.policy).state(),
+        modes: mode.state(),
         config_options: config::options(&agent.engine, &view.thread),
     })
 }

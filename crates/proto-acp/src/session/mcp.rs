@@ -30,7 +30,11 @@ pub(crate) async fn connect(
         .map_err(engine_error)?;
     let summary = engine.mcp().start_thread_servers(thread).await;
     for failed in summary.failed {
-        tracing::warn!(server = failed.server_name, error = failed.error, "MCP server did not start");
+        tracing::warn!(
+            server = failed.server_name,
+            error = failed.error,
+            "MCP server did not start"
+        );
     }
     Ok(())
 }

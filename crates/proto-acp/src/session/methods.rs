@@ -19,7 +19,8 @@ use crate::wire::{
 
 fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
     let params = if params.is_null() { json!({}) } else { params };
-    serde_json::from_value(params).map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))
+    serde_json::from_value(params)
+        .map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))
 }
 
 fn value<T: Serialize>(v: T) -> Result<Value, RpcError> {
@@ -27,7 +28,11 @@ fn value<T: Serialize>(v: T) -> Result<Value, RpcError> {
 }
 
 /// Answers a request.
-pub(crate) async fn call(agent: &Arc<Agent>, method: &str, params: Value) -> Result<Value, RpcError> {
+pub(crate) async fn call(
+    agent: &Arc<Agent>,
+    method: &str,
+    params: Value,
+) -> Result<Value, RpcError> {
     match method {
         "initialize" => value(lifecycle::initialize(agent, parse(params)?)),
         // No authentication: the agent uses the providers Gantry is configured with.
@@ -44,7 +49,12 @@ pub(crate) async fn call(agent: &Arc<Agent>, method: &str, params: Value) -> Res
                     req.mode_id
                 ))
             })?;
-            let view = agent.engine.threads().read(&session.id).await.map_err(engine_error)?;
+            let view = agent
+                .engine
+                .threads()
+                .read(&session.id)
+                .await
+                .map_err(engine_error)?;
             let policy = mode.policy(&view.thread.policy, agent.options.sandbox);
             agent
                 .engine
@@ -52,13 +62,20 @@ pub(crate) async fn call(agent: &Arc<Agent>, method: &str, params: Value) -> Res
                 .set_policy(&session.id, policy)
                 .await
                 .map_err(engine_error)?;
+            session.set_mode(mode);
             Ok(json!({}))
         }
         "session/set_config_option" => {
             let req: SetSessionConfigOptionRequest = parse(params)?;
             let session = agent.session(&req.session_id)?;
-            let view = agent.engine.threads().read(&session.id).await.map_err(engine_error)?;
-            let thread = config::set(&agent.engine, &view.thread, &req.config_id, &req.value).await?;
+            let view = agent
+                .engine
+                .threads()
+                .read(&session.id)
+                .await
+                .map_err(engine_error)?;
+            let thread =
+                config::set(&agent.engine, &view.thread, &req.config_id, &req.value).await?;
             value(SetSessionConfigOptionResponse {
                 config_options: config::options(&agent.engine, &thread),
             })
@@ -77,12 +94,20 @@ pub(crate) async fn notified(agent: &Arc<Agent>, method: &str, params: Value) {
                 return;
             };
             if agent.session(&req.session_id).is_err() {
-                tracing::warn!(session = req.session_id, "session/cancel of an unknown session");
+                tracing::warn!(
+                    session = req.session_id,
+                    "session/cancel of an unknown session"
+                );
                 return;
             }
             // Interrupting kills the running commands' process groups; the
             // prompt then answers `cancelled`.
-            if let Err(e) = agent.engine.turns().interrupt(&ThreadId(req.session_id)).await {
+            if let Err(e) = agent
+                .engine
+                .turns()
+                .interrupt(&ThreadId(req.session_id))
+                .await
+            {
                 tracing::warn!(error = %e, "cannot cancel the turn");
             }
         }

@@ -15,6 +15,7 @@ mod permission;
 mod prompt;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use gantry_core::{Engine, EngineError};
@@ -35,6 +36,10 @@ pub struct AcpOptions {
     pub reasoning: Option<String>,
     /// The agent's version, as `initialize` reports it.
     pub version: String,
+    /// Serves the tools through the client when it offers `fs` and
+    /// `terminal` (the engine must have been built with it as its
+    /// `tool_host_source`); `None`: the tools always do their own I/O.
+    pub client_tools: Option<Arc<crate::ClientTools>>,
 }
 
 impl Default for AcpOptions {
@@ -43,6 +48,7 @@ impl Default for AcpOptions {
             sandbox: SandboxMode::WorkspaceWrite,
             reasoning: None,
             version: env!("CARGO_PKG_VERSION").to_owned(),
+            client_tools: None,
         }
     }
 }
@@ -55,6 +61,19 @@ pub(crate) struct Session {
     pub prompting: Mutex<bool>,
     /// The client's terminals, by the tool call they run for.
     pub terminals: Terminals,
+    /// In the `read-only` mode (commands stay in Gantry's sandbox).
+    read_only: AtomicBool,
+}
+
+impl Session {
+    pub(crate) fn read_only(&self) -> bool {
+        self.read_only.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_mode(&self, mode: modes::Mode) {
+        self.read_only
+            .store(mode == modes::Mode::ReadOnly, Ordering::Relaxed);
+    }
 }
 
 /// The connection's state.
@@ -111,13 +130,15 @@ impl Agent {
         }
     }
 
-    fn open(&self, id: ThreadId, cwd: String) -> Arc<Session> {
+    fn open(&self, id: ThreadId, cwd: String, mode: modes::Mode) -> Arc<Session> {
         let session = Arc::new(Session {
             id: id.clone(),
             cwd,
             prompting: Mutex::new(false),
             terminals: Terminals::default(),
+            read_only: AtomicBool::new(false),
         });
+        session.set_mode(mode);
         self.sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())

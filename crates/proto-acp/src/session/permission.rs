@@ -77,7 +77,10 @@ pub(crate) async fn ask(
                 }
             }
             other => {
-                tracing::warn!(option = other, "the client chose no option offered; rejecting");
+                tracing::warn!(
+                    option = other,
+                    "the client chose no option offered; rejecting"
+                );
                 ApprovalDecision::Deny {
                     reason: Some("the user's answer was not understood".to_owned()),
                 }

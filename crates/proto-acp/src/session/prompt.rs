@@ -43,8 +43,19 @@ pub(crate) async fn prompt(
     let _prompting = Prompting(&session);
     let engine = &agent.engine;
     let id = &session.id;
-    let from = engine.threads().read(id).await.map_err(engine_error)?.thread.last_seq + 1;
-    let mut sub = engine.feeds().subscribe(id, from).await.map_err(engine_error)?;
+    let from = engine
+        .threads()
+        .read(id)
+        .await
+        .map_err(engine_error)?
+        .thread
+        .last_seq
+        + 1;
+    let mut sub = engine
+        .feeds()
+        .subscribe(id, from)
+        .await
+        .map_err(engine_error)?;
     let turn = engine
         .turns()
         .send(id, text, IfBusy::Reject)

@@ -72,7 +72,10 @@ mod tests {
         let diff = "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n keep\n-old\n+new\n end\n";
         assert_eq!(
             diff_texts(diff),
-            Some((Some("keep\nold\nend".to_owned()), "keep\nnew\nend".to_owned()))
+            Some((
+                Some("keep\nold\nend".to_owned()),
+                "keep\nnew\nend".to_owned()
+            ))
         );
         assert_eq!(diff_texts(""), None);
     }

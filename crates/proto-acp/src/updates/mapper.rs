@@ -135,7 +135,10 @@ impl UpdateMapper {
 
     /// A `tool_call` in `pending` for a call whose approval is asked (none
     /// if it was announced), and the call as the permission request shows it.
-    pub(crate) fn asked(&mut self, request: &ApprovalRequest) -> (Option<SessionUpdate>, ToolCallUpdate) {
+    pub(crate) fn asked(
+        &mut self,
+        request: &ApprovalRequest,
+    ) -> (Option<SessionUpdate>, ToolCallUpdate) {
         let d = describe(&request.tool, &request.arguments, &self.cwd);
         let id = request.call_id.clone();
         let update = ToolCallUpdate {

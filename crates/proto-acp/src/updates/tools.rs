@@ -142,9 +142,15 @@ mod tests {
     #[test]
     fn commands_execute_and_mcp_tools_name_their_server() {
         let d = describe("shell", &json!({"command": "cargo test"}), "/w");
-        assert_eq!((d.kind, d.title.as_str()), (ToolKind::Execute, "cargo test"));
+        assert_eq!(
+            (d.kind, d.title.as_str()),
+            (ToolKind::Execute, "cargo test")
+        );
         let m = describe("mcp__files__echo", &json!({}), "/w");
         assert_eq!(m.title, "files: echo");
-        assert_eq!(describe("grep", &json!({"pattern": "x"}), "/w").kind, ToolKind::Search);
+        assert_eq!(
+            describe("grep", &json!({"pattern": "x"}), "/w").kind,
+            ToolKind::Search
+        );
     }
 }

@@ -40,11 +40,7 @@ pub enum ContentBlock {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         title: Option<String>,
         /// Its media type.
-        #[serde(
-            default,
-            rename = "mimeType",
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(default, rename = "mimeType", skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
     },
     /// A resource with its contents.

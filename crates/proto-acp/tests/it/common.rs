@@ -9,9 +9,11 @@ use gantry_core::{Engine, EngineBuilder, Providers, ProvidersConfig};
 use gantry_store::MemoryStore;
 use gantry_testkit::{MockLlm, Script, Step};
 use gantry_types::{ProviderConfig, ProviderKind, SandboxMode};
-use proto_acp::AcpOptions;
+use proto_acp::{AcpOptions, ClientTools};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf};
+use tokio::io::{
+    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
+};
 
 /// Fails a wait that would otherwise hang the test.
 pub(crate) const HANG_GUARD: Duration = Duration::from_secs(30);
@@ -35,6 +37,11 @@ impl Setup {
 
 /// An engine whose model answers `steps`, in order.
 pub(crate) async fn start(steps: Vec<Step>) -> Setup {
+    start_with(steps, None).await
+}
+
+/// The same, with the client serving the tools' I/O through `tools`.
+pub(crate) async fn start_with(steps: Vec<Step>, tools: Option<Arc<ClientTools>>) -> Setup {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(dir.path().join("ws")).expect("workspace");
     let llm = MockLlm::start(Script::new(steps)).expect("mock llm");
@@ -55,11 +62,11 @@ pub(crate) async fn start(steps: Vec<Step>) -> Setup {
         .await
         .expect("providers"),
     );
-    let engine = EngineBuilder::new(store, providers.clone())
-        .providers(providers)
-        .start()
-        .await
-        .expect("engine");
+    let mut builder = EngineBuilder::new(store, providers.clone()).providers(providers);
+    if let Some(tools) = tools {
+        builder = builder.tool_host_source(tools);
+    }
+    let engine = builder.start().await.expect("engine");
     Setup {
         engine,
         _llm: llm,
@@ -78,13 +85,24 @@ pub(crate) struct Client {
 
 /// Connects a client to a new `serve_stdio` over `engine`.
 pub(crate) fn connect(engine: &Engine) -> Client {
+    connect_with(engine, None)
+}
+
+/// The same, the client serving the tools' I/O through `tools`.
+pub(crate) fn connect_with(engine: &Engine, tools: Option<Arc<ClientTools>>) -> Client {
     let (ours, theirs) = tokio::io::duplex(1 << 20);
     let (agent_in, agent_out) = tokio::io::split(theirs);
     let options = AcpOptions {
         sandbox: SandboxMode::DangerFullAccess,
+        client_tools: tools,
         ..AcpOptions::default()
     };
-    tokio::spawn(proto_acp::serve_stdio(engine.clone(), options, agent_in, agent_out));
+    tokio::spawn(proto_acp::serve_stdio(
+        engine.clone(),
+        options,
+        agent_in,
+        agent_out,
+    ));
     let (read, write) = tokio::io::split(ours);
     Client {
         write,

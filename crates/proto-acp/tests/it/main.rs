@@ -2,4 +2,5 @@
 //! real HTTP, the agent on an in-memory duplex pipe.
 
 mod common;
+mod delegate;
 mod session;

@@ -28,8 +28,11 @@ async fn new_session(client: &mut Client, cwd: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_asked_command_runs_once_allowed_and_its_updates_stream() {
     let s = start(vec![
-        Step::tool_call("shell", json!({"command": "echo ran > ran.txt; cat ran.txt"}))
-            .with_reasoning("Try it."),
+        Step::tool_call(
+            "shell",
+            json!({"command": "echo ran > ran.txt; cat ran.txt"}),
+        )
+        .with_reasoning("Try it."),
         Step::text("Finished."),
     ])
     .await;
@@ -72,7 +75,10 @@ async fn an_asked_command_runs_once_allowed_and_its_updates_stream() {
         .map(|u| u["content"]["text"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(said, "Finished.");
-    assert_eq!(client.updates("agent_thought_chunk")[0]["content"]["type"], "text");
+    assert_eq!(
+        client.updates("agent_thought_chunk")[0]["content"]["type"],
+        "text"
+    );
     assert_eq!(client.updates("usage_update").len(), 1);
     // The session is a thread every other protocol sees.
     let view = s.engine.threads().read(&ThreadId(session)).await.unwrap();
@@ -107,9 +113,18 @@ async fn errors_name_what_was_wrong() {
             no_requests,
         )
         .await;
-    assert!(mode["error"]["message"].as_str().unwrap().contains("accept-edits"));
-    client.send(json!({"jsonrpc": "2.0", "method": "_x/y", "params": {}})).await;
-    client.send(json!({"jsonrpc": "2.0", "id": 99, "result": {}})).await;
+    assert!(
+        mode["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("accept-edits")
+    );
+    client
+        .send(json!({"jsonrpc": "2.0", "method": "_x/y", "params": {}}))
+        .await;
+    client
+        .send(json!({"jsonrpc": "2.0", "id": 99, "result": {}}))
+        .await;
     let list = client.call("session/list", json!({}), no_requests).await;
     assert_eq!(list["result"]["sessions"][0]["sessionId"], session.as_str());
 }
