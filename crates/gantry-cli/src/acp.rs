@@ -25,6 +25,9 @@ Examples:
 /// `gantry acp`.
 #[derive(Debug, Args)]
 pub(crate) struct AcpArgs {
+    #[command(flatten)]
+    pub store: crate::args::StoreArg,
+
     /// Model of new sessions: `PROVIDER/MODEL` or a plain id with a config
     /// file, or `scripted:FILE` for the deterministic scripted model
     /// (no key, no network). A client may switch it per session (the
@@ -81,7 +84,7 @@ impl crate::model::ModelFlags for AcpArgs {
 pub(crate) async fn run(global: Global, args: AcpArgs) -> Result<ExitCode> {
     let mut file = crate::config::load(global.config.as_deref())?;
     file.retry.max_retries = args.max_retries;
-    let data = DataDir::open(&global).await?;
+    let data = DataDir::open(&global, &args.store).await?;
     let registry = Arc::new(Providers::load(data.store.clone(), file).await?);
     let model = args
         .model

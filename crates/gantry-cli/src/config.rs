@@ -287,7 +287,7 @@ limit = { context = 32768, output = 8192 }
     fn agents_take_an_inline_schema_or_a_file() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("triage.json"), r#"{"type":"object"}"#).unwrap();
-        let file = read_file(
+        let file = parse_file(
             r#"
 [agents.main]
 model = "mock/m"
@@ -322,7 +322,7 @@ properties = { label = { type = "string" } }
             by("inline").profile.output_schema.as_ref().unwrap()["required"][0],
             "label"
         );
-        let missing = read_file("[agents.x]\noutput_schema = \"nope.json\"\n").unwrap();
+        let missing = parse_file("[agents.x]\noutput_schema = \"nope.json\"\n").unwrap();
         let err = declared(missing.agents, dir.path()).unwrap_err();
         assert!(
             err.contains("agent `x`: output_schema: cannot read"),
