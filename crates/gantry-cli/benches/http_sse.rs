@@ -62,7 +62,9 @@ fn serve(scratch: &std::path::Path, llm: &MockLlm) -> (Child, String) {
             .next()
             .expect("gantry serve said nothing")
             .expect("stderr");
-        if let Some(addr) = line.strip_prefix("gantry: serving the HTTP API and dashboard on ") {
+        if let Some(addr) =
+            line.strip_prefix("gantry: serving the HTTP API and dashboard on http://")
+        {
             break addr.trim().trim_end_matches('/').to_owned();
         }
     };
@@ -107,6 +109,8 @@ async fn follow(
 }
 
 fn main() {
+    // reqwest is built without a crypto provider (the server is plain HTTP).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let chunks = env_or("BENCH_CHUNKS", 20_000);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
