@@ -50,6 +50,12 @@ pub enum EngineEventKind {
         /// Its id.
         agent_id: AgentId,
     },
+    /// A thread was deleted, with its events and memories
+    /// ([`crate::Threads::delete`]); feeds and lists drop it.
+    ThreadDeleted {
+        /// Its id.
+        thread_id: ThreadId,
+    },
     /// A skill package was installed into, or a skill deleted from, an
     /// agent's skills dir (the runner protocol's `SkillMpUpdate`).
     SkillPackage(SkillPackageUpdate),

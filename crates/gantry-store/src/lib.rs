@@ -98,6 +98,11 @@ pub trait Store: MemoryStorage + JobStorage + Send + Sync {
     /// Lists threads, newest first.
     async fn list_threads(&self, query: &ThreadQuery) -> Result<ThreadPage, StoreError>;
 
+    /// Deletes a thread at once: its events, its row and its memories
+    /// (with their tags and search rows); false if nothing of it was
+    /// stored. The commit cursors its events had are never given again.
+    async fn delete_thread(&self, id: &ThreadId) -> Result<bool, StoreError>;
+
     /// Threads whose stored status is `running`: the ones to recover after a crash.
     async fn running_threads(&self) -> Result<Vec<ThreadId>, StoreError>;
 

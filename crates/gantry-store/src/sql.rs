@@ -21,8 +21,42 @@ pub(crate) const THREAD_EVENTS: &str = "SELECT seq, ts, turn_id, item_id, payloa
 pub(crate) const EVENTS_AFTER: &str = "SELECT thread_id, seq, ts, turn_id, item_id, payload, pos \
      FROM events WHERE pos > $1 ORDER BY pos LIMIT $2";
 
-/// The cursor of the last event committed (0 when none is).
-pub(crate) const LAST_CURSOR: &str = "SELECT COALESCE(MAX(pos), 0) FROM events";
+/// The cursor of the last event committed (0 when none is): the newest
+/// event's, or the one remembered when the newest events went with their
+/// thread ([`DELETED_CURSOR`]), so no cursor is ever given twice.
+pub(crate) const LAST_CURSOR: &str = "SELECT MAX(c) FROM (\
+     SELECT COALESCE(MAX(pos), 0) AS c FROM events \
+     UNION ALL SELECT CAST(value AS BIGINT) AS c FROM settings WHERE key = 'deleted_cursor'\
+     ) AS cursors";
+
+/// The setting remembering the last cursor given when a thread was deleted.
+pub(crate) const DELETED_CURSOR: &str = "deleted_cursor";
+
+/// What deleting a thread deletes, in order, each statement with one
+/// parameter: the thread's memory scope (`Scope`) or its id (`Id`). SQLite's
+/// search index rows go before these ([`DELETE_THREAD_FTS`]).
+pub(crate) const DELETE_THREAD: [(&str, ThreadKey); 4] = [
+    (
+        "DELETE FROM memory_tags WHERE memory_pk IN (SELECT pk FROM memories WHERE scope = $1)",
+        ThreadKey::Scope,
+    ),
+    ("DELETE FROM memories WHERE scope = $1", ThreadKey::Scope),
+    ("DELETE FROM events WHERE thread_id = $1", ThreadKey::Id),
+    ("DELETE FROM threads WHERE id = $1", ThreadKey::Id),
+];
+
+/// Which of a thread's keys a statement of [`DELETE_THREAD`] binds.
+#[derive(Clone, Copy)]
+pub(crate) enum ThreadKey {
+    /// Its memory scope (`thread:<id>`).
+    Scope,
+    /// Its id.
+    Id,
+}
+
+/// SQLite's full-text index rows of a thread's memories (`$1`: its scope).
+pub(crate) const DELETE_THREAD_FTS: &str =
+    "DELETE FROM memories_fts WHERE rowid IN (SELECT pk FROM memories WHERE scope = $1)";
 
 /// One thread row.
 pub(crate) const THREAD: &str = "SELECT id, data FROM threads WHERE id = $1";

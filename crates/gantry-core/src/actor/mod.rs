@@ -2,6 +2,7 @@
 //! events) and a mailbox. Every event of the thread is appended here, in seq
 //! order, so no lock guards thread state.
 
+mod delete;
 mod evict;
 mod pending;
 mod recovery;
@@ -114,6 +115,10 @@ pub(crate) enum Command {
     },
     /// Structured output, plans and the thread goal.
     Structured(StructuredCommand),
+    /// Delete the thread (refused while a turn runs); the actor ends.
+    Delete {
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    },
 }
 
 /// Handle to a thread actor's mailbox.
@@ -217,6 +222,11 @@ impl ThreadActor {
                 .is_some_and(|t| t.bus_full && !t.cancel.is_cancelled());
             tokio::select! {
                 cmd = mailbox.recv() => match cmd {
+                    Some(Command::Delete { reply }) => {
+                        if self.delete(&mut mailbox, &cell, reply).await {
+                            return;
+                        }
+                    }
                     Some(cmd) => self.handle(cmd).await,
                     None => break,
                 },
@@ -339,6 +349,8 @@ impl ThreadActor {
                 let _ = reply.send(self.configure(patch).await);
             }
             Command::Structured(cmd) => self.handle_structured(cmd).await,
+            // `run` takes it: the actor may end with it.
+            Command::Delete { reply } => drop(reply),
         }
     }
 

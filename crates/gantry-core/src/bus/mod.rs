@@ -272,6 +272,14 @@ impl Bus {
         }
     }
 
+    /// Forgets a deleted thread: its channel (its subscribers' feeds end)
+    /// and its events in the all-threads tail (the store has none either).
+    pub(crate) fn forget(&self, thread: &ThreadId) {
+        let mut inner = self.lock();
+        inner.threads.remove(thread);
+        inner.global_tail.retain(|e| e.thread_id != *thread);
+    }
+
     /// A thread subscription is gone: drop the thread's ring buffer when it
     /// was the last one listening (`rx` is still alive, hence `<= 1`).
     fn release(&self, thread: &ThreadId) {

@@ -1,8 +1,8 @@
-//! Threads: create, fork, read, list, archive, configure.
+//! Threads: create, fork, read, list, archive, delete, configure.
 
 use super::*;
 
-/// Threads: create, configure, read, list, fork, archive, pause.
+/// Threads: create, configure, read, list, fork, archive, delete, pause.
 /// Get one from [`Engine::threads`].
 #[derive(Clone, Copy)]
 pub struct Threads<'e> {
@@ -109,6 +109,27 @@ impl Threads<'_> {
                 reply,
             })
             .await?
+    }
+
+    /// Deletes a thread for good: its events (so its turns and items), its
+    /// own MCP servers and its memories, from the store and from memory.
+    /// Refused while a turn runs ([`EngineError::Busy`]: interrupt it first;
+    /// a delete never stops work by itself). The thread's subscribers see
+    /// their feed end, and the engine-wide feed says
+    /// [`EngineEventKind::ThreadDeleted`]. An unknown thread is
+    /// [`EngineError::ThreadNotFound`].
+    pub async fn delete(self, thread: &ThreadId) -> Result<(), EngineError> {
+        self.engine
+            .ask(thread, |reply| Command::Delete { reply })
+            .await??;
+        self.engine.mcp().remove_thread_servers(thread).await?;
+        self.engine.publish(
+            Some(thread.clone()),
+            EngineEventKind::ThreadDeleted {
+                thread_id: thread.clone(),
+            },
+        );
+        Ok(())
     }
 
     /// Unarchives a thread.

@@ -298,3 +298,75 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
     );
     assert!(store.running_threads().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn delete_removes_the_thread_with_its_history_and_memories_and_says_so() {
+    let h = Harness::new(vec![Step::text("hi")]).await;
+    let id = h.thread.id.clone();
+    let (_, seen) = h.run_turn("hello").await;
+    assert_eq!(turn_status(&seen), TurnStatus::Completed);
+    let memory = gantry_types::memory::NewMemory {
+        content: "the build needs cargo".into(),
+        ..Default::default()
+    };
+    h.engine.memory().store(&id, memory).await.unwrap();
+    let mut feed = h.engine.feeds().subscribe(&id, 1).await.unwrap();
+    let mut engine_events = h.engine.feeds().engine_events();
+
+    h.engine.threads().delete(&id).await.unwrap();
+
+    let err = h.engine.threads().read(&id).await.unwrap_err();
+    assert!(matches!(err, EngineError::ThreadNotFound(_)), "{err}");
+    let listed = h.engine.threads().list(&ThreadQuery::default()).await;
+    assert!(listed.unwrap().threads.iter().all(|t| t.id != id));
+    // The thread's feed replays what it had, then ends.
+    while let Some(n) = feed.next().await {
+        assert!(matches!(n, gantry_core::Notification::Event(_)), "{n:?}");
+    }
+    let deleted = loop {
+        match engine_events.recv().await {
+            Some(gantry_core::EngineEventNotice::Event(e)) => {
+                if let gantry_core::EngineEventKind::ThreadDeleted { thread_id } = e.kind {
+                    break thread_id;
+                }
+            }
+            other => panic!("no thread_deleted event: {other:?}"),
+        }
+    };
+    assert_eq!(deleted, id);
+    let err = h.engine.threads().delete(&id).await.unwrap_err();
+    assert!(matches!(err, EngineError::ThreadNotFound(_)), "{err}");
+
+    // Its id is free again, with nothing of the old thread: no events
+    // beyond the new thread's own, no memories.
+    let again = h
+        .engine
+        .threads()
+        .create(gantry_core::CreateThread {
+            id: Some(id.clone()),
+            cwd: h.workspace(),
+            model: Some("test-model".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let view = h.engine.threads().read(&again.id).await.unwrap();
+    assert!(view.turns.is_empty());
+    let stats = h.engine.memory().stats(&id).await.unwrap();
+    assert_eq!(stats, gantry_types::memory::MemoryStats::default());
+}
+
+#[tokio::test]
+async fn delete_is_refused_while_a_turn_runs_and_works_after_an_interrupt() {
+    let h = Harness::new(vec![Step::text("slow").with_delay_ms(30_000)]).await;
+    let id = h.thread.id.clone();
+    let (mut sub, turn) = h.start_turn("hello").await;
+    let err = h.engine.threads().delete(&id).await.unwrap_err();
+    assert!(matches!(err, EngineError::Busy { .. }), "{err}");
+    h.engine.turns().interrupt(&id).await.unwrap();
+    let seen = until_turn_ends(&mut sub, &turn).await;
+    assert_eq!(turn_status(&seen), TurnStatus::Interrupted);
+    h.engine.threads().delete(&id).await.unwrap();
+    let err = h.engine.threads().read(&id).await.unwrap_err();
+    assert!(matches!(err, EngineError::ThreadNotFound(_)), "{err}");
+}

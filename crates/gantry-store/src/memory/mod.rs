@@ -12,7 +12,7 @@ use crate::codec::seq_to_db;
 mod jobs;
 mod memories;
 use crate::page::{check_cursor, page_limit};
-use crate::{Commit, Store, StoreError, ThreadPage, ThreadQuery};
+use crate::{Commit, MemoryStorage, Store, StoreError, ThreadPage, ThreadQuery};
 
 /// A store that keeps everything in memory.
 #[derive(Debug, Default)]
@@ -32,6 +32,8 @@ struct Inner {
     providers: BTreeMap<String, ProviderConfig>,
     settings: BTreeMap<String, String>,
     agents: BTreeMap<AgentId, Agent>,
+    /// The last cursor given when a thread was deleted: never given again.
+    deleted_cursor: u64,
 }
 
 impl MemoryStore {
@@ -51,7 +53,8 @@ impl MemoryStore {
 
 impl Inner {
     fn last_cursor(&self) -> u64 {
-        self.by_cursor.last_key_value().map_or(0, |(c, _)| *c)
+        let newest = self.by_cursor.last_key_value().map_or(0, |(c, _)| *c);
+        newest.max(self.deleted_cursor)
     }
 
     /// Rejects the commit, before anything is written, if any event is a
@@ -203,5 +206,21 @@ impl Store for MemoryStore {
 
     async fn delete_agent(&self, id: &AgentId) -> Result<bool, StoreError> {
         Ok(self.lock().agents.remove(id).is_some())
+    }
+
+    async fn delete_thread(&self, id: &ThreadId) -> Result<bool, StoreError> {
+        let found = {
+            let mut inner = self.lock();
+            inner.deleted_cursor = inner.last_cursor();
+            let events = inner.events.remove(id);
+            for event in events.iter().flat_map(|log| log.values()) {
+                inner.by_cursor.remove(&event.cursor);
+            }
+            inner.threads.remove(id).is_some() || events.is_some()
+        };
+        let scope = [gantry_types::memory::MemoryScope::Thread(id.clone())];
+        self.clear_memories(&scope, &gantry_types::memory::MemoryType::ALL)
+            .await?;
+        Ok(found)
     }
 }

@@ -9,6 +9,7 @@
 //! write at any time.
 
 mod agents;
+mod delete;
 mod jobs;
 mod memories;
 mod read;
@@ -265,6 +266,10 @@ impl Store for PostgresStore {
 
     async fn delete_agent(&self, id: &AgentId) -> Result<bool, StoreError> {
         agents::delete_agent(&self.pool, id).await
+    }
+
+    async fn delete_thread(&self, id: &ThreadId) -> Result<bool, StoreError> {
+        delete::delete_thread(&self.pool, id).await
     }
 }
 

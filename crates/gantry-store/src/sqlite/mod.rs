@@ -5,6 +5,7 @@
 //! WAL lets proceed while a commit is writing.
 
 mod agents;
+mod delete;
 mod jobs;
 mod memories;
 mod read;
@@ -157,5 +158,9 @@ impl Store for SqliteStore {
 
     async fn delete_agent(&self, id: &AgentId) -> Result<bool, StoreError> {
         agents::delete_agent(&self.pool, &self.writer, id).await
+    }
+
+    async fn delete_thread(&self, id: &ThreadId) -> Result<bool, StoreError> {
+        delete::delete_thread(&self.pool, &self.writer, id).await
     }
 }

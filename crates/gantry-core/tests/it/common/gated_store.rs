@@ -120,6 +120,9 @@ impl Store for GatedStore {
     async fn delete_agent(&self, id: &AgentId) -> Result<bool, StoreError> {
         self.inner.delete_agent(id).await
     }
+    async fn delete_thread(&self, id: &ThreadId) -> Result<bool, StoreError> {
+        self.inner.delete_thread(id).await
+    }
 }
 
 #[async_trait]

@@ -150,7 +150,7 @@ pub(crate) fn fixture_set() -> Vec<MemoryItem> {
     ]
 }
 
-async fn seed(store: &dyn Store) {
+pub(crate) async fn seed(store: &dyn Store) {
     for m in fixture_set() {
         let stored = store.put_memory(&m).await.unwrap();
         assert_eq!(stored, Some(m));

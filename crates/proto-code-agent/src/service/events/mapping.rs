@@ -111,6 +111,10 @@ pub(super) fn engine_event(event: &EngineEvent) -> pb::AgentEvent {
             Out::info("agent_deleted", format!("agent {agent_id} deleted"))
                 .with("agent_id", agent_id)
         }
+        EngineEventKind::ThreadDeleted { thread_id } => {
+            Out::info("thread_deleted", format!("session {thread_id} deleted"))
+                .with("session_id", thread_id)
+        }
         EngineEventKind::SkillPackage(u) => {
             let status = wire_name(to_value(u.status));
             Out::info(
