@@ -28,7 +28,7 @@ use crate::sse;
     ),
     paths(
         threads::health, threads::list, threads::create, threads::read, threads::fork,
-        threads::archive, threads::unarchive,
+        threads::archive, threads::unarchive, threads::delete,
         turns::send, turns::interrupt, turns::pause, turns::resume,
         approvals::pending, approvals::of_thread, approvals::answer, approvals::tasks,
         approvals::complete,

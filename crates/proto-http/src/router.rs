@@ -35,7 +35,10 @@ pub fn router(
         .route("/healthz", get(threads::health))
         .route("/openapi.json", get(openapi::serve))
         .route("/v1/threads", get(threads::list).post(threads::create))
-        .route("/v1/threads/{id}", get(threads::read))
+        .route(
+            "/v1/threads/{id}",
+            get(threads::read).delete(threads::delete),
+        )
         .route("/v1/threads/{id}/fork", post(threads::fork))
         .route("/v1/threads/{id}/archive", post(threads::archive))
         .route("/v1/threads/{id}/unarchive", post(threads::unarchive))

@@ -8,7 +8,10 @@
 //! `offset` bytes of that item's output. A client reconnecting with
 //! `Last-Event-ID` gets what follows, nothing missed and nothing twice:
 //! events from the store, and of an item in progress only the bytes it
-//! lacks. A comment every 15 s keeps idle connections open.
+//! lacks. A comment every 15 s keeps idle connections open. A deleted
+//! thread is said as `event: thread_deleted` with no `id:` (it is no
+//! event of the log, so resuming is unchanged): on every thread's stream,
+//! and as the last event of that thread's own stream.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -19,7 +22,10 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream, StreamExt};
-use gantry_core::{Engine, EngineError, Notification, Subscription};
+use gantry_core::{
+    Engine, EngineError, EngineEventKind, EngineEventNotice, EngineEvents, Notification,
+    Subscription,
+};
 use gantry_types::{Delta, Event, EventPayload, ThreadId};
 use serde::Deserialize;
 use serde_json::json;
@@ -170,6 +176,16 @@ pub(crate) struct Follower {
     /// Bytes of each item this subscription delivered: a subscription
     /// starts each item in progress with its text so far.
     seen: HashMap<String, usize>,
+    /// All threads: engine-wide events, for the threads deleted.
+    deletions: Option<EngineEvents>,
+    /// The stream said its last event.
+    ended: bool,
+}
+
+/// What a follower waits for next.
+enum Next {
+    Feed(Option<Notification>),
+    Engine(Option<EngineEventNotice>),
 }
 
 impl Follower {
@@ -178,6 +194,10 @@ impl Follower {
         if let Some((item, offset)) = from.item {
             sent.insert(item, offset);
         }
+        let deletions = match target {
+            Target::All => Some(engine.feeds().engine_events()),
+            Target::Thread(_) => None,
+        };
         Self {
             engine,
             target,
@@ -185,6 +205,8 @@ impl Follower {
             last: from.after,
             sent,
             seen: HashMap::new(),
+            deletions,
+            ended: false,
         }
     }
 
@@ -207,9 +229,32 @@ impl Follower {
     /// The next SSE event (`Some(None)`: nothing to send for this
     /// notification); `None` once the engine stopped.
     async fn next(&mut self) -> Result<Option<Option<SseEvent>>, EngineError> {
+        if self.ended {
+            return Ok(None);
+        }
         let notification = loop {
-            match self.sub.next().await {
-                None => return Ok(None),
+            let next = match &mut self.deletions {
+                // Both are cancel-safe: what one of them had not yet
+                // taken stays for the next call.
+                Some(events) => tokio::select! {
+                    n = self.sub.next() => Next::Feed(n),
+                    e = events.recv() => Next::Engine(e),
+                },
+                None => Next::Feed(self.sub.next().await),
+            };
+            let next = match next {
+                Next::Feed(n) => n,
+                Next::Engine(Some(EngineEventNotice::Event(e))) => {
+                    if let EngineEventKind::ThreadDeleted { thread_id } = e.kind {
+                        return Ok(Some(Some(deleted(&thread_id))));
+                    }
+                    continue;
+                }
+                Next::Engine(Some(EngineEventNotice::Lagged { .. })) => continue,
+                Next::Engine(None) => return Ok(None),
+            };
+            match next {
+                None => return Ok(self.thread_gone().await.map(Some)),
                 Some(Notification::Lagged { resume_from }) => {
                     self.sub = match &self.target {
                         Target::Thread(id) => {
@@ -227,6 +272,19 @@ impl Follower {
             Notification::Delta(delta) => self.delta(&delta),
             Notification::Lagged { .. } => None,
         }))
+    }
+
+    /// A thread's feed ended: its last event if the thread was deleted
+    /// (not when the server stops).
+    async fn thread_gone(&mut self) -> Option<SseEvent> {
+        self.ended = true;
+        let Target::Thread(id) = &self.target else {
+            return None;
+        };
+        match self.engine.threads().read(id).await {
+            Err(EngineError::ThreadNotFound(_)) => Some(deleted(id)),
+            _ => None,
+        }
     }
 
     fn event(&mut self, event: &Event) -> Option<SseEvent> {
@@ -283,6 +341,13 @@ impl Follower {
                 .data(data.to_string()),
         )
     }
+}
+
+/// `event: thread_deleted`, with no id: resuming goes on from the last one.
+fn deleted(thread: &ThreadId) -> SseEvent {
+    SseEvent::default()
+        .event("thread_deleted")
+        .data(json!({ "thread_id": thread }).to_string())
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Threads: create, list, read, fork, archive; and the health check.
+//! Threads: create, list, read, fork, archive, delete; and the health check.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -198,6 +198,22 @@ pub(crate) async fn archive(
     let id = ThreadId(id);
     state.engine.threads().archive(&id).await?;
     summary(&state, &id).await
+}
+
+/// Delete a thread for good: its history, memories and MCP servers. A
+/// thread running a turn is refused (interrupt it first); streams following
+/// it end, and `GET /v1/events` says `thread_deleted`.
+#[utoipa::path(delete, path = "/v1/threads/{id}", tag = "threads",
+    params(("id" = String, Path, description = "Thread id")),
+    responses((status = 204, description = "Deleted"),
+        (status = 404, description = "No such thread", body = ErrorBody),
+        (status = 409, description = "A turn is running", body = ErrorBody)))]
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state.engine.threads().delete(&ThreadId(id)).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Unarchive a thread.

@@ -3,7 +3,8 @@
 //! driver is found as `$GANTRY_TEST_CHROMEDRIVER`, else `chromedriver` on
 //! PATH). A turn started in the page streams its tokens and a command's
 //! output live, an approval is answered in the page, a turn is
-//! interrupted, and a reload shows the same history. With
+//! interrupted, a reload shows the same history, and the thread is
+//! deleted from its page. With
 //! `GANTRY_DASHBOARD_SCREENSHOTS=DIR` the pages are saved there as PNGs
 //! (how docs/ got its screenshots).
 
@@ -281,4 +282,13 @@ async fn the_dashboard_streams_a_turn_answers_an_approval_and_interrupts() {
         text.contains("hello-from-shell") && text.contains("make the file"),
         "{text}"
     );
+
+    // Deleted from its page (after the browser's confirm): the list is empty.
+    browser.click("#delete").await;
+    browser
+        .call(reqwest::Method::POST, "/alert/accept", json!({}))
+        .await;
+    browser.wait_text("No threads yet.").await;
+    let (status, _) = s.get(&format!("/v1/threads/{id}")).await;
+    assert_eq!(status, 404);
 }

@@ -131,3 +131,54 @@ async fn bad_thread_requests_name_what_was_wrong() {
         .unwrap();
     assert_error(&crate::common::read(resp).await, 400, "bad_request");
 }
+
+#[tokio::test]
+async fn a_deleted_thread_is_gone_and_its_streams_say_so() {
+    let s = start(vec![
+        crate::common::shell("touch never.txt"),
+        Step::text("hi"),
+    ])
+    .await;
+    let id = s.thread(json!({"approval": "untrusted"})).await;
+    let mut all = s.events("/v1/events", None).await;
+    let mut own = s.events(&format!("/v1/threads/{id}/events"), None).await;
+
+    // A turn waits on an approval: the thread is busy.
+    s.post(&format!("/v1/threads/{id}/messages"), json!({"text": "go"}))
+        .await;
+    own.until(|e| e.event == "item_started" && e.data["payload"]["item"]["type"] == "approval")
+        .await;
+    let busy = s.send("DELETE", &format!("/v1/threads/{id}"), None).await;
+    assert_error(&busy, 409, "conflict");
+    s.post(&format!("/v1/threads/{id}/interrupt"), json!({}))
+        .await;
+    own.until(|e| e.event == "turn_completed").await;
+
+    let (status, body) = s.send("DELETE", &format!("/v1/threads/{id}"), None).await;
+    assert_eq!((status, body), (204, serde_json::Value::Null));
+    // Its own stream ends with the deletion; every thread's says it too.
+    let last = own.until(|e| e.event == "thread_deleted").await;
+    assert_eq!(last.last().unwrap().data["thread_id"], id.as_str());
+    assert!(own.next().await.is_none(), "the thread's stream ended");
+    let said = all.until(|e| e.event == "thread_deleted").await;
+    let [.., before, said] = said.as_slice() else {
+        panic!("events came before the deletion: {said:?}")
+    };
+    assert_eq!(said.data["thread_id"], id.as_str());
+    // It has no id of its own: the last event id stays, resuming is unchanged.
+    assert_eq!(said.id, before.id);
+
+    assert_error(&s.get(&format!("/v1/threads/{id}")).await, 404, "not_found");
+    let (_, list) = s.get("/v1/threads?archived=all").await;
+    assert_eq!(list["threads"], json!([]));
+    assert_error(
+        &s.send("DELETE", &format!("/v1/threads/{id}"), None).await,
+        404,
+        "not_found",
+    );
+    assert_error(
+        &s.get(&format!("/v1/threads/{id}/events")).await,
+        404,
+        "not_found",
+    );
+}

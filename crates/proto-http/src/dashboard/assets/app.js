@@ -63,6 +63,7 @@ function follow(path, onEvent, signal) {
         if (lastId) headers["last-event-id"] = lastId;
         const resp = await fetch(path, { headers, signal });
         if (resp.status === 401) { askToken(); return; }
+        if (resp.status === 404) { onEvent("gone", {}, null); return; }
         if (!resp.ok) throw new Error(resp.statusText);
         setConn("live");
         delay = 500;
@@ -218,13 +219,21 @@ async function threadPage(id, signal) {
   const status = el("span", { class: "status " + t.status, id: "thread-status", role: "status" }, t.status);
   const items = el("section", { class: "items", id: "items", "aria-live": "polite", "aria-label": "Conversation" });
   const act = (path) => async () => { try { await api("POST", `/v1/threads/${id}/${path}`, {}); } catch (e) { alert(e.message); } };
+  const remove = async () => {
+    if (!confirm("Delete this thread and its whole history? This cannot be undone.")) return;
+    try {
+      await api("DELETE", "/v1/threads/" + encodeURIComponent(id));
+      location.hash = "#/";
+    } catch (e) { alert(e.message); }
+  };
   main.replaceChildren(
     el("h1", {}, t.name || "Thread ", el("code", {}, id)),
     el("div", { class: "toolbar" }, status,
       el("span", { class: "muted" }, t.model + " · " + t.workspace),
       el("button", { class: "danger", id: "interrupt", onclick: act("interrupt") }, "Interrupt"),
       el("button", { class: "secondary", id: "pause", onclick: act("pause") }, "Pause"),
-      el("button", { class: "secondary", id: "resume", onclick: act("resume") }, "Resume")),
+      el("button", { class: "secondary", id: "resume", onclick: act("resume") }, "Resume"),
+      el("button", { class: "danger", id: "delete", onclick: remove }, "Delete")),
     items);
   for (const turn of detail.turns) for (const item of turn.items) items.append(renderItem(item, id));
   const text = el("textarea", { id: "message", required: true, placeholder: "Message the agent" });
@@ -254,6 +263,14 @@ async function threadPage(id, signal) {
     node.scrollIntoView({ block: "nearest" });
   };
   follow(`/v1/threads/${encodeURIComponent(id)}/events?after=${t.last_seq}`, (type, data) => {
+    if (type === "thread_deleted" || type === "gone") {
+      // Deleted (here or by another client): nothing more will come.
+      pageStop.abort();
+      setConn("");
+      main.replaceChildren(el("p", { role: "status", id: "deleted" }, "This thread was deleted. ",
+        el("a", { href: "#/" }, "Back to threads")));
+      return;
+    }
     if (type === "delta") {
       let node = document.getElementById("item-" + data.item_id);
       if (!node) {
