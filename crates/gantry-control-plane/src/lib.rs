@@ -238,7 +238,7 @@ impl ControlPlane {
     /// served on `listen`: the address decides the names it answers to and
     /// whether it may run without tokens (see the README).
     pub fn http_router(&self, listen: SocketAddr) -> axum::Router {
-        let access = http::Access::new(listen, &self.inner.allowed_hosts);
+        let access = http::access(listen, &self.inner.allowed_hosts);
         http::router(self.clone(), access).merge(probes::router(self.clone()))
     }
 

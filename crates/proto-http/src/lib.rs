@@ -43,7 +43,7 @@ pub(crate) struct AppState {
     /// Where threads that name no workspace go.
     pub workspace: Arc<PathBuf>,
     pub tokens: Arc<Tokens>,
-    pub access: Arc<guard::Access>,
+    pub access: Arc<gantry_web::guard::Access>,
     /// Ends live streams when the server stops.
     pub stop: CancellationToken,
 }

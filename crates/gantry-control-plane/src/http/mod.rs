@@ -1,6 +1,8 @@
 //! The user-facing HTTP JSON API: runners, agents, threads, messages, a
-//! thread's updates live over SSE, and the OpenAPI document describing it.
+//! thread's updates live over SSE, the OpenAPI document describing it, and
+//! the dashboard over it (shared with `gantry serve`, from `gantry-web`).
 
+mod dashboard;
 mod error;
 mod events;
 mod guard;
@@ -12,7 +14,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::{get, post};
 
-pub(crate) use guard::Access;
+pub(crate) use guard::{Access, access};
 
 use super::ControlPlane;
 
@@ -21,6 +23,8 @@ use super::ControlPlane;
 pub(super) fn router(cp: ControlPlane, access: Access) -> Router {
     let guard = axum::middleware::from_fn_with_state((cp.clone(), Arc::new(access)), guard::guard);
     Router::new()
+        .route("/", get(dashboard::index))
+        .route("/assets/{file}", get(dashboard::asset))
         .route("/openapi.json", get(openapi::document))
         .route("/v1/runners", get(handlers::runners))
         .route(

@@ -11,6 +11,8 @@ use support::Harness;
 /// Every route the API serves (method, path).
 const ROUTES: &[(&str, &str)] = &[
     ("get", "/openapi.json"),
+    ("get", "/"),
+    ("get", "/assets/{file}"),
     ("get", "/v1/runners"),
     ("get", "/v1/agents"),
     ("post", "/v1/agents"),

@@ -28,6 +28,7 @@ const WIRE: &[&str] = &[
     "gantry-grpc",
     "gantry-runner-protocol",
     "gantry-control-plane",
+    "gantry-web",
     "gantry-cli",
     "tonic",
     "tonic-*",
@@ -90,6 +91,17 @@ pub(crate) const RULES: &[Rule] = &[
         ],
         why: "the runner protocol is shared by the runner and the control plane, \
               so it pulls in neither (ARCHITECTURE.md, crates/gantry-runner-protocol)",
+    },
+    Rule {
+        crates: &["gantry-web"],
+        forbidden: &[
+            "gantry-core",
+            "gantry-store",
+            "gantry-control-plane",
+            "proto-*",
+        ],
+        why: "gantry-web is shared by the engine's HTTP API and the control plane, \
+              so it pulls in neither (ARCHITECTURE.md, crates/gantry-web)",
     },
     // 4. The testkit.
     Rule {

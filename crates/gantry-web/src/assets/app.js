@@ -341,10 +341,11 @@ async function route() {
   const signal = pageStop.signal;
   const hash = location.hash || "#/";
   try {
-    if (hash.startsWith("#/t/")) await threadPage(decodeURIComponent(hash.slice(4)), signal);
+    if (document.body.dataset.api === "control-plane") await cpRoute(hash, signal);
+    else if (hash.startsWith("#/t/")) await threadPage(decodeURIComponent(hash.slice(4)), signal);
     else if (hash === "#/approvals") await approvalsPage(signal);
     else await threadsPage(signal);
-    badge(signal);
+    if (document.body.dataset.api !== "control-plane") badge(signal);
   } catch (err) {
     main.replaceChildren(el("p", { class: "error", role: "alert" }, err.message));
   }

@@ -1,0 +1,9 @@
+//! What Gantry's two HTTP APIs share, so they cannot drift apart: the
+//! checks every request passes before a route runs (`guard.rs`: host,
+//! origin, bearer syntax, JSON bodies) and the dashboard, served at `/` by
+//! `gantry serve --http-addr` and by the control plane (`dashboard.rs`,
+//! the files in `assets/`). Each API keeps its own tokens and error
+//! shape; this crate knows neither the engine nor the control plane.
+
+pub mod dashboard;
+pub mod guard;
