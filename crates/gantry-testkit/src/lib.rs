@@ -6,11 +6,13 @@
 //!   `gantry-scripted-model` (the `gantry` binary serves it for
 //!   `--model scripted:FILE`) and is re-exported here; see that crate for the
 //!   script format.
+//! - [`browser`]: a headless chromium over WebDriver, for the dashboard.
 //! - [`github`]: a fake GitHub REST API for GitHub App flows, with test-only
 //!   keys.
 //! - [`process`]: checks tests use to prove no process was left behind.
 //! - [`postgres`]: a fresh PostgreSQL database per test, dropped after it.
 
+pub mod browser;
 pub mod github;
 pub mod postgres;
 pub mod process;

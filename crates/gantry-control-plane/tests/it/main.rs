@@ -2,6 +2,7 @@
 
 mod agents;
 mod api;
+mod dashboard;
 mod e2e;
 mod e2e_v0_7;
 mod fuzz;

@@ -45,7 +45,7 @@ async function runnersPage(signal) {
     for (const a of agents) {
       const threads = await api("GET", `/v1/agents/${encodeURIComponent(a.id)}/threads`);
       blocks.push(el("article", { class: "item", "data-agent": a.id },
-        el("div", { class: "who" }, "Agent ", el("code", {}, a.id)),
+        el("h3", {}, "Agent ", el("code", {}, a.id)),
         el("div", { class: "muted" }, `runner ${a.runner_id} · ${a.sdk}` + (a.model ? " · " + a.model : "") + " · " + a.status),
         threads.length ? el("ul", { class: "plain" }, ...threads.map((t) => el("li", {},
           el("a", { href: "#/t/" + t.id }, t.name || t.id), " ",
