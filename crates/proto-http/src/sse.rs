@@ -149,12 +149,24 @@ pub(crate) async fn all_events(
 }
 
 fn respond(state: &AppState, follower: Follower) -> Response {
-    let events = follower
-        .into_stream()
+    // A comment first: the headers go out at once (not with the first
+    // event, which may be a keep-alive away), so a client knows it is live.
+    let opened = stream::once(async { Ok(SseEvent::default().comment("live")) });
+    let events = opened
+        .chain(follower.into_stream())
         .take_until(state.stop.clone().cancelled_owned());
-    Sse::new(events)
+    let mut response = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
-        .into_response()
+        .into_response();
+    // The connection ends with the stream. Without this, a browser that
+    // leaves the page keeps the socket to drain a body that never ends (for
+    // about a minute), and after a few reloads waits for a free socket to
+    // this host before it can load anything.
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 /// What a stream follows.

@@ -6,9 +6,10 @@
 use std::convert::Infallible;
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, header};
+use axum::response::IntoResponse;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use futures_util::{Stream, StreamExt};
+use futures_util::StreamExt;
 
 use crate::ControlPlane;
 use crate::error::ApiError;
@@ -22,11 +23,19 @@ pub(super) async fn follow(
     State(cp): State<ControlPlane>,
     Path(id): Path<String>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Result<impl IntoResponse, ApiError> {
     let after = last_event_id(&headers)?;
     cp.thread_record(&id).await?;
-    let events = cp.follow(id, after).map(|entry| Ok(event(&entry)));
-    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+    let events = cp
+        .follow(id, after)
+        .map(|entry| Ok::<_, Infallible>(event(&entry)));
+    // The connection ends with the stream: a browser leaving the page would
+    // otherwise keep the socket (draining a body that never ends) and soon
+    // run out of sockets to this host (the dashboard reloaded a few times).
+    Ok((
+        [(header::CONNECTION, "close")],
+        Sse::new(events).keep_alive(KeepAlive::default()),
+    ))
 }
 
 /// The seq to resume after: `Last-Event-ID`, else 0.

@@ -353,4 +353,6 @@ async function route() {
 }
 
 window.addEventListener("hashchange", route);
+// Leaving the page ends its streams now, so their sockets are free at once.
+window.addEventListener("pagehide", () => { if (pageStop) pageStop.abort(); });
 route();
