@@ -1,8 +1,9 @@
 //! `gantry serve --http-addr`: the HTTP API of a real server. A client
 //! following a thread over SSE through a `kill -9` mid-answer resumes on
 //! the restarted server with `Last-Event-ID`: nothing missed, nothing twice.
-//! A thread of the A3S gRPC service is one of the HTTP API: followed live,
-//! steered and its approval answered over HTTP while the gRPC client waits.
+//! A thread of the A3S gRPC service is one of the HTTP API: followed live
+//! and steered over HTTP, its approval answered in the dashboard (headless
+//! chromium) while the gRPC client waits.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
@@ -220,7 +221,7 @@ async fn an_sse_client_resumes_after_the_server_is_killed_mid_answer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_grpc_thread_is_followed_steered_and_approved_over_http() {
+async fn a_grpc_thread_is_followed_and_steered_over_http_and_approved_in_the_dashboard() {
     use proto_code_agent::pb;
     use proto_code_agent::pb::code_agent_service_client::CodeAgentServiceClient;
 
@@ -327,16 +328,13 @@ async fn a_grpc_thread_is_followed_steered_and_approved_over_http() {
         .as_str()
         .expect("the running turn")
         .to_owned();
-    let answered = web
-        .post(format!(
-            "http://{}/v1/threads/{session}/approvals/{asked}",
-            served.http
-        ))
-        .json(&json!({"decision": "approve"}))
-        .send()
-        .await
-        .expect("approve");
-    assert_eq!(answered.status(), 200);
+    // Answered in the dashboard, where the gRPC thread shows live.
+    let browser = gantry_testkit::browser::Browser::start().await;
+    browser
+        .goto(&format!("http://{}/#/t/{session}", served.http))
+        .await;
+    browser.wait_text("make the file").await;
+    browser.click(&format!("[data-approve='{asked}']")).await;
 
     // The gRPC client sees its turn go on and end.
     let chunks = tokio::time::timeout(Duration::from_secs(30), generate)
@@ -364,6 +362,7 @@ async fn a_grpc_thread_is_followed_steered_and_approved_over_http() {
         last_request.contains("and say it was steered"),
         "{last_request}"
     );
+    drop(browser);
     drop(a3s);
     stop(served).await;
 }

@@ -355,11 +355,12 @@ impl ThreadActor {
     }
 
     async fn set_archived(&mut self, archived: bool) -> Result<(), EngineError> {
-        if archived && self.turn.is_some() {
-            return Err(EngineError::InvalidInput(format!(
-                "thread {} is running a turn; interrupt it before archiving",
-                self.thread_id()
-            )));
+        // Typed, so adapters answer "busy" (HTTP 409) without reading words.
+        if let (true, Some(turn)) = (archived, &self.turn) {
+            return Err(EngineError::Busy {
+                thread: self.thread_id().clone(),
+                turn: turn.id.clone(),
+            });
         }
         if self.view.thread.archived != archived {
             let payload = if archived {

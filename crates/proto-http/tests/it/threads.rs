@@ -150,6 +150,10 @@ async fn a_deleted_thread_is_gone_and_its_streams_say_so() {
         .await;
     let busy = s.send("DELETE", &format!("/v1/threads/{id}"), None).await;
     assert_error(&busy, 409, "conflict");
+    let busy = s
+        .post(&format!("/v1/threads/{id}/archive"), json!({}))
+        .await;
+    assert_error(&busy, 409, "conflict");
     s.post(&format!("/v1/threads/{id}/interrupt"), json!({}))
         .await;
     own.until(|e| e.event == "turn_completed").await;
