@@ -178,9 +178,9 @@ impl Rome {
         else {
             return Ok(None);
         };
-        Ok(Some(
-            agents::may_call(&self.inner.engine, &agent, action).await,
-        ))
+        let allowed =
+            agents::may_call(&self.inner.engine, &agent, &self.inner.workspace, action).await?;
+        Ok(Some(allowed))
     }
 
     async fn agent(&self, name: &str) -> Result<RomeAgent, Refused> {
