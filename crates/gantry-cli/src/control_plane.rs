@@ -307,7 +307,6 @@ async fn serve(opened: Opened, args: ServeArgs) -> Result<ExitCode> {
     }
     // Handlers first: a signal right after the line below stops it gracefully.
     let stop = stop_signal();
-    eprintln!("gantry: control plane store {}", opened.name);
     // The one line scripts wait for (the ports, when 0 was asked for).
     eprintln!("gantry: control plane gRPC on {grpc_addr}, HTTP on {http_addr}");
     control_plane::serve(cp, grpc, http, stop).await?;
