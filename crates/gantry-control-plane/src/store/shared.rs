@@ -6,9 +6,9 @@
 //!
 //! The expansion site provides: `self.pool` (the backend's pool),
 //! `self.execute(what, query)` (runs one write statement, returns the rows
-//! it affected), `LEASES` (its [`super::sql::LeaseStatements`]), and the type aliases
-//! `Db` (its database), `Conn` (its connection) and `Args` (its query
-//! arguments).
+//! it affected), `LEASES` (its [`super::sql::LeaseStatements`]), and the
+//! type aliases `Db` (its database), `Conn` (its connection) and `Args`
+//! (its query arguments).
 
 /// `impl ControlPlaneStore for $store`: the methods that are one statement
 /// each (reads, single writes and leases) written here, then the backend's
@@ -18,262 +18,281 @@ macro_rules! impl_control_plane_store {
     ($store:ty, { $($own:tt)* }) => {
         #[async_trait]
         impl ControlPlaneStore for $store {
-        async fn add_runner(&self, runner: &RunnerRecord) -> Result<(), StoreError> {
-            let query = sqlx::query(sql::INSERT_RUNNER)
-                .bind(&runner.id)
-                .bind(&runner.name)
-                .bind(&runner.token_hash)
-                .bind(&runner.sdks)
-                .bind(runner.created_at)
-                .bind(runner.registered_at)
-                .bind(&runner.protocol);
-            self.execute("add runner", query).await.map(drop)
-        }
+            async fn add_runner(&self, runner: &RunnerRecord) -> Result<(), StoreError> {
+                let query = sqlx::query(sql::INSERT_RUNNER)
+                    .bind(&runner.id)
+                    .bind(&runner.name)
+                    .bind(&runner.token_hash)
+                    .bind(&runner.sdks)
+                    .bind(runner.created_at)
+                    .bind(runner.registered_at)
+                    .bind(&runner.protocol);
+                self.execute("add runner", query).await.map(drop)
+            }
 
-        async fn runners(&self) -> Result<Vec<RunnerRecord>, StoreError> {
-            sqlx::query_as(sql::RUNNERS)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_error("read runners"))
-        }
+            async fn runners(&self) -> Result<Vec<RunnerRecord>, StoreError> {
+                sqlx::query_as(sql::RUNNERS)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_error("read runners"))
+            }
 
-        async fn runner_by_name(&self, name: &str) -> Result<Option<RunnerRecord>, StoreError> {
-            sqlx::query_as(sql::RUNNER_BY_NAME)
-                .bind(name)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_error("read runner"))
-        }
+            async fn runner_by_name(&self, name: &str) -> Result<Option<RunnerRecord>, StoreError> {
+                sqlx::query_as(sql::RUNNER_BY_NAME)
+                    .bind(name)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_error("read runner"))
+            }
 
-        async fn set_runner_sdks(&self, id: &str, sdks: &str, at: i64) -> Result<(), StoreError> {
-            let query = sqlx::query(sql::SET_RUNNER_SDKS)
-                .bind(id)
-                .bind(sdks)
-                .bind(at);
-            self.execute("record registration", query).await.map(drop)
-        }
+            async fn set_runner_sdks(
+                &self,
+                id: &str,
+                sdks: &str,
+                at: i64,
+            ) -> Result<(), StoreError> {
+                let query = sqlx::query(sql::SET_RUNNER_SDKS)
+                    .bind(id)
+                    .bind(sdks)
+                    .bind(at);
+                self.execute("record registration", query).await.map(drop)
+            }
 
-        async fn add_api_token(&self, token: &ApiTokenRecord) -> Result<(), StoreError> {
-            let query = sqlx::query(sql::INSERT_API_TOKEN)
-                .bind(&token.id)
-                .bind(&token.name)
-                .bind(&token.token_hash)
-                .bind(token.created_at);
-            self.execute("add API token", query).await.map(drop)
-        }
+            async fn add_api_token(&self, token: &ApiTokenRecord) -> Result<(), StoreError> {
+                let query = sqlx::query(sql::INSERT_API_TOKEN)
+                    .bind(&token.id)
+                    .bind(&token.name)
+                    .bind(&token.token_hash)
+                    .bind(token.created_at);
+                self.execute("add API token", query).await.map(drop)
+            }
 
-        async fn api_tokens(&self) -> Result<Vec<ApiTokenRecord>, StoreError> {
-            sqlx::query_as(sql::API_TOKENS)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_error("read API tokens"))
-        }
+            async fn api_tokens(&self) -> Result<Vec<ApiTokenRecord>, StoreError> {
+                sqlx::query_as(sql::API_TOKENS)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_error("read API tokens"))
+            }
 
-        async fn revoke_api_token(&self, name: &str) -> Result<bool, StoreError> {
-            let query = sqlx::query(sql::DELETE_API_TOKEN).bind(name);
-            Ok(self.execute("revoke API token", query).await? > 0)
-        }
+            async fn revoke_api_token(&self, name: &str) -> Result<bool, StoreError> {
+                let query = sqlx::query(sql::DELETE_API_TOKEN).bind(name);
+                Ok(self.execute("revoke API token", query).await? > 0)
+            }
 
-        async fn runner_loads(&self) -> Result<Vec<RunnerLoad>, StoreError> {
-            sqlx::query_as(sql::RUNNER_LOADS)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_error("read runner loads"))
-        }
+            async fn runner_loads(&self) -> Result<Vec<RunnerLoad>, StoreError> {
+                sqlx::query_as(sql::RUNNER_LOADS)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_error("read runner loads"))
+            }
 
-        async fn put_agent(&self, agent: &AgentRecord) -> Result<(), StoreError> {
-            self.execute("write agent", agent_query(agent))
-                .await
-                .map(drop)
-        }
+            async fn put_agent(&self, agent: &AgentRecord) -> Result<(), StoreError> {
+                self.execute("write agent", agent_query(agent))
+                    .await
+                    .map(drop)
+            }
 
-        async fn agent(&self, id: &str) -> Result<Option<AgentRecord>, StoreError> {
-            sqlx::query_as(sql::AGENT)
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_error("read agent"))
-        }
+            async fn agent(&self, id: &str) -> Result<Option<AgentRecord>, StoreError> {
+                sqlx::query_as(sql::AGENT)
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_error("read agent"))
+            }
 
-        async fn agents(&self) -> Result<Vec<AgentRecord>, StoreError> {
-            sqlx::query_as(sql::AGENTS)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_error("read agents"))
-        }
+            async fn agents(&self) -> Result<Vec<AgentRecord>, StoreError> {
+                sqlx::query_as(sql::AGENTS)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_error("read agents"))
+            }
 
-        async fn put_skill(&self, skill: &SkillRecord) -> Result<(), StoreError> {
-            self.execute("write skill", skill_query(skill))
-                .await
-                .map(drop)
-        }
+            async fn put_skill(&self, skill: &SkillRecord) -> Result<(), StoreError> {
+                self.execute("write skill", skill_query(skill))
+                    .await
+                    .map(drop)
+            }
 
-        async fn skills(&self, agent_id: &str) -> Result<Vec<SkillRecord>, StoreError> {
-            sqlx::query_as(sql::SKILLS)
-                .bind(agent_id)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_error("read skills"))
-        }
+            async fn skills(&self, agent_id: &str) -> Result<Vec<SkillRecord>, StoreError> {
+                sqlx::query_as(sql::SKILLS)
+                    .bind(agent_id)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_error("read skills"))
+            }
 
-        async fn put_request(&self, request: &RequestRecord) -> Result<(), StoreError> {
-            self.execute("write request", request_query(request))
-                .await
-                .map(drop)
-        }
+            async fn put_request(&self, request: &RequestRecord) -> Result<(), StoreError> {
+                self.execute("write request", request_query(request))
+                    .await
+                    .map(drop)
+            }
 
-        async fn request(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
-            sqlx::query_as(sql::REQUEST)
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_error("read request"))
-        }
+            async fn request(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
+                sqlx::query_as(sql::REQUEST)
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_error("read request"))
+            }
 
-        async fn link_request(
-            &self,
-            id: &str,
-            thread_id: Option<&str>,
-            turn_id: Option<&str>,
-        ) -> Result<(), StoreError> {
-            let query = sqlx::query(sql::LINK_REQUEST)
-                .bind(id)
-                .bind(thread_id)
-                .bind(turn_id);
-            self.execute("link request", query).await.map(drop)
-        }
+            async fn link_request(
+                &self,
+                id: &str,
+                thread_id: Option<&str>,
+                turn_id: Option<&str>,
+            ) -> Result<(), StoreError> {
+                let query = sqlx::query(sql::LINK_REQUEST)
+                    .bind(id)
+                    .bind(thread_id)
+                    .bind(turn_id);
+                self.execute("link request", query).await.map(drop)
+            }
 
-        async fn thread(&self, id: &str) -> Result<Option<ThreadRecord>, StoreError> {
-            sqlx::query_as(sql::THREAD)
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_error("read thread"))
-        }
+            async fn thread(&self, id: &str) -> Result<Option<ThreadRecord>, StoreError> {
+                sqlx::query_as(sql::THREAD)
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_error("read thread"))
+            }
 
-        async fn threads_of_agent(&self, agent_id: &str) -> Result<Vec<ThreadRecord>, StoreError> {
-            sqlx::query_as(sql::THREADS_OF_AGENT)
-                .bind(agent_id)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_error("read threads"))
-        }
+            async fn threads_of_agent(
+                &self,
+                agent_id: &str,
+            ) -> Result<Vec<ThreadRecord>, StoreError> {
+                sqlx::query_as(sql::THREADS_OF_AGENT)
+                    .bind(agent_id)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_error("read threads"))
+            }
 
-        async fn turns(&self, thread_id: &str) -> Result<Vec<TurnRecord>, StoreError> {
-            sqlx::query_as(sql::TURNS)
-                .bind(thread_id)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_error("read turns"))
-        }
+            async fn turns(&self, thread_id: &str) -> Result<Vec<TurnRecord>, StoreError> {
+                sqlx::query_as(sql::TURNS)
+                    .bind(thread_id)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_error("read turns"))
+            }
 
-        async fn turn(&self, thread_id: &str, id: &str) -> Result<Option<TurnRecord>, StoreError> {
-            sqlx::query_as(sql::TURN)
-                .bind(thread_id)
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_error("read turn"))
-        }
+            async fn turn(
+                &self,
+                thread_id: &str,
+                id: &str,
+            ) -> Result<Option<TurnRecord>, StoreError> {
+                sqlx::query_as(sql::TURN)
+                    .bind(thread_id)
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_error("read turn"))
+            }
 
-        async fn items(&self, thread_id: &str) -> Result<Vec<ItemRecord>, StoreError> {
-            sqlx::query_as(sql::ITEMS)
-                .bind(thread_id)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_error("read items"))
-        }
+            async fn items(&self, thread_id: &str) -> Result<Vec<ItemRecord>, StoreError> {
+                sqlx::query_as(sql::ITEMS)
+                    .bind(thread_id)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_error("read items"))
+            }
 
-        async fn item(&self, thread_id: &str, id: &str) -> Result<Option<ItemRecord>, StoreError> {
-            sqlx::query_as(sql::ITEM)
-                .bind(thread_id)
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_error("read item"))
-        }
+            async fn item(
+                &self,
+                thread_id: &str,
+                id: &str,
+            ) -> Result<Option<ItemRecord>, StoreError> {
+                sqlx::query_as(sql::ITEM)
+                    .bind(thread_id)
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_error("read item"))
+            }
 
-        async fn ping(&self) -> Result<(), StoreError> {
-            sqlx::query("SELECT 1")
-                .execute(&self.pool)
-                .await
-                .map_err(db_error("ping"))?;
-            Ok(())
-        }
+            async fn ping(&self) -> Result<(), StoreError> {
+                sqlx::query("SELECT 1")
+                    .execute(&self.pool)
+                    .await
+                    .map_err(db_error("ping"))?;
+                Ok(())
+            }
 
-        async fn last_seq(&self, thread_id: &str) -> Result<i64, StoreError> {
-            let (last,): (i64,) = sqlx::query_as(sql::LAST_SEQ)
-                .bind(thread_id)
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db_error("read last seq"))?;
-            Ok(last)
-        }
+            async fn last_seq(&self, thread_id: &str) -> Result<i64, StoreError> {
+                let (last,): (i64,) = sqlx::query_as(sql::LAST_SEQ)
+                    .bind(thread_id)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(db_error("read last seq"))?;
+                Ok(last)
+            }
 
-        async fn thread_updates(
-            &self,
-            thread_id: &str,
-            after: i64,
-            limit: i64,
-        ) -> Result<Vec<ThreadUpdateRecord>, StoreError> {
-            sqlx::query_as(sql::UPDATES_AFTER)
-                .bind(thread_id)
-                .bind(after)
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_error("read thread updates"))
-        }
+            async fn thread_updates(
+                &self,
+                thread_id: &str,
+                after: i64,
+                limit: i64,
+            ) -> Result<Vec<ThreadUpdateRecord>, StoreError> {
+                sqlx::query_as(sql::UPDATES_AFTER)
+                    .bind(thread_id)
+                    .bind(after)
+                    .bind(limit)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_error("read thread updates"))
+            }
 
-        async fn claim_runner_lease(
-            &self,
-            runner_id: &str,
-            replica_id: &str,
-            ttl: std::time::Duration,
-        ) -> Result<bool, StoreError> {
-            let query = sqlx::query(LEASES.claim)
-                .bind(runner_id)
-                .bind(replica_id)
-                .bind(super::ttl_ms(ttl));
-            Ok(self.execute("claim runner lease", query).await? == 1)
-        }
+            async fn claim_runner_lease(
+                &self,
+                runner_id: &str,
+                replica_id: &str,
+                ttl: std::time::Duration,
+            ) -> Result<bool, StoreError> {
+                let query = sqlx::query(LEASES.claim)
+                    .bind(runner_id)
+                    .bind(replica_id)
+                    .bind(super::ttl_ms(ttl));
+                Ok(self.execute("claim runner lease", query).await? == 1)
+            }
 
-        async fn renew_leases(
-            &self,
-            replica_id: &str,
-            ttl: std::time::Duration,
-        ) -> Result<(), StoreError> {
-            let query = sqlx::query(LEASES.renew)
-                .bind(replica_id)
-                .bind(super::ttl_ms(ttl));
-            self.execute("renew leases", query).await.map(drop)
-        }
+            async fn renew_leases(
+                &self,
+                replica_id: &str,
+                ttl: std::time::Duration,
+            ) -> Result<(), StoreError> {
+                let query = sqlx::query(LEASES.renew)
+                    .bind(replica_id)
+                    .bind(super::ttl_ms(ttl));
+                self.execute("renew leases", query).await.map(drop)
+            }
 
-        async fn release_runner_lease(
-            &self,
-            runner_id: &str,
-            replica_id: &str,
-        ) -> Result<(), StoreError> {
-            let query = sqlx::query(LEASES.release)
-                .bind(runner_id)
-                .bind(replica_id);
-            self.execute("release runner lease", query).await.map(drop)
-        }
+            async fn release_runner_lease(
+                &self,
+                runner_id: &str,
+                replica_id: &str,
+            ) -> Result<(), StoreError> {
+                let query = sqlx::query(LEASES.release)
+                    .bind(runner_id)
+                    .bind(replica_id);
+                self.execute("release runner lease", query).await.map(drop)
+            }
 
-        async fn runner_lease_holder(&self, runner_id: &str) -> Result<Option<String>, StoreError> {
-            let holder: Option<(String,)> = sqlx::query_as(LEASES.holder)
-                .bind(runner_id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_error("read runner lease"))?;
-            Ok(holder.map(|(replica,)| replica))
-        }
+            async fn runner_lease_holder(
+                &self,
+                runner_id: &str,
+            ) -> Result<Option<String>, StoreError> {
+                let holder: Option<(String,)> = sqlx::query_as(LEASES.holder)
+                    .bind(runner_id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_error("read runner lease"))?;
+                Ok(holder.map(|(replica,)| replica))
+            }
 
-        async fn close(&self) {
-            self.pool.close().await;
-        }
+            async fn close(&self) {
+                self.pool.close().await;
+            }
 
-        $($own)*
+            $($own)*
         }
     };
 }
