@@ -12,6 +12,7 @@ mod operations;
 mod recovery;
 mod runners;
 mod security;
+mod store;
 mod support;
 mod threads;
 mod unknown_kinds;
