@@ -58,23 +58,15 @@ pub struct PermissionRules {
 }
 
 impl PermissionRules {
-    /// Rules under which no call can ever run: on, refusing by default,
-    /// allowing and asking nothing. A turn under them offers its model no
-    /// tools at all (a side-channel turn that may only answer).
+    /// Rules under which no call runs but those that touch only the
+    /// thread's own state (its task list, memories, skills): on, refusing
+    /// by default, allowing and asking nothing.
     pub fn allow_nothing() -> Self {
         PermissionRules {
             enabled: true,
             default: RuleDecision::Deny,
             ..PermissionRules::default()
         }
-    }
-
-    /// Whether no call can ever run under these rules.
-    pub fn allows_nothing(&self) -> bool {
-        self.enabled
-            && self.default == RuleDecision::Deny
-            && self.allow.is_empty()
-            && self.ask.is_empty()
     }
 }
 
