@@ -15,7 +15,8 @@ use clap::{Args, Subcommand};
 use gantry_control_plane::github::{GithubApp, GithubInstallations};
 use gantry_control_plane::store::{ControlPlaneStore, SqliteControlPlaneStore};
 use gantry_control_plane::{
-    self as control_plane, ControlPlane, ControlPlaneOptions, DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR,
+    self as control_plane, Cluster, ControlPlane, ControlPlaneOptions, DEFAULT_GRPC_ADDR,
+    DEFAULT_HTTP_ADDR,
 };
 use tokio::net::TcpListener;
 
@@ -48,7 +49,12 @@ Examples:
 
 State (runners' token hashes, agents, threads, history) is kept in
 control-plane.db in the data dir, so a restart loses nothing; runners
-reconnect by themselves.";
+reconnect by themselves.
+
+Replicas: several `serve --nats nats://HOST:4222` processes sharing one
+store (and NATS with JetStream) serve the same runners and API: a request
+reaches a runner held by another replica through NATS, and every replica's
+thread events carry every update.";
 
 /// Gantry's own control plane: runners dial it, users drive it over HTTP.
 #[derive(Debug, Args)]
@@ -157,6 +163,18 @@ pub(crate) struct ServeArgs {
     /// with several --control-plane URLs move to another replica.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub drain_secs: u64,
+
+    /// Run as one of several replicas sharing this store: NATS with
+    /// JetStream at URL routes requests to the replica holding a runner's
+    /// channel and carries thread updates to every replica's followers.
+    /// Without it, one process serves everything.
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+
+    /// This replica's id among the replicas (letters, digits, `-`, `_`;
+    /// default: a new one at each start).
+    #[arg(long, value_name = "ID", requires = "nats")]
+    pub replica_id: Option<String>,
 }
 
 /// `RUNNER=ID` with a positive id.
@@ -213,8 +231,13 @@ async fn serve(data_dir: &Path, args: ServeArgs) -> Result<ExitCode> {
         allowed_hosts: args.allowed_hosts.clone(),
         heartbeat: Duration::from_secs(args.heartbeat_secs),
         drain: Duration::from_secs(args.drain_secs),
+        cluster: match &args.nats {
+            Some(url) => Some(Cluster::connect(url, args.replica_id.clone()).await?),
+            None => None,
+        },
         ..ControlPlaneOptions::default()
     };
+    let cluster = options.cluster.clone();
     let cp = ControlPlane::open_in(data_dir, options)
         .await
         .with_context(|| format!("cannot open the control plane in {}", data_dir.display()))?;
@@ -245,6 +268,9 @@ async fn serve(data_dir: &Path, args: ServeArgs) -> Result<ExitCode> {
     let stop = stop_signal();
     // The one line scripts wait for (the ports, when 0 was asked for).
     eprintln!("gantry: control plane gRPC on {grpc_addr}, HTTP on {http_addr}");
+    if let Some(cluster) = &cluster {
+        eprintln!("gantry: replica {} on NATS", cluster.replica());
+    }
     control_plane::serve(cp, grpc, http, stop).await?;
     eprintln!("gantry: stopped");
     Ok(ExitCode::SUCCESS)

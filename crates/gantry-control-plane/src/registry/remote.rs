@@ -1,0 +1,63 @@
+//! Runners whose channel is on another replica, as the runner leases say
+//! (`crate::nats::lease`): which replica holds each, and whether that
+//! replica is alive (its own lease renewed lately). A runner held by a
+//! replica whose lease expired is gone: it is offline until it connects
+//! again somewhere.
+
+use gantry_runner_protocol::ProtocolVersion;
+use tokio::time::Instant;
+
+use super::{Registry, State};
+use crate::offers::SdkOffer;
+
+/// A runner's channel on another replica.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Remote {
+    /// The replica holding it.
+    pub replica: String,
+    /// The version the runner registered with there.
+    pub version: ProtocolVersion,
+}
+
+/// The runner's remote holder, if its replica is alive.
+pub(super) fn live<'a>(state: &'a State, runner_id: &str) -> Option<&'a Remote> {
+    let remote = state.remote.get(runner_id)?;
+    let until = state.replicas.get(&remote.replica)?;
+    (*until > Instant::now()).then_some(remote)
+}
+
+impl Registry {
+    /// Another replica holds the runner's channel (`Some`), or no longer
+    /// does (`None`); its offers come along.
+    pub(crate) fn set_remote(&self, runner_id: &str, remote: Option<(Remote, Vec<SdkOffer>)>) {
+        let mut state = self.state();
+        match remote {
+            Some((remote, offers)) => {
+                state.offers.insert(runner_id.to_owned(), offers);
+                state.remote.insert(runner_id.to_owned(), remote);
+            }
+            None => {
+                state.remote.remove(runner_id);
+            }
+        }
+    }
+
+    /// The replica `replica` is alive until `until`.
+    pub(crate) fn replica_alive(&self, replica: &str, until: Instant) {
+        self.state().replicas.insert(replica.to_owned(), until);
+    }
+
+    /// The replica `replica` stopped (its lease was deleted).
+    pub(crate) fn replica_gone(&self, replica: &str) {
+        self.state().replicas.remove(replica);
+    }
+
+    /// The live replica holding the runner's channel, when it is not here.
+    pub(crate) fn holder(&self, runner_id: &str) -> Option<Remote> {
+        let state = self.state();
+        if state.channels.contains_key(runner_id) {
+            return None;
+        }
+        live(&state, runner_id).cloned()
+    }
+}
