@@ -72,7 +72,7 @@ pub(crate) enum ControlPlaneCommand {
     /// Prints one line on stderr once both listen:
     /// `gantry: control plane gRPC on ADDR, HTTP on ADDR`.
     #[command(after_help = EXAMPLES)]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Allow a runner to connect: prints its bearer token once on stdout
     /// (only its hash is kept; a lost token means adding the runner anew).
     #[command(
@@ -213,7 +213,7 @@ pub(crate) async fn run(data_dir: PathBuf, args: ControlPlaneArgs) -> Result<Exi
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create data dir {}", data_dir.display()))?;
     match args.command {
-        ControlPlaneCommand::Serve(args) => serve(&data_dir, args).await,
+        ControlPlaneCommand::Serve(args) => serve(&data_dir, *args).await,
         ControlPlaneCommand::AddRunner(args) => {
             add_runner(&data_dir, &args.name, args.protocol).await
         }

@@ -14,10 +14,10 @@ use gantry_testkit::{MockLlm, Script, Step};
 use serde_json::{Value, json};
 
 /// Longest wait for anything the processes should do.
-const GUARD: Duration = Duration::from_secs(30);
+pub(super) const GUARD: Duration = Duration::from_secs(30);
 
 /// A child process killed when dropped.
-struct Proc(Child);
+pub(super) struct Proc(pub(super) Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -27,7 +27,7 @@ impl Drop for Proc {
 }
 
 /// An environment with a bare home: no user config or profile leaks in.
-fn gantry(home: &Path) -> Command {
+pub(super) fn gantry(home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gantry"));
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -38,7 +38,7 @@ fn gantry(home: &Path) -> Command {
 }
 
 /// Lines of a child's stream, read on a thread.
-fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+pub(super) fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines() {
@@ -52,7 +52,7 @@ fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> 
 }
 
 /// The first line containing `needle`, within [`GUARD`].
-fn wait_line(lines: &mpsc::Receiver<String>, needle: &str) -> String {
+pub(super) fn wait_line(lines: &mpsc::Receiver<String>, needle: &str) -> String {
     let deadline = Instant::now() + GUARD;
     let mut seen = Vec::new();
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
@@ -101,7 +101,7 @@ fn start_control_plane(home: &Path, data: &Path, grpc: &str, http: &str) -> Cont
 }
 
 /// `curl` a JSON request: the status and the JSON answer.
-fn curl(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
+pub(super) fn curl(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
     let mut cmd = Command::new("curl");
     cmd.args(["-s", "-m", "30", "-w", "\n%{http_code}", "-X", method, url]);
     if let Some(body) = body {
@@ -121,19 +121,19 @@ fn curl(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
 
 /// One server-sent event.
 #[derive(Debug)]
-struct Sse {
-    id: String,
-    data: Value,
+pub(super) struct Sse {
+    pub(super) id: String,
+    pub(super) data: Value,
 }
 
 /// Follows a thread's events with `curl -N`, from after `last_event_id`.
-struct Follow {
+pub(super) struct Follow {
     _proc: Proc,
     lines: mpsc::Receiver<String>,
 }
 
 impl Follow {
-    fn start(http: &str, thread: &str, last_event_id: Option<&str>) -> Follow {
+    pub(super) fn start(http: &str, thread: &str, last_event_id: Option<&str>) -> Follow {
         let mut cmd = Command::new("curl");
         cmd.args(["-s", "-N"]);
         if let Some(id) = last_event_id {
@@ -153,7 +153,7 @@ impl Follow {
     }
 
     /// The next event (keep-alive comments are skipped).
-    fn next(&self) -> Sse {
+    pub(super) fn next(&self) -> Sse {
         let (mut id, mut data) = (String::new(), String::new());
         loop {
             let line = self
@@ -178,7 +178,7 @@ impl Follow {
     }
 
     /// Events until one for which `done` holds (included).
-    fn until(&self, done: impl Fn(&Sse) -> bool) -> Vec<Sse> {
+    pub(super) fn until(&self, done: impl Fn(&Sse) -> bool) -> Vec<Sse> {
         let mut seen = Vec::new();
         loop {
             let event = self.next();
@@ -191,18 +191,18 @@ impl Follow {
     }
 }
 
-fn is_item(event: &Sse, kind: &str, status: &str) -> bool {
+pub(super) fn is_item(event: &Sse, kind: &str, status: &str) -> bool {
     event.data["kind"] == "item"
         && event.data["data"]["type"] == kind
         && event.data["data"]["status"] == status
 }
 
-fn is_turn(event: &Sse, status: &str) -> bool {
+pub(super) fn is_turn(event: &Sse, status: &str) -> bool {
     event.data["kind"] == "turn" && event.data["data"]["status"] == status
 }
 
 /// Waits, bounded, until `ready` holds; for states nothing announces.
-fn eventually(what: &str, ready: impl Fn() -> bool) {
+pub(super) fn eventually(what: &str, ready: impl Fn() -> bool) {
     let deadline = Instant::now() + GUARD;
     while !ready() {
         assert!(Instant::now() < deadline, "{what} never happened");
@@ -399,7 +399,7 @@ fn a_runner_serves_the_control_plane_through_a_steer_and_a_control_plane_restart
 }
 
 /// `gantry control-plane SUBCOMMAND ARGS... --data-dir DATA`: its output.
-fn control_plane_cli(home: &Path, data: &Path, args: &[&str]) -> std::process::Output {
+pub(super) fn control_plane_cli(home: &Path, data: &Path, args: &[&str]) -> std::process::Output {
     gantry(home)
         .arg("control-plane")
         .args(args)
