@@ -61,3 +61,34 @@ impl Registry {
         live(&state, runner_id).cloned()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::{Registry, Remote};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_runner_of_a_replica_whose_lease_expired_is_gone() {
+        let registry = Registry::default();
+        let remote = Remote {
+            replica: "b".into(),
+            version: Default::default(),
+        };
+        registry.set_remote("r", Some((remote.clone(), Vec::new())));
+        assert_eq!(registry.holder("r"), None, "replica b was never seen alive");
+        registry.replica_alive("b", Instant::now() + Duration::from_secs(10));
+        assert_eq!(registry.holder("r"), Some(remote));
+        assert!(registry.is_connected("r") && registry.is_healthy("r"));
+        assert_eq!(registry.connected().len(), 1);
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert_eq!(registry.holder("r"), None, "b's lease ran out");
+        assert!(!registry.is_connected("r"));
+        assert!(registry.connected().is_empty());
+        registry.replica_alive("b", Instant::now() + Duration::from_secs(10));
+        registry.replica_gone("b");
+        assert!(!registry.is_connected("r"), "b said goodbye");
+    }
+}

@@ -206,6 +206,19 @@ async fn a_request_on_one_replica_reaches_the_runner_on_the_other() {
     assert_eq!(status, 409, "{refused}");
     assert_eq!(refused["error"]["message"], "busy: a turn is running");
 
+    // Ready only with NATS answering; the lag of its watch is a metric.
+    let (status, ready) = a.get("/readyz").await;
+    assert_eq!((status, &ready["nats"]), (200, &json!("ok")), "{ready}");
+    let metrics = a
+        .client
+        .get(a.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("\ngantry_cp_nats_lag "), "{metrics}");
     a.stop().await;
     b.stop().await;
 }
