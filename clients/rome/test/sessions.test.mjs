@@ -8,6 +8,7 @@ import { collect, gantry, text, userTexts } from "./harness.mjs";
 
 const start = (messages) => messages.find((m) => m.type === "turn_start");
 const answer = (messages) => messages.find((m) => m.type === "result")?.content;
+const toolNames = (request) => (request.body.tools ?? []).map((tool) => tool.function?.name ?? tool.name);
 
 test("the same key continues its session, a sessionId resumes it, no key starts afresh", async (t) => {
   const { runner, requests } = await gantry(t, {
@@ -42,7 +43,11 @@ test("a fork continues the source's conversation in a new session, without sessi
   assert.ok(!types.includes("session_init"));
   assert.deepEqual(types.slice(-2), ["result", "turn_end"]);
   assert.equal(answer(fork), "recap: 42");
-  assert.deepEqual(userTexts((await requests())[1]), ["remember 42", "recap"]);
+  const [sourceRequest, forkRequest] = await requests();
+  assert.deepEqual(userTexts(forkRequest), ["remember 42", "recap"]);
+  // Isolated (the default): the fork's model is offered no tools at all.
+  assert.ok(toolNames(sourceRequest).includes("shell"));
+  assert.deepEqual(toolNames(forkRequest), []);
 
   // The source must exist under the same agent and key.
   await assert.rejects(
@@ -53,6 +58,24 @@ test("a fork continues the source's conversation in a new session, without sessi
     collect(runner.runForked({ agentName: "main", sourceSessionId: "nope", prompt: "x", channelThreadKey: "tg:9" })),
     (e) => e.status === 404 && /session `nope` not found/.test(e.message),
   );
+});
+
+test("an exact fork keeps the source's tools", async (t) => {
+  const { runner, requests } = await gantry(t, { steps: [text("noted"), text("done")] });
+  const source = await collect(runner.run({ agentName: "main", prompt: "remember 42", channelThreadKey: "tg:3" }));
+  const fork = await collect(
+    runner.runForked({
+      agentName: "main",
+      sourceSessionId: start(source).sessionId,
+      prompt: "go on",
+      channelThreadKey: "tg:3",
+      mode: "exact",
+      label: "follow-up",
+    }),
+  );
+  assert.equal(answer(fork), "done");
+  const [sourceRequest, forkRequest] = await requests();
+  assert.deepEqual(toolNames(forkRequest), toolNames(sourceRequest));
 });
 
 test("two sessions run side by side; a busy session's next run waits its turn", async (t) => {

@@ -57,6 +57,27 @@ pub struct PermissionRules {
     pub default: RuleDecision,
 }
 
+impl PermissionRules {
+    /// Rules under which no call can ever run: on, refusing by default,
+    /// allowing and asking nothing. A turn under them offers its model no
+    /// tools at all (a side-channel turn that may only answer).
+    pub fn allow_nothing() -> Self {
+        PermissionRules {
+            enabled: true,
+            default: RuleDecision::Deny,
+            ..PermissionRules::default()
+        }
+    }
+
+    /// Whether no call can ever run under these rules.
+    pub fn allows_nothing(&self) -> bool {
+        self.enabled
+            && self.default == RuleDecision::Deny
+            && self.allow.is_empty()
+            && self.ask.is_empty()
+    }
+}
+
 /// Which prompts an [`ApprovalPolicy::Reject`] policy refuses on its own
 /// instead of asking a human (codex `RejectConfig`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -13,8 +13,12 @@ use crate::engine::Shared;
 /// the thread's own), the `skill` tool
 /// when the thread has skills, the memory tools (`remember`, `recall`),
 /// and the `lsp_*` tools while a language
-/// server runs for the thread's workspace.
+/// server runs for the thread's workspace. None at all when the thread's
+/// rules allow nothing: tools it could never run would only mislead the model.
 pub(super) async fn turn_tools(shared: &Shared, spec: &TurnSpec) -> ToolRegistry {
+    if spec.live.borrow().policy.permissions.allows_nothing() {
+        return ToolRegistry::new();
+    }
     let mut tools = shared.tools.clone();
     for tool in shared.mcp.tools_as_registry_entries().await {
         tools.register(tool);
