@@ -105,6 +105,7 @@ fn add_runners(data: &Path, count: usize) -> Result<Vec<String>> {
         .map(|i| {
             let output = Command::new(env!("CARGO_BIN_EXE_gantry"))
                 .args(["control-plane", "add-runner", &format!("bench-{i}")])
+                .args(store_flag())
                 .arg("--data-dir")
                 .arg(data)
                 .stdin(Stdio::null())
@@ -120,6 +121,13 @@ fn add_runners(data: &Path, count: usize) -> Result<Vec<String>> {
             Ok(token.trim().to_owned())
         })
         .collect()
+}
+
+/// `--store BENCH_STORE` when it is set, else nothing (the data dir's SQLite).
+fn store_flag() -> Vec<String> {
+    std::env::var("BENCH_STORE")
+        .map(|url| vec!["--store".to_owned(), url])
+        .unwrap_or_default()
 }
 
 /// Awaits `future`, failing with `what` if it outlasts [`GUARD`].
@@ -391,9 +399,7 @@ mod server {
                 let id = format!("bench-{}-{n}", std::process::id());
                 command.args(["--nats", &nats, "--replica-id", &id]);
             }
-            if let Ok(store) = std::env::var("BENCH_STORE") {
-                command.args(["--store", &store]);
-            }
+            command.args(super::store_flag());
             let mut child = command
                 .args([
                     "--grpc-listen",

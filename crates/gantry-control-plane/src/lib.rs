@@ -15,8 +15,9 @@
 //! - [`github`]: the GitHub App that mints installation tokens for runners.
 //! - [`store`]: where all of it is kept.
 //!
-//! State lives in a [`ControlPlaneStore`] (SQLite by default), so a restart
-//! keeps runners, agents, threads and history; runners reconnect by themselves.
+//! State lives in a [`ControlPlaneStore`] (SQLite by default, or PostgreSQL,
+//! which replicas share), so a restart keeps runners, agents, threads and
+//! history; runners reconnect by themselves.
 //!
 //! The control plane keeps no engine: runners dial it over gRPC
 //! (`gantry-runner-protocol`), and it depends on no crate of the engine's.

@@ -1,5 +1,5 @@
 //! Control-plane replicas as real processes: two `gantry control-plane
-//! serve --nats` sharing one store (a SQLite file in one data dir) and the
+//! serve --nats` sharing one store (a fresh PostgreSQL database) and the
 //! machine's NATS with JetStream (`GANTRY_TEST_NATS`), three `gantry
 //! runner`s, and the scripted model. A thread created through replica A
 //! whose runner is connected to replica B runs a turn; an SSE client on A
@@ -7,15 +7,15 @@
 //! A, the turn's remaining updates arrive, and a follower resuming with
 //! `Last-Event-ID` sees no gap and no duplicate.
 
-use std::path::Path;
 use std::process::Stdio;
 
+use gantry_testkit::postgres::TestDatabase;
 use gantry_testkit::{MockLlm, Script, Step};
 use serde_json::{Value, json};
 
-use super::runner_control_plane::{
-    Follow, Proc, Sse, control_plane_cli, curl, eventually, gantry, is_item, is_turn, lines,
-    wait_line,
+use crate::runner_control_plane::{
+    ControlPlane, Follow, Proc, Sse, control_plane_cli, curl, eventually, gantry, is_item, is_turn,
+    start_control_plane_with,
 };
 
 /// The NATS server of the tests; `None` (the test skips) when it is
@@ -35,47 +35,6 @@ fn nats_url() -> Option<String> {
         "NATS at {url} is unreachable. Start it with JetStream (.ci/run does), point \
          GANTRY_TEST_NATS at one, or set GANTRY_TEST_NO_NATS=1 to skip locally (never in CI)"
     );
-}
-
-/// A replica process and the addresses it printed.
-struct Replica {
-    proc: Proc,
-    grpc: String,
-    http: String,
-}
-
-fn start_replica(home: &Path, data: &Path, nats: &str, id: &str) -> Replica {
-    let mut child = gantry(home)
-        .args([
-            "control-plane",
-            "serve",
-            "--grpc-listen",
-            "127.0.0.1:0",
-            "--http-listen",
-            "127.0.0.1:0",
-            "--nats",
-            nats,
-            "--replica-id",
-            id,
-        ])
-        .arg("--data-dir")
-        .arg(data)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = lines(child.stderr.take().unwrap());
-    let line = wait_line(&stderr, "gantry: control plane gRPC on ");
-    let rest = line.split("gRPC on ").nth(1).unwrap();
-    let (grpc, http) = rest.split_once(", HTTP on ").unwrap();
-    wait_line(&stderr, "on NATS");
-    // Keeps reading, so the replica never blocks on a full pipe.
-    std::thread::spawn(move || while stderr.recv().is_ok() {});
-    Replica {
-        proc: Proc(child),
-        grpc: grpc.trim().to_owned(),
-        http: http.trim().to_owned(),
-    }
 }
 
 /// The runners replica `http` lists, by name: (id, connected).
@@ -116,12 +75,18 @@ fn seqs(events: &[Sse]) -> Vec<u64> {
 #[test]
 fn a_replica_dies_mid_turn_and_its_runners_finish_the_turn_on_the_other() {
     let Some(nats) = nats_url() else { return };
+    // The mock model and the database's guard live on a runtime of their
+    // own; the test itself drives processes.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let Some(db) = runtime.block_on(TestDatabase::create()) else {
+        return;
+    };
+    let _enter = runtime.enter();
+    let store = db.url();
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let cp_data = tmp.path().join("cp");
     std::fs::create_dir_all(&home).unwrap();
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let _enter = runtime.enter();
     // The command waits for a file the test creates: the turn is mid-command
     // for as long as the test needs.
     let llm = MockLlm::start(Script::new(vec![
@@ -143,7 +108,7 @@ fn a_replica_dies_mid_turn_and_its_runners_finish_the_turn_on_the_other() {
     .unwrap();
     let mut tokens = Vec::new();
     for name in ["r1", "r2", "r3"] {
-        let out = control_plane_cli(&home, &cp_data, &["add-runner", name]);
+        let out = control_plane_cli(&home, &cp_data, &["add-runner", name, "--store", &store]);
         assert!(
             out.status.success(),
             "{}",
@@ -159,8 +124,12 @@ fn a_replica_dies_mid_turn_and_its_runners_finish_the_turn_on_the_other() {
         .unwrap()
         .as_nanos();
     let run = format!("{}-{nanos}", std::process::id());
-    let a = start_replica(&home, &cp_data, &nats, &format!("a-{run}"));
-    let b = start_replica(&home, &cp_data, &nats, &format!("b-{run}"));
+    let replica = |id: &str| -> ControlPlane {
+        let id = format!("{id}-{run}");
+        let flags = ["--store", &store, "--nats", &nats, "--replica-id", &id];
+        start_control_plane_with(&home, &cp_data, "127.0.0.1:0", "127.0.0.1:0", &flags)
+    };
+    let (a, b) = (replica("a"), replica("b"));
     let (ga, gb) = (format!("http://{}", a.grpc), format!("http://{}", b.grpc));
     // r1 and r2 dial B first, r3 dials A first; each moves to the other
     // when its channel breaks.
@@ -227,9 +196,8 @@ fn a_replica_dies_mid_turn_and_its_runners_finish_the_turn_on_the_other() {
     let mut seen = follow.until(|e| is_item(e, "command_execution", "running"));
     assert!(seen.iter().any(|e| is_turn(e, "running")));
 
-    // B dies mid-turn, with no goodbye.
-    let Replica { proc, .. } = b;
-    drop(proc);
+    // B dies mid-turn, with no goodbye (SIGKILL).
+    drop(b);
     let workspace = tmp.path().join("workspaces-0").join(&thread);
     std::fs::write(workspace.join("release"), "").unwrap();
     seen.extend(follow.until(|e| is_turn(e, "completed")));

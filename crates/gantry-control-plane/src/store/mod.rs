@@ -1,19 +1,32 @@
 //! The control plane's store: runners and their tokens' hashes, agents,
 //! threads, the requests sent to runners, turns, items, and each thread's
-//! update log. It lives in its own database (`control-plane.db`) with its own
-//! migrations (`migrations/` of this crate), apart from the engine's.
+//! update log, and which replica holds each runner (leases). It lives in a
+//! database of its own, apart from the engine's: a SQLite file
+//! (`control-plane.db`, migrations in `migrations/` of this crate) by
+//! default, or PostgreSQL (`migrations-postgres/`), which replicas share.
+//! Both run the statements of `sql.rs` through the code of `shared.rs`.
 
 mod records;
+#[macro_use]
+mod shared;
+mod postgres;
 mod sql;
 mod sqlite;
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 
+pub use postgres::{PostgresControlPlaneStore, redacted};
 pub use records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
     ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert, Write,
 };
 pub use sqlite::{CONTROL_PLANE_DB, SqliteControlPlaneStore};
+
+/// The longest lease a store writes: a longer TTL is cut to it (a year,
+/// far beyond any renewal period, and within every backend's time range).
+pub const MAX_LEASE_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -118,4 +131,37 @@ pub trait ControlPlaneStore: Send + Sync {
         after: i64,
         limit: i64,
     ) -> Result<Vec<ThreadUpdateRecord>, StoreError>;
+
+    /// Takes runner `runner_id`'s lease for replica `replica_id` until
+    /// `ttl` from now (at most [`MAX_LEASE_TTL`]) if it is free, expired or
+    /// already this replica's; whether it is now this replica's. Time is
+    /// the database's clock (SQLite's or PostgreSQL's), never the caller's.
+    async fn claim_runner_lease(
+        &self,
+        runner_id: &str,
+        replica_id: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError>;
+
+    /// Extends every lease `replica_id` holds to `ttl` from now (a lease
+    /// another replica has claimed since it expired is that one's).
+    async fn renew_leases(&self, replica_id: &str, ttl: Duration) -> Result<(), StoreError>;
+
+    /// Gives up runner `runner_id`'s lease if `replica_id` holds it.
+    async fn release_runner_lease(
+        &self,
+        runner_id: &str,
+        replica_id: &str,
+    ) -> Result<(), StoreError>;
+
+    /// The replica holding runner `runner_id`'s lease, unless it expired.
+    async fn runner_lease_holder(&self, runner_id: &str) -> Result<Option<String>, StoreError>;
+
+    /// Closes every connection, waiting for them to finish.
+    async fn close(&self);
+}
+
+/// A lease's TTL in milliseconds, cut to [`MAX_LEASE_TTL`].
+fn ttl_ms(ttl: Duration) -> i64 {
+    i64::try_from(ttl.min(MAX_LEASE_TTL).as_millis()).unwrap_or(i64::MAX)
 }

@@ -196,3 +196,66 @@ pub(super) const INSERT_UPDATE: &str =
 /// A page of a thread's log after a seq.
 pub(super) const UPDATES_AFTER: &str = "SELECT thread_id, seq, ts, kind, data \
      FROM thread_updates WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3";
+
+/// The statements of runner leases, given how a backend says "now" and
+/// writes a time some milliseconds later (`$later.0` + the parameter +
+/// `$later.1`): the one place the two backends' SQL differs (see
+/// [`SQLITE_LEASES`], [`POSTGRES_LEASES`]).
+macro_rules! lease_statements {
+    (now: $now:literal, later: ($before:literal, $after:literal)) => {
+        LeaseStatements {
+            claim: concat!(
+                "INSERT INTO runner_leases (runner_id, replica_id, expires_at) \
+                 VALUES ($1, $2, ",
+                $before,
+                "$3",
+                $after,
+                ") ON CONFLICT (runner_id) DO UPDATE SET \
+                 replica_id = excluded.replica_id, expires_at = excluded.expires_at \
+                 WHERE runner_leases.replica_id = excluded.replica_id \
+                 OR runner_leases.expires_at <= ",
+                $now
+            ),
+            renew: concat!(
+                "UPDATE runner_leases SET expires_at = ",
+                $before,
+                "$2",
+                $after,
+                " WHERE replica_id = $1"
+            ),
+            release: "DELETE FROM runner_leases WHERE runner_id = $1 AND replica_id = $2",
+            holder: concat!(
+                "SELECT replica_id FROM runner_leases WHERE runner_id = $1 AND expires_at > ",
+                $now
+            ),
+        }
+    };
+}
+
+/// What a backend runs for runner leases.
+pub(super) struct LeaseStatements {
+    /// Takes runner `$1`'s lease for replica `$2` until `$3` ms from now,
+    /// when it is free, expired or already the replica's: one row affected
+    /// when taken, none when another replica holds it.
+    pub(super) claim: &'static str,
+    /// Extends every lease of replica `$1` to `$2` ms from now.
+    pub(super) renew: &'static str,
+    /// Gives up runner `$1`'s lease if replica `$2` holds it.
+    pub(super) release: &'static str,
+    /// The replica holding runner `$1`'s lease, if it has not expired.
+    pub(super) holder: &'static str,
+}
+
+/// SQLite: times are milliseconds since the epoch on SQLite's clock
+/// (`julianday('now')` stays the same for the whole statement).
+pub(super) const SQLITE_LEASES: LeaseStatements = lease_statements!(
+    now: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+    later: ("CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + ", "")
+);
+
+/// PostgreSQL: a timestamptz on the database's clock, which every replica
+/// shares whatever its own machine's clock says.
+pub(super) const POSTGRES_LEASES: LeaseStatements = lease_statements!(
+    now: "now()",
+    later: ("now() + ", " * interval '1 millisecond'")
+);

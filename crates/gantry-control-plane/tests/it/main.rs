@@ -13,6 +13,7 @@ mod recovery;
 mod replicas;
 mod runners;
 mod security;
+mod store;
 mod support;
 mod threads;
 mod unknown_kinds;

@@ -1,4 +1,5 @@
-//! Two replicas over one store and a real NATS server with JetStream
+//! Two replicas over one store (SQLite file, PostgreSQL database: each case
+//! runs on both) and a real NATS server with JetStream
 //! (`GANTRY_TEST_NATS`, default `nats://127.0.0.1:4222`): a request on one
 //! reaches the runner held by the other and its errors read the same; the
 //! thread's events on either replica carry every update in order; when the
@@ -14,8 +15,8 @@ use gantry_runner_protocol::v0_2::server_message::Request as RunnerRequest;
 use gantry_runner_protocol::v0_2::{self as pb, ItemStatus, ItemType, TurnStatus};
 use serde_json::{Value, json};
 use support::{
-    FakeRunner, Harness, agent_update, answer, guarded, item_update, offering, request_error,
-    take_events, thread_update, turn_update,
+    FakeRunner, Harness, StoreAt, agent_update, answer, guarded, item_update, offering,
+    request_error, take_events, thread_update, turn_update,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -41,8 +42,8 @@ pub(crate) fn nats_url() -> Option<String> {
     );
 }
 
-/// A replica of the control plane in `dir` on NATS at `url`.
-async fn replica(dir: &std::path::Path, url: &str, id: &str) -> Harness {
+/// A replica of the control plane over the store at `at` on NATS at `url`.
+async fn replica(at: &StoreAt, url: &str, id: &str) -> Harness {
     let id = format!("{id}-{}", uuid::Uuid::now_v7().simple());
     let cluster = guarded("NATS", Cluster::connect(url, Some(id)))
         .await
@@ -52,8 +53,23 @@ async fn replica(dir: &std::path::Path, url: &str, id: &str) -> Harness {
         cluster: Some(cluster),
         ..ControlPlaneOptions::default()
     };
-    Harness::start_with(dir, options).await
+    Harness::start_over(at.open().await, options).await
 }
+
+/// Adds a runner to the store at `at` (before any replica reads the
+/// runners): its id and token.
+async fn add_runner(at: &StoreAt) -> (String, String) {
+    let cp = ControlPlane::open(at.open().await, ControlPlaneOptions::default())
+        .await
+        .unwrap();
+    let (runner, token) = cp.add_runner("r1").await.unwrap();
+    (runner.id, token)
+}
+
+support::on_both_backends!(
+    a_request_on_one_replica_reaches_the_runner_on_the_other,
+    when_the_holding_replica_stops_its_runner_moves_and_followers_miss_nothing,
+);
 
 /// Waits until replica `h` lists runner `id` as `connected`. What another
 /// replica's lease says reaches this one by a watch, with no event a
@@ -148,20 +164,11 @@ fn seqs(events: &[eventsource_stream::Event]) -> Vec<i64> {
     events.iter().map(|e| e.id.parse().unwrap()).collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_request_on_one_replica_reaches_the_runner_on_the_other() {
+async fn a_request_on_one_replica_reaches_the_runner_on_the_other(at: StoreAt) {
     let Some(url) = nats_url() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    // The runner exists before either replica reads the runners.
-    let (runner_id, token) = {
-        let cp = ControlPlane::open_in(dir.path(), ControlPlaneOptions::default())
-            .await
-            .unwrap();
-        let (runner, token) = cp.add_runner("r1").await.unwrap();
-        (runner.id, token)
-    };
-    let a = replica(dir.path(), &url, "a").await;
-    let b = replica(dir.path(), &url, "b").await;
+    let (runner_id, token) = add_runner(&at).await;
+    let a = replica(&at, &url, "a").await;
+    let b = replica(&at, &url, "b").await;
     let mut runner = FakeRunner::connect(b.grpc, &token, offering("gantry", &["m1"])).await;
     wait_listed(&a, &runner_id, true).await;
 
@@ -223,19 +230,11 @@ async fn a_request_on_one_replica_reaches_the_runner_on_the_other() {
     b.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn when_the_holding_replica_stops_its_runner_moves_and_followers_miss_nothing() {
+async fn when_the_holding_replica_stops_its_runner_moves_and_followers_miss_nothing(at: StoreAt) {
     let Some(url) = nats_url() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let (runner_id, token) = {
-        let cp = ControlPlane::open_in(dir.path(), ControlPlaneOptions::default())
-            .await
-            .unwrap();
-        let (runner, token) = cp.add_runner("r1").await.unwrap();
-        (runner.id, token)
-    };
-    let a = replica(dir.path(), &url, "a").await;
-    let b = replica(dir.path(), &url, "b").await;
+    let (runner_id, token) = add_runner(&at).await;
+    let a = replica(&at, &url, "a").await;
+    let b = replica(&at, &url, "b").await;
     let mut runner = FakeRunner::connect(b.grpc, &token, offering("gantry", &["m1"])).await;
     wait_listed(&a, &runner_id, true).await;
     let thread_id = agent_and_thread(&a, &mut runner, &runner_id).await;
