@@ -49,14 +49,28 @@ impl Cluster {
                 return;
             }
         };
+        // Until the put answers, no lease seen is newer than this one.
+        self.held().insert(runner_id.to_owned(), u64::MAX);
         match self.inner.runners.put(runner_id, value).await {
             Ok(revision) => {
                 self.held().insert(runner_id.to_owned(), revision);
             }
             Err(e) => {
+                self.held().remove(runner_id);
                 tracing::error!(runner = runner_id, error = %e, "cannot record the runner's lease in NATS; other replicas cannot reach it");
             }
         }
+    }
+
+    /// Whether a lease written at `revision` by another replica is newer
+    /// than this replica's own of the runner (which it then forgets).
+    fn superseded(&self, runner_id: &str, revision: u64) -> bool {
+        let mut held = self.held();
+        if held.get(runner_id).is_some_and(|own| *own < revision) {
+            held.remove(runner_id);
+            return true;
+        }
+        false
     }
 
     /// The runner's channel here closed: its lease goes, unless another
@@ -131,6 +145,12 @@ pub(super) async fn watch_runners(cluster: Cluster, cp: ControlPlane) {
             Some(lease) if lease.replica != me => {
                 // Another replica writes this runner's threads from now on.
                 inner.tracker.forget_runner(&entry.key);
+                if cluster.superseded(&entry.key, entry.revision) {
+                    // The runner connected there after it did here: the
+                    // channel here died unseen, and must not take requests.
+                    tracing::info!(runner = %entry.key, replica = %lease.replica, "runner moved to another replica; its old channel here is dropped");
+                    inner.registry.drop_channel(&entry.key);
+                }
                 let version = lease.protocol.parse().unwrap_or_default();
                 let remote = Remote {
                     replica: lease.replica,
@@ -156,7 +176,9 @@ async fn watch(
 ) {
     let stop = &cp.inner.stop;
     while !stop.is_cancelled() {
-        let mut entries = match bucket.watch_all().await {
+        // The latest entry of every key first (`watch_all` would start
+        // with what changes from now on), then each change.
+        let mut entries = match bucket.watch_with_history(">").await {
             Ok(entries) => entries,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot watch a NATS KV bucket; trying again");

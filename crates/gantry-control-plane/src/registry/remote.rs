@@ -52,6 +52,14 @@ impl Registry {
         self.state().replicas.remove(replica);
     }
 
+    /// Forgets the runner's channel here without waiting for it to end:
+    /// another replica holds a newer one (this one died unseen).
+    pub(crate) fn drop_channel(&self, runner_id: &str) {
+        if let Some(channel) = self.state().channels.remove(runner_id) {
+            channel.ended.cancel();
+        }
+    }
+
     /// The live replica holding the runner's channel, when it is not here.
     pub(crate) fn holder(&self, runner_id: &str) -> Option<Remote> {
         let state = self.state();

@@ -69,6 +69,7 @@ async fn add_runner(at: &StoreAt) -> (String, String) {
 support::on_both_backends!(
     a_request_on_one_replica_reaches_the_runner_on_the_other,
     when_the_holding_replica_stops_its_runner_moves_and_followers_miss_nothing,
+    a_runner_that_moved_is_reached_where_it_is_now,
 );
 
 /// Waits until replica `h` lists runner `id` as `connected`. What another
@@ -167,9 +168,10 @@ fn seqs(events: &[eventsource_stream::Event]) -> Vec<i64> {
 async fn a_request_on_one_replica_reaches_the_runner_on_the_other(at: StoreAt) {
     let Some(url) = nats_url() else { return };
     let (runner_id, token) = add_runner(&at).await;
-    let a = replica(&at, &url, "a").await;
     let b = replica(&at, &url, "b").await;
     let mut runner = FakeRunner::connect(b.grpc, &token, offering("gantry", &["m1"])).await;
+    // A starts after the runner connected to B: it learns of both all the same.
+    let a = replica(&at, &url, "a").await;
     wait_listed(&a, &runner_id, true).await;
 
     let thread_id = agent_and_thread(&a, &mut runner, &runner_id).await;
@@ -280,4 +282,41 @@ async fn when_the_holding_replica_stops_its_runner_moves_and_followers_miss_noth
     let (_, view) = a.get(&format!("/v1/threads/{thread_id}")).await;
     assert_eq!(view["turns"][0]["status"], "completed", "{view}");
     a.stop().await;
+}
+
+/// A runner whose channel to A died unseen connects to B: A drops its old
+/// channel at once (B's lease is newer) and routes the runner's requests
+/// to B, rather than into the dead channel until a keepalive notices.
+async fn a_runner_that_moved_is_reached_where_it_is_now(at: StoreAt) {
+    let Some(url) = nats_url() else { return };
+    let (runner_id, token) = add_runner(&at).await;
+    let a = replica(&at, &url, "a").await;
+    let b = replica(&at, &url, "b").await;
+    // The first channel stays open on A, unanswered, as a half-open one would.
+    let _stale = FakeRunner::connect(a.grpc, &token, offering("gantry", &["m1"])).await;
+    wait_listed(&b, &runner_id, true).await;
+    let mut runner = FakeRunner::connect(b.grpc, &token, offering("gantry", &["m1"])).await;
+    guarded("A to drop the runner's old channel", async {
+        loop {
+            let metrics = a
+                .client
+                .get(a.url("/metrics"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            if metrics.contains("\ngantry_cp_runners_connected 0\n") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let thread_id = agent_and_thread(&a, &mut runner, &runner_id).await;
+    let (status, thread) = a.get(&format!("/v1/threads/{thread_id}")).await;
+    assert_eq!(status, 200, "{thread}");
+    a.stop().await;
+    b.stop().await;
 }
