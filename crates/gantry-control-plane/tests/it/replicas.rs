@@ -6,10 +6,12 @@
 //! holding replica stops, its runner is offline elsewhere until it
 //! connects again, and a follower resumes with no gap and no duplicate.
 
+use crate::e2e_v0_7::{Runner07, wait_connected};
 use crate::support;
 
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use gantry_control_plane::{Cluster, ControlPlane, ControlPlaneOptions};
 use gantry_runner_protocol::v0_2::server_message::Request as RunnerRequest;
 use gantry_runner_protocol::v0_2::{self as pb, ItemStatus, ItemType, TurnStatus};
@@ -317,6 +319,79 @@ async fn a_runner_that_moved_is_reached_where_it_is_now(at: StoreAt) {
     let thread_id = agent_and_thread(&a, &mut runner, &runner_id).await;
     let (status, thread) = a.get(&format!("/v1/threads/{thread_id}")).await;
     assert_eq!(status, 200, "{thread}");
+    a.stop().await;
+    b.stop().await;
+}
+
+/// A real 0.7 runner held by B, driven through A: A knows its version from
+/// the lease (a 0.7-only field is taken, `protocol` says 0.7), and an
+/// interrupt, which awaits no reply, reaches it through B.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_07_runner_on_another_replica_is_interrupted_through_it() {
+    let Some(url) = nats_url() else { return };
+    let at = StoreAt::new(support::Backend::Sqlite).await.unwrap();
+    let (runner_id, token) = add_runner(&at).await;
+    let llm = gantry_testkit::MockLlm::start(gantry_testkit::Script::new([
+        gantry_testkit::Step::tool_call(
+            "shell",
+            json!({"command": "while [ ! -e release ]; do sleep 0.05; done"}),
+        ),
+        gantry_testkit::Step::text("Stopped."),
+    ]))
+    .unwrap();
+    let b = replica(&at, &url, "b").await;
+    let runner = Runner07::start(&b, &at.dir.path().join("runner"), token, &llm).await;
+    let a = replica(&at, &url, "a").await;
+    let model = wait_connected(&a, &runner_id).await;
+    let (status, agent) = a.post("/v1/agents", json!({})).await;
+    assert_eq!(status, 201, "{agent}");
+    let agent_id = agent["id"].as_str().unwrap();
+    let (status, thread) = a
+        .post(
+            &format!("/v1/agents/{agent_id}/threads"),
+            json!({"model": model, "instructions": "Be brief."}),
+        )
+        .await;
+    assert_eq!(status, 201, "{thread}");
+    let thread_id = thread["id"].as_str().unwrap().to_owned();
+    let mut events = a.follow(&thread_id, None).await;
+    let (status, sent) = a
+        .post(
+            &format!("/v1/threads/{thread_id}/messages"),
+            json!({"text": "wait"}),
+        )
+        .await;
+    assert_eq!(status, 202, "{sent}");
+    let is = |event: &eventsource_stream::Event, kind: &str, status: &str| {
+        let data: Value = serde_json::from_str(&event.data).unwrap();
+        data["kind"] == kind && data["data"]["status"] == status
+    };
+    guarded("the command to run", async {
+        while let Some(event) = events.next().await {
+            if is(&event, "item", "running") {
+                let data: Value = serde_json::from_str(&event.data).unwrap();
+                if data["data"]["type"] == "command_execution" {
+                    return;
+                }
+            }
+        }
+        panic!("the events ended");
+    })
+    .await;
+    let (status, interrupt) = a
+        .post(&format!("/v1/threads/{thread_id}/interrupt"), json!({}))
+        .await;
+    assert_eq!(status, 202, "{interrupt}");
+    guarded("the turn to end", async {
+        while let Some(event) = events.next().await {
+            if event.event == "turn" && !is(&event, "turn", "running") {
+                return;
+            }
+        }
+        panic!("the events ended");
+    })
+    .await;
+    runner.stop().await;
     a.stop().await;
     b.stop().await;
 }
