@@ -174,10 +174,18 @@ impl Tracker {
         if batch.writes.is_empty() {
             return Ok(0);
         }
-        let entries = self
-            .writer
-            .submit(std::mem::take(&mut batch.writes))
-            .await?;
+        let written = self.writer.submit(std::mem::take(&mut batch.writes)).await;
+        let entries = match written {
+            Ok(entries) => entries,
+            Err(e) => {
+                // What is kept of these threads may be what failed (say,
+                // another replica wrote them meanwhile): read them again.
+                for thread_id in batch.threads.keys() {
+                    self.cache.forget_thread(thread_id);
+                }
+                return Err(e);
+            }
+        };
         self.cache.committed(batch.threads, batch.requests);
         let count = entries.len();
         if let Some(cluster) = &self.cluster {
