@@ -1,5 +1,6 @@
 //! Following a thread: its update log after a seq, replayed from the store,
-//! then live, with no gap and no duplicate.
+//! then live (from this process, or among replicas from JetStream, where
+//! every replica's updates are), with no gap and no duplicate.
 
 use futures_util::StreamExt;
 use tokio::sync::broadcast;

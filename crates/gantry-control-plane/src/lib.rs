@@ -14,6 +14,8 @@
 //! - `ops`: what the API does; `http`: its routes; `service`: the gRPC side.
 //! - [`github`]: the GitHub App that mints installation tokens for runners.
 //! - [`store`]: where all of it is kept.
+//! - `nats`: replicas ([`Cluster`]): which replica holds each runner, requests
+//!   routed to it, thread updates on JetStream for every replica's followers.
 //!
 //! State lives in a [`ControlPlaneStore`] (SQLite by default, or PostgreSQL,
 //! which replicas share), so a restart keeps runners, agents, threads and
