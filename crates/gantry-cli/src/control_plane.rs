@@ -18,7 +18,8 @@ use gantry_control_plane::store::{
     redacted,
 };
 use gantry_control_plane::{
-    self as control_plane, ControlPlane, ControlPlaneOptions, DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR,
+    self as control_plane, Cluster, ControlPlane, ControlPlaneOptions, DEFAULT_GRPC_ADDR,
+    DEFAULT_HTTP_ADDR,
 };
 use tokio::net::TcpListener;
 
@@ -56,7 +57,12 @@ names, so a restart loses nothing; runners reconnect by themselves.
 
   # On PostgreSQL (the database is created if missing; replicas share it):
   gantry control-plane serve --store postgres://gantry@db.internal/gantry_cp
-  gantry control-plane add-runner builder-1 --store postgres://gantry@db.internal/gantry_cp";
+  gantry control-plane add-runner builder-1 --store postgres://gantry@db.internal/gantry_cp
+
+  # Replicas: several serving one store, with NATS (JetStream) between them:
+  # a request reaches a runner held by another replica through NATS, and
+  # every replica's thread events carry every update.
+  gantry control-plane serve --store postgres://... --nats nats://127.0.0.1:4222";
 
 /// Gantry's own control plane: runners dial it, users drive it over HTTP.
 #[derive(Debug, Args)]
@@ -90,7 +96,7 @@ pub(crate) enum ControlPlaneCommand {
     /// Prints one line on stderr once both listen:
     /// `gantry: control plane gRPC on ADDR, HTTP on ADDR`.
     #[command(after_help = EXAMPLES)]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Allow a runner to connect: prints its bearer token once on stdout
     /// (only its hash is kept; a lost token means adding the runner anew).
     #[command(
@@ -181,6 +187,18 @@ pub(crate) struct ServeArgs {
     /// with several --control-plane URLs move to another replica.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub drain_secs: u64,
+
+    /// Run as one of several replicas sharing this store: NATS with
+    /// JetStream at URL routes requests to the replica holding a runner's
+    /// channel and carries thread updates to every replica's followers.
+    /// Without it, one process serves everything.
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+
+    /// This replica's id among the replicas (letters, digits, `-`, `_`;
+    /// default: a new one at each start).
+    #[arg(long, value_name = "ID", requires = "nats")]
+    pub replica_id: Option<String>,
 }
 
 /// `RUNNER=ID` with a positive id.
@@ -226,7 +244,7 @@ pub(crate) async fn run(data_dir: PathBuf, args: ControlPlaneArgs) -> Result<Exi
     let opened = open_store(&location).await?;
     let store = opened.store.clone();
     let result = match args.command {
-        ControlPlaneCommand::Serve(args) => serve(opened, args).await,
+        ControlPlaneCommand::Serve(args) => serve(opened, *args).await,
         ControlPlaneCommand::AddRunner(args) => {
             add_runner(store.as_ref(), &args.name, args.protocol).await
         }
@@ -277,8 +295,13 @@ async fn serve(opened: Opened, args: ServeArgs) -> Result<ExitCode> {
         allowed_hosts: args.allowed_hosts.clone(),
         heartbeat: Duration::from_secs(args.heartbeat_secs),
         drain: Duration::from_secs(args.drain_secs),
+        cluster: match &args.nats {
+            Some(url) => Some(Cluster::connect(url, args.replica_id.clone()).await?),
+            None => None,
+        },
         ..ControlPlaneOptions::default()
     };
+    let cluster = options.cluster.clone();
     let cp = ControlPlane::open(opened.store, options)
         .await
         .with_context(|| format!("cannot open the control plane on {}", opened.name))?;
@@ -309,6 +332,9 @@ async fn serve(opened: Opened, args: ServeArgs) -> Result<ExitCode> {
     let stop = stop_signal();
     // The one line scripts wait for (the ports, when 0 was asked for).
     eprintln!("gantry: control plane gRPC on {grpc_addr}, HTTP on {http_addr}");
+    if let Some(cluster) = &cluster {
+        eprintln!("gantry: replica {} on NATS", cluster.replica());
+    }
     control_plane::serve(cp, grpc, http, stop).await?;
     eprintln!("gantry: stopped");
     Ok(ExitCode::SUCCESS)

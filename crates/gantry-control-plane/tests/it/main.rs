@@ -10,6 +10,7 @@ mod github_app;
 mod grpc_wire;
 mod operations;
 mod recovery;
+mod replicas;
 mod runners;
 mod security;
 mod store;
