@@ -119,12 +119,3 @@ CREATE TABLE thread_updates (
     data      TEXT NOT NULL,
     PRIMARY KEY (thread_id, seq)
 );
-
--- Which replica holds each runner's channel, until when. Here `expires_at`
--- is a timestamptz on the database's clock (SQLite: ms on its own), so
--- replicas on machines whose clocks differ agree on what has expired.
-CREATE TABLE runner_leases (
-    runner_id  TEXT PRIMARY KEY,
-    replica_id TEXT NOT NULL,
-    expires_at TIMESTAMPTZ NOT NULL
-);

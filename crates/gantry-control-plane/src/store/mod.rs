@@ -1,7 +1,7 @@
 //! The control plane's store: runners and their tokens' hashes, agents,
 //! threads, the requests sent to runners, turns, items, and each thread's
-//! update log, and which replica holds each runner (leases). It lives in a
-//! database of its own, apart from the engine's: a SQLite file
+//! update log. (Which replica holds a runner is in NATS KV: see
+//! `nats/`.) It lives in a database of its own, apart from the engine's: a SQLite file
 //! (`control-plane.db`, migrations in `migrations/` of this crate) by
 //! default, or PostgreSQL (`migrations-postgres/`), which replicas share.
 //! Both run the statements of `sql.rs` through the code of `shared.rs`.
@@ -13,8 +13,6 @@ mod postgres;
 mod sql;
 mod sqlite;
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 
 pub use postgres::{PostgresControlPlaneStore, redacted};
@@ -23,10 +21,6 @@ pub use records::{
     ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert, Write,
 };
 pub use sqlite::{CONTROL_PLANE_DB, SqliteControlPlaneStore};
-
-/// The longest lease a store writes: a longer TTL is cut to it (a year,
-/// far beyond any renewal period, and within every backend's time range).
-pub const MAX_LEASE_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -132,36 +126,6 @@ pub trait ControlPlaneStore: Send + Sync {
         limit: i64,
     ) -> Result<Vec<ThreadUpdateRecord>, StoreError>;
 
-    /// Takes runner `runner_id`'s lease for replica `replica_id` until
-    /// `ttl` from now (at most [`MAX_LEASE_TTL`]) if it is free, expired or
-    /// already this replica's; whether it is now this replica's. Time is
-    /// the database's clock (SQLite's or PostgreSQL's), never the caller's.
-    async fn claim_runner_lease(
-        &self,
-        runner_id: &str,
-        replica_id: &str,
-        ttl: Duration,
-    ) -> Result<bool, StoreError>;
-
-    /// Extends every lease `replica_id` holds to `ttl` from now (a lease
-    /// another replica has claimed since it expired is that one's).
-    async fn renew_leases(&self, replica_id: &str, ttl: Duration) -> Result<(), StoreError>;
-
-    /// Gives up runner `runner_id`'s lease if `replica_id` holds it.
-    async fn release_runner_lease(
-        &self,
-        runner_id: &str,
-        replica_id: &str,
-    ) -> Result<(), StoreError>;
-
-    /// The replica holding runner `runner_id`'s lease, unless it expired.
-    async fn runner_lease_holder(&self, runner_id: &str) -> Result<Option<String>, StoreError>;
-
     /// Closes every connection, waiting for them to finish.
     async fn close(&self);
-}
-
-/// A lease's TTL in milliseconds, cut to [`MAX_LEASE_TTL`].
-fn ttl_ms(ttl: Duration) -> i64 {
-    i64::try_from(ttl.min(MAX_LEASE_TTL).as_millis()).unwrap_or(i64::MAX)
 }

@@ -6,8 +6,7 @@
 //! database orders writers, and another process may write at any time);
 //! [`ControlPlaneStore::apply`] takes a per-thread advisory lock so two
 //! processes never compute the same next seq (a batch's seqs, assigned by
-//! its writer, are refused twice by the log's primary key); leases are on
-//! the database's clock (`sql::POSTGRES_LEASES`). It opens the way the
+//! its writer, are refused twice by the log's primary key). It opens the way the
 //! engine's PostgreSQL store does (`gantry-store`'s `postgres/mod.rs`).
 
 use std::str::FromStr;
@@ -22,7 +21,7 @@ use super::records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
     ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert, Write,
 };
-use super::sql::{self, POSTGRES_LEASES as LEASES};
+use super::sql;
 use super::{ControlPlaneStore, StoreError};
 
 /// The schema migrations, embedded at compile time from `migrations-postgres/`.

@@ -2,16 +2,16 @@
 //! sqlx types a query by its database, so one function cannot serve a
 //! SQLite and a PostgreSQL connection without a wall of trait bounds, while
 //! the text below is the same for both. Where a backend differs (how it
-//! serializes writers, its lease statements) it says so in its own module.
+//! serializes writers) it says so in its own module.
 //!
 //! The expansion site provides: `self.pool` (the backend's pool),
 //! `self.execute(what, query)` (runs one write statement, returns the rows
-//! it affected), `LEASES` (its [`super::sql::LeaseStatements`]), and the
+//! it affected), and the
 //! type aliases `Db` (its database), `Conn` (its connection) and `Args`
 //! (its query arguments).
 
 /// `impl ControlPlaneStore for $store`: the methods that are one statement
-/// each (reads, single writes and leases) written here, then the backend's
+/// each (reads and single writes) written here, then the backend's
 /// own (`apply` and `write`, which differ in how writers are serialized).
 /// The whole impl is generated so `#[async_trait]` sees every method.
 macro_rules! impl_control_plane_store {
@@ -239,53 +239,6 @@ macro_rules! impl_control_plane_store {
                     .fetch_all(&self.pool)
                     .await
                     .map_err(db_error("read thread updates"))
-            }
-
-            async fn claim_runner_lease(
-                &self,
-                runner_id: &str,
-                replica_id: &str,
-                ttl: std::time::Duration,
-            ) -> Result<bool, StoreError> {
-                let query = sqlx::query(LEASES.claim)
-                    .bind(runner_id)
-                    .bind(replica_id)
-                    .bind(super::ttl_ms(ttl));
-                Ok(self.execute("claim runner lease", query).await? == 1)
-            }
-
-            async fn renew_leases(
-                &self,
-                replica_id: &str,
-                ttl: std::time::Duration,
-            ) -> Result<(), StoreError> {
-                let query = sqlx::query(LEASES.renew)
-                    .bind(replica_id)
-                    .bind(super::ttl_ms(ttl));
-                self.execute("renew leases", query).await.map(drop)
-            }
-
-            async fn release_runner_lease(
-                &self,
-                runner_id: &str,
-                replica_id: &str,
-            ) -> Result<(), StoreError> {
-                let query = sqlx::query(LEASES.release)
-                    .bind(runner_id)
-                    .bind(replica_id);
-                self.execute("release runner lease", query).await.map(drop)
-            }
-
-            async fn runner_lease_holder(
-                &self,
-                runner_id: &str,
-            ) -> Result<Option<String>, StoreError> {
-                let holder: Option<(String,)> = sqlx::query_as(LEASES.holder)
-                    .bind(runner_id)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(db_error("read runner lease"))?;
-                Ok(holder.map(|(replica,)| replica))
             }
 
             async fn close(&self) {

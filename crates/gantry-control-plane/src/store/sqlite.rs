@@ -12,7 +12,7 @@ use super::records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
     ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert, Write,
 };
-use super::sql::{self, SQLITE_LEASES as LEASES};
+use super::sql;
 use super::{ControlPlaneStore, StoreError};
 
 /// The database's file name in the data dir.

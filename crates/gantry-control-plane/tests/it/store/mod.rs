@@ -1,9 +1,7 @@
 //! The control plane's store, on SQLite and on PostgreSQL: every case runs
 //! on both backends (`sqlite` and `postgres` tests of its module), through
 //! the `ControlPlaneStore` trait, reopening the store where a restart
-//! matters. `leases.rs`: runner leases.
-
-mod leases;
+//! matters.
 
 use std::sync::Arc;
 
