@@ -203,6 +203,7 @@ impl SseParser for MessageParser {
                     stop_block(block, out);
                 }
                 out.push_back(ModelEvent::Usage(self.usage()));
+                // Anthropic's `refusal` is already `crate::REFUSAL`.
                 out.push_back(ModelEvent::Finished {
                     finish_reason: self.stop_reason.take(),
                 });
