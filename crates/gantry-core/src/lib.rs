@@ -71,6 +71,6 @@ pub use structured_api::{
 };
 pub use thread_mcp::THREAD_MCP_SERVERS_SETTING;
 pub use tool_host::{
-    CommandExit, CommandRunner, FileAccess, HostCommand, ToolHost, ToolHostSource,
+    CommandExit, CommandRunner, FileAccess, HostCommand, OutputSink, ToolHost, ToolHostSource,
 };
 pub use writer::StoreUnavailable;
