@@ -9,9 +9,10 @@ pub(crate) struct Streamed {
     seen: String,
 }
 
-/// The end of the output already seen that locates it again in an output
-/// whose start the client cut.
-const ANCHOR: usize = 256;
+/// How much of the end of the output already seen is looked for in an
+/// output whose start the client cut, longest first: the client may have
+/// cut into the longer ones.
+const ANCHORS: [usize; 3] = [256, 64, 16];
 
 impl Streamed {
     /// What `output` (the whole output now) adds to what was seen, if
@@ -19,22 +20,28 @@ impl Streamed {
     pub(crate) fn next(&mut self, output: &str) -> Option<String> {
         let new = match output.strip_prefix(self.seen.as_str()) {
             Some(rest) => rest.to_owned(),
-            // The client cut the start: find where the last answer ended.
-            None => {
-                let mut at = self.seen.len().saturating_sub(ANCHOR);
-                while !self.seen.is_char_boundary(at) {
-                    at += 1;
-                }
-                let anchor = &self.seen[at..];
-                match output.rfind(anchor) {
-                    Some(found) if !anchor.is_empty() => output[found + anchor.len()..].to_owned(),
-                    // Nothing to go by: only what comes next is new.
-                    _ => String::new(),
-                }
-            }
+            // The client cut the start: find where the last answer ended;
+            // with nothing to go by, only what comes next is new.
+            None => ANCHORS
+                .iter()
+                .find_map(|len| {
+                    let anchor = self.tail(*len);
+                    let found = output.rfind(anchor).filter(|_| !anchor.is_empty())?;
+                    Some(output[found + anchor.len()..].to_owned())
+                })
+                .unwrap_or_default(),
         };
         output.clone_into(&mut self.seen);
         (!new.is_empty()).then_some(new)
+    }
+
+    /// The last `len` bytes seen (fewer, to start on a character).
+    fn tail(&self, len: usize) -> &str {
+        let mut at = self.seen.len().saturating_sub(len);
+        while !self.seen.is_char_boundary(at) {
+            at += 1;
+        }
+        &self.seen[at..]
     }
 }
 
@@ -50,7 +57,10 @@ mod tests {
         assert_eq!(s.next("one\n"), None);
         assert_eq!(s.next("one\ntwo\n").as_deref(), Some("two\n"));
         // The client kept only the end.
-        assert_eq!(s.next("e\ntwo\nthree\n").as_deref(), Some("three\n"));
+        let long = format!("{}line two\n", "x".repeat(300));
+        assert_eq!(s.next(&long), None, "nothing to tell where it went on");
+        let cut = format!("{}line two\nthree\n", "x".repeat(10));
+        assert_eq!(s.next(&cut).as_deref(), Some("three\n"));
         assert_eq!(s.next("completely different"), None);
         assert_eq!(s.next("completely different!").as_deref(), Some("!"));
     }
