@@ -179,7 +179,7 @@ mod tests {
     fn minimal_body_has_max_tokens_and_no_optional_fields() {
         let req = ModelRequest {
             model: "claude".into(),
-            messages: vec![Message::user("hi".into())].into(),
+            messages: vec![Message::user("hi")].into(),
             ..ModelRequest::default()
         };
         assert_eq!(
@@ -230,8 +230,8 @@ mod tests {
     #[test]
     fn roles_alternate_and_tool_results_lead_their_user_message() {
         let history = vec![
-            Message::user("a".into()),
-            Message::user("b".into()),
+            Message::user("a"),
+            Message::user("b"),
             Message::Assistant {
                 reasoning: vec![
                     ReasoningBlock {
@@ -251,7 +251,7 @@ mod tests {
                 text: String::new(),
                 tool_calls: vec![call("t1", r#"{"x":1}"#), call("t2", "{bad")],
             },
-            Message::user("steer".into()),
+            Message::user("steer"),
             Message::ToolResult {
                 call_id: "t1".into(),
                 output: "ok".into(),

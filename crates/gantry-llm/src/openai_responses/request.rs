@@ -122,7 +122,7 @@ mod tests {
     fn optional_fields_are_left_out() {
         let req = ModelRequest {
             model: "m".into(),
-            messages: vec![Message::user("hi".into())].into(),
+            messages: vec![Message::user("hi")].into(),
             ..ModelRequest::default()
         };
         assert_eq!(

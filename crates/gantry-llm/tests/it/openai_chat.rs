@@ -254,7 +254,7 @@ async fn request_has_openai_shape() {
         model: "gpt-test".into(),
         instructions: Some("Be brief.".into()),
         messages: vec![
-            Message::user("list files".into()),
+            Message::user("list files"),
             Message::Assistant {
                 reasoning: Vec::new(),
                 text: String::new(),
@@ -273,7 +273,7 @@ async fn request_has_openai_shape() {
                 text: "One file.".into(),
                 tool_calls: vec![],
             },
-            Message::user("thanks".into()),
+            Message::user("thanks"),
         ]
         .into(),
         tools: vec![ToolSpec {

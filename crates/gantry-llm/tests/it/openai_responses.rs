@@ -345,7 +345,7 @@ async fn request_has_responses_shape() {
         model: "gpt-test".into(),
         instructions: Some("Be brief.".into()),
         messages: vec![
-            Message::user("list files".into()),
+            Message::user("list files"),
             Message::Assistant {
                 // Another provider's thinking cannot be replayed here.
                 reasoning: vec![ReasoningBlock {
@@ -365,7 +365,7 @@ async fn request_has_responses_shape() {
                 text: "One file.".into(),
                 tool_calls: vec![],
             },
-            Message::user("thanks".into()),
+            Message::user("thanks"),
         ]
         .into(),
         tools: vec![ToolSpec {
