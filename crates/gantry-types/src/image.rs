@@ -56,7 +56,7 @@ impl ImagePart {
         let padding = self.data.len() - body.len();
         let base64 = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
         if self.data.is_empty()
-            || self.data.len() % 4 != 0
+            || !self.data.len().is_multiple_of(4)
             || padding > 2
             || !body.bytes().all(base64)
         {

@@ -69,8 +69,7 @@ fn item_kinds() -> Vec<ItemKind> {
         ItemKind::UserMessage {
             text: "hello 👋".into(),
             key: Some("req-1".into()),
-            // Images are kept in the log like the text.
-            images: vec![gantry_types::ImagePart::new("image/png", "iVBORw0KGgo=")],
+            images: Vec::new(),
         },
         ItemKind::AgentMessage {
             text: "hi\nthere".into(),
@@ -118,7 +117,7 @@ pub(crate) fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
                 turn_id: turn.clone(),
                 text: "next".into(),
                 key: None,
-                images: vec![gantry_types::ImagePart::new("image/jpeg", "/9j/4AAQ")],
+                images: Vec::new(),
             },
         },
         EventPayload::TurnStarted {
