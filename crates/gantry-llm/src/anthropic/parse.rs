@@ -534,4 +534,21 @@ mod tests {
             Err(ModelError::StreamCut(_))
         ));
     }
+
+    #[test]
+    fn a_refusal_stop_reason_finishes_as_refusal() {
+        let (events, _) = run(&[
+            (
+                "message_delta",
+                r#"{"type":"message_delta","delta":{"stop_reason":"refusal"},"usage":{"output_tokens":1}}"#,
+            ),
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ]);
+        assert_eq!(
+            events.last(),
+            Some(&ModelEvent::Finished {
+                finish_reason: Some(crate::REFUSAL.into())
+            })
+        );
+    }
 }
