@@ -9,7 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
-import { acp, startAgent, until, writeScript } from "./harness.mjs";
+import { acp, startAgent, startMockLlm, until, writeScript } from "./harness.mjs";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "acp-conformance-"));
 const dataDir = path.join(root, "data");
@@ -70,7 +70,7 @@ function fakeTerminals() {
       const { spawn } = await import("node:child_process");
       const id = `term-${list.size + 1}`;
       const proc = spawn(params.command, params.args ?? [], { cwd: params.cwd, env: process.env });
-      const t = { output: "", exit: null };
+      const t = { output: "", exit: null, liveReads: [] };
       proc.stdout.on("data", (d) => (t.output += d));
       proc.stderr.on("data", (d) => (t.output += d));
       t.done = new Promise((resolve) =>
@@ -86,6 +86,12 @@ function fakeTerminals() {
     },
     output({ terminalId }) {
       const t = list.get(terminalId);
+      // Read while the command still runs (it waits for a line on stdin
+      // until then): what Gantry streams as the command's output deltas.
+      if (t.exit === null && t.output) {
+        t.liveReads.push(t.output);
+        t.proc.stdin.end("\n");
+      }
       return { output: t.output, truncated: false, exitStatus: t.exit };
     },
     async wait({ terminalId }) {
@@ -356,10 +362,10 @@ const thirdScript = writeScript(root, "third.json", [
     },
   },
   { reply: { tool_calls: [{ name: "write_file", arguments: { path: "fresh.txt", content: "new\n" } }] } },
-  { reply: { tool_calls: [{ name: "shell", arguments: { command: "echo from the terminal; exit 3" } }] } },
+  { reply: { tool_calls: [{ name: "shell", arguments: { command: "echo from the terminal; read line; exit 3" } }] } },
   { reply: { text: "Delegated." } },
 ]);
-const third = startAgent({ dataDir, script: thirdScript, cwd: work });
+const third = startAgent({ dataDir, script: thirdScript, cwd: work, env: { CONFORMANCE_API_KEY: "sk-conformance-secret" } });
 const editor = newState();
 await recordingClient(editor).connectWith(third.stream, async (ctx) => {
   await ctx.request(acp.methods.agent.initialize, {
@@ -397,7 +403,7 @@ await recordingClient(editor).connectWith(third.stream, async (ctx) => {
     const created = editor.terminals.created;
     assert.equal(created.length, 1);
     assert.equal(created[0].command, "bash");
-    assert.deepEqual(created[0].args, ["-c", "echo from the terminal; exit 3"]);
+    assert.deepEqual(created[0].args, ["-c", "echo from the terminal; read line; exit 3"]);
     assert.equal(created[0].cwd, work);
     const shell = calls[3];
     assert.equal(shell.kind, "execute");
@@ -410,10 +416,67 @@ await recordingClient(editor).connectWith(third.stream, async (ctx) => {
     assert.match(done.rawOutput, /Exit code: 3/);
     assert.match(done.rawOutput, /from the terminal/);
     assert.ok(editor.terminals.list.get("term-1").released, "the terminal was released");
+    // No secret of Gantry's environment goes to the editor.
+    for (const v of created[0].env ?? []) assert.doesNotMatch(v.value, /sk-conformance-secret/);
+  });
+
+  await check("a running command's output is read live, before it exits", async () => {
+    // The command only exits once its output was read while it ran.
+    const live = editor.terminals.list.get("term-1").liveReads;
+    assert.ok(live.length > 0, "terminal/output was asked while the command ran");
+    assert.match(live[0], /^from the terminal\n/);
   });
 });
 third.child.stdin.end();
 await finish(third, "third process");
+
+// ---- Fourth process: a model server of its own (the scripted model as a
+// process), so the suite sees what reached the model: images, then a refusal.
+const mock = await startMockLlm(
+  writeScript(root, "fourth.json", [
+    { reply: { text: "A single pixel." } },
+    { reply: { text: "I can't help with that.", finish_reason: "content_filter" } },
+  ]),
+);
+const fourth = startAgent({
+  dataDir,
+  cwd: work,
+  model: ["--model", "vision-model", "--base-url", mock.url],
+  env: { OPENAI_API_KEY: "sk-conformance-key" },
+});
+const viewer = newState();
+await recordingClient(viewer).connectWith(fourth.stream, async (ctx) => {
+  const init = await ctx.request(acp.methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+  const { sessionId: id } = await ctx.request(acp.methods.agent.session.new, { cwd: work, mcpServers: [] });
+  const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
+
+  await check("image blocks reach the model as images (initialize advertises image)", async () => {
+    assert.equal(init.agentCapabilities.promptCapabilities.image, true);
+    const answer = await ctx.request(acp.methods.agent.session.prompt, {
+      sessionId: id,
+      prompt: [
+        { type: "text", text: "What is this?" },
+        { type: "image", mimeType: "image/png", data: PNG },
+      ],
+    });
+    assert.equal(answer.stopReason, "end_turn");
+    const received = await mock.requests();
+    assert.deepEqual(received[0].images, [{ media_type: "image/png", data: PNG }]);
+  });
+
+  await check("a refusal by the model answers stopReason refusal", async () => {
+    viewer.updates.length = 0;
+    const answer = await ctx.request(acp.methods.agent.session.prompt, {
+      sessionId: id,
+      prompt: [{ type: "text", text: "Do something you should not." }],
+    });
+    assert.equal(answer.stopReason, "refusal");
+    assert.equal(text(viewer, "agent_message_chunk"), "I can't help with that.");
+  });
+});
+fourth.child.stdin.end();
+await finish(fourth, "fourth process");
+mock.stop();
 
 console.log(`${passed} passed`);
 fs.rmSync(root, { recursive: true, force: true });

@@ -97,11 +97,11 @@ export class Validator {
 }
 
 /** Spawns `gantry acp` and connects the client library to it through the tap. */
-export function startAgent({ dataDir, script, cwd, args = [] }) {
+export function startAgent({ dataDir, script, cwd, args = [], model = ["--model", `scripted:${script}`], env = {} }) {
   const child = spawn(
     GANTRY,
-    ["--data-dir", dataDir, "acp", "--model", `scripted:${script}`, "--sandbox", "danger-full-access", ...args],
-    { cwd, stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, GANTRY_NO_SHELL_SNAPSHOT: "true" } },
+    ["--data-dir", dataDir, "acp", ...model, "--sandbox", "danger-full-access", ...args],
+    { cwd, stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, GANTRY_NO_SHELL_SNAPSHOT: "true", ...env } },
   );
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
@@ -180,4 +180,35 @@ export async function until(test, what, ms = 20000) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * Starts the scripted model as a process (`gantry-mock-llm`, GANTRY_MOCK_LLM):
+ * its base URL, what it received (`GET /_mock/requests`, each request with
+ * the `images` its messages carried), and a stop.
+ */
+export async function startMockLlm(script) {
+  const bin = process.env.GANTRY_MOCK_LLM;
+  if (!bin) throw new Error("set GANTRY_MOCK_LLM");
+  const child = spawn(bin, ["--script", script], { stdio: ["pipe", "pipe", "inherit"] });
+  const url = await new Promise((resolve, reject) => {
+    let buf = "";
+    child.stdout.on("data", (d) => {
+      buf += d;
+      const i = buf.indexOf("\n");
+      if (i >= 0) resolve(buf.slice(0, i).trim());
+    });
+    child.on("exit", (code) => reject(new Error(`gantry-mock-llm exited ${code}`)));
+  });
+  const root = url.replace(/\/v1$/, "");
+  return {
+    url,
+    async requests() {
+      const res = await fetch(`${root}/_mock/requests`);
+      return await res.json();
+    },
+    stop() {
+      child.stdin.end();
+    },
+  };
 }

@@ -2,6 +2,8 @@
 // the token.
 
 import assert from "node:assert/strict";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { test } from "node:test";
 
 import { createRunner } from "../dist/index.js";
@@ -58,6 +60,27 @@ allowed_tools = ["read_file", "Grep"]
   assert.equal(await runner.hasAction("reader", "shell"), false);
   assert.equal(await runner.hasAction("nobody", "read_file"), false);
   await assert.rejects(collect(runner.run({ agentName: "nobody", prompt: "hi" })), (e) => e.status === 404);
+});
+
+test("hasAction answers for the skills a session of the agent finds", async (t) => {
+  const { runner, workspace } = await gantry(t, {
+    steps: [],
+    agents: `
+[agents.main]
+instructions = "Main."
+[agents.reader]
+allowed_tools = ["read_file"]
+[agents.deployer]
+allowed_tools = ["Skill(deploy)"]
+`,
+  });
+  const skill = join(workspace, ".gantry", "skills", "deploy");
+  await mkdir(skill, { recursive: true });
+  await writeFile(join(skill, "SKILL.md"), "---\nname: deploy\ndescription: Deploys the app.\n---\nRun make deploy.\n");
+  assert.equal(await runner.hasAction("main", "deploy"), true);
+  assert.equal(await runner.hasAction("main", "undeploy"), false);
+  assert.equal(await runner.hasAction("deployer", "deploy"), true);
+  assert.equal(await runner.hasAction("reader", "deploy"), false, "its allowed tools do not include skills");
 });
 
 test("with a token file, calls without the token are refused", async (t) => {

@@ -2,12 +2,15 @@
 // at a time per session, sessions side by side.
 
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "node:test";
 
 import { collect, gantry, text, userTexts } from "./harness.mjs";
 
 const start = (messages) => messages.find((m) => m.type === "turn_start");
 const answer = (messages) => messages.find((m) => m.type === "result")?.content;
+const touch = (file) => ({ reply: { tool_calls: [{ name: "shell", arguments: { command: `touch ${file}` } }] } });
 
 test("the same key continues its session, a sessionId resumes it, no key starts afresh", async (t) => {
   const { runner, requests } = await gantry(t, {
@@ -30,7 +33,9 @@ test("the same key continues its session, a sessionId resumes it, no key starts 
 });
 
 test("a fork continues the source's conversation in a new session, without session_init", async (t) => {
-  const { runner, requests } = await gantry(t, { steps: [text("noted"), text("recap: 42")] });
+  const { runner, requests, workspace } = await gantry(t, {
+    steps: [text("noted"), touch("forked.txt"), text("recap: 42")],
+  });
   const source = await collect(runner.run({ agentName: "main", prompt: "remember 42", channelThreadKey: "tg:9" }));
   const sessionId = start(source).sessionId;
   const fork = await collect(
@@ -43,6 +48,10 @@ test("a fork continues the source's conversation in a new session, without sessi
   assert.deepEqual(types.slice(-2), ["result", "turn_end"]);
   assert.equal(answer(fork), "recap: 42");
   assert.deepEqual(userTexts((await requests())[1]), ["remember 42", "recap"]);
+  // Isolated (the default): the fork may only answer; its tool call is refused.
+  const result = fork.find((m) => m.type === "tool_result");
+  assert.match(JSON.stringify(result.output), /denied/);
+  assert.equal(existsSync(join(workspace, "forked.txt")), false);
 
   // The source must exist under the same agent and key.
   await assert.rejects(
@@ -55,9 +64,26 @@ test("a fork continues the source's conversation in a new session, without sessi
   );
 });
 
+test("an exact fork keeps the source's tools", async (t) => {
+  const { runner, workspace } = await gantry(t, { steps: [text("noted"), touch("exact.txt"), text("done")] });
+  const source = await collect(runner.run({ agentName: "main", prompt: "remember 42", channelThreadKey: "tg:3" }));
+  const fork = await collect(
+    runner.runForked({
+      agentName: "main",
+      sourceSessionId: start(source).sessionId,
+      prompt: "go on",
+      channelThreadKey: "tg:3",
+      mode: "exact",
+      label: "follow-up",
+    }),
+  );
+  assert.equal(answer(fork), "done");
+  assert.equal(existsSync(join(workspace, "exact.txt")), true);
+});
+
 test("two sessions run side by side; a busy session's next run waits its turn", async (t) => {
   const slow = { chunk_size: 2, delay_ms: 20 };
-  const { runner } = await gantry(t, {
+  const { runner, requests } = await gantry(t, {
     steps: [text("alpha alpha", slow), text("bravo bravo", slow), text("charlie", slow)],
   });
   const order = [];
@@ -78,9 +104,12 @@ test("two sessions run side by side; a busy session's next run waits its turn", 
   }
   const answers = [answer(a), answer(b), answer(a2)].sort();
   assert.deepEqual(answers, ["alpha alpha", "bravo bravo", "charlie"]);
-  // One turn at a time on session A, whichever of its runs went first.
-  const ends = ["a1", "a2"].map((p) => order.indexOf(`${p}:turn_end`));
-  const starts = ["a1", "a2"].map((p) => order.indexOf(`${p}:turn_start`));
-  const [first, second] = starts[0] < starts[1] ? [0, 1] : [1, 0];
-  assert.ok(ends[first] < starts[second], order.join(" "));
+  // One turn at a time on session A, whichever of its runs went first: the
+  // second one's model request holds the first one's whole exchange. (The
+  // order lines arrive in on two connections says nothing: each stream is
+  // buffered on its own.)
+  const second = (await requests()).find((r) => userTexts(r).length === 2);
+  assert.ok(second, "a run of session A saw the other's turn");
+  const firstAnswer = userTexts(second)[0] === "a1" ? answer(a) : answer(a2);
+  assert.ok(JSON.stringify(second.body.messages).includes(firstAnswer), order.join(" "));
 });

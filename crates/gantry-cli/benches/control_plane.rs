@@ -14,6 +14,13 @@
 //! Run: `cargo bench -p gantry-cli --bench control_plane` (`BENCH_RUNNERS`
 //! 200, `BENCH_THREADS` 3 per runner, `BENCH_MESSAGES` 2000,
 //! `BENCH_CONCURRENCY` 32 by default).
+//!
+//! Replicas: `BENCH_REPLICAS=2` runs two `serve --nats` processes over one
+//! store (NATS at `BENCH_NATS`, default `nats://127.0.0.1:4222`; the store
+//! is the shared data dir's SQLite file, or `BENCH_STORE`, e.g. a
+//! PostgreSQL URL, given as `--store`). Runner N dials replica N mod 2 and
+//! message N goes to replica N mod 2's HTTP API, so half the requests are
+//! routed to the other replica through NATS; RSS is printed per replica.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -41,6 +48,7 @@ struct Knobs {
     threads: usize,
     messages: usize,
     concurrency: usize,
+    replicas: usize,
 }
 
 impl Knobs {
@@ -50,6 +58,7 @@ impl Knobs {
             threads: env_or("BENCH_THREADS", 3),
             messages: env_or("BENCH_MESSAGES", 2000),
             concurrency: env_or("BENCH_CONCURRENCY", 32),
+            replicas: env_or("BENCH_REPLICAS", 1),
         }
     }
 }
@@ -75,13 +84,15 @@ fn main() -> Result<()> {
         knobs.runners,
         start.elapsed().as_secs_f64()
     );
-    let server = server::Server::start(&data)?;
+    let servers = (0..knobs.replicas)
+        .map(|n| server::Server::start(&data, knobs.replicas > 1, n))
+        .collect::<Result<Vec<_>>>()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let result = runtime.block_on(bench(&server, &tokens, &knobs));
+    let result = runtime.block_on(bench(&servers, &tokens, &knobs));
     // Runner tasks end here, before the control plane does, so none of them
     // reports its channel closing as an error.
     runtime.shutdown_background();
@@ -94,6 +105,7 @@ fn add_runners(data: &Path, count: usize) -> Result<Vec<String>> {
         .map(|i| {
             let output = Command::new(env!("CARGO_BIN_EXE_gantry"))
                 .args(["control-plane", "add-runner", &format!("bench-{i}")])
+                .args(store_flag())
                 .arg("--data-dir")
                 .arg(data)
                 .stdin(Stdio::null())
@@ -111,6 +123,13 @@ fn add_runners(data: &Path, count: usize) -> Result<Vec<String>> {
         .collect()
 }
 
+/// `--store BENCH_STORE` when it is set, else nothing (the data dir's SQLite).
+fn store_flag() -> Vec<String> {
+    std::env::var("BENCH_STORE")
+        .map(|url| vec!["--store".to_owned(), url])
+        .unwrap_or_default()
+}
+
 /// Awaits `future`, failing with `what` if it outlasts [`GUARD`].
 async fn guarded<T>(what: &str, future: impl Future<Output = Result<T>>) -> Result<T> {
     tokio::time::timeout(GUARD, future)
@@ -119,26 +138,42 @@ async fn guarded<T>(what: &str, future: impl Future<Output = Result<T>>) -> Resu
 }
 
 /// Connects the runners, sets up agents and threads, measures, prints.
-async fn bench(server: &server::Server, tokens: &[String], knobs: &Knobs) -> Result<()> {
-    let api = api::Api::new(server.http)?;
-    let rss_empty = server.rss_kib("VmRSS");
+async fn bench(servers: &[server::Server], tokens: &[String], knobs: &Knobs) -> Result<()> {
+    let apis = servers
+        .iter()
+        .map(|s| api::Api::new(s.http))
+        .collect::<Result<Vec<_>>>()?;
+    let api = &apis[0];
+    let rss = |field: &str| servers.iter().map(|s| s.rss_kib(field)).collect::<Vec<_>>();
+    let rss_empty = rss("VmRSS");
 
     let start = Instant::now();
+    let grpc: Vec<SocketAddr> = servers.iter().map(|s| s.grpc).collect();
     guarded(
         "connecting the runners",
-        connect_runners(server.grpc, tokens, knobs),
+        connect_runners(&grpc, tokens, knobs),
     )
     .await?;
     let connected = start.elapsed();
-    let runners = guarded("listing the runners", api.get("/v1/runners")).await?;
-    let runner_ids = connected_runners(&runners)?;
+    // Among replicas, the first learns of the others' runners by their leases.
+    let runner_ids = guarded("every runner listed connected", async {
+        loop {
+            let runners = api.get("/v1/runners").await?;
+            let ids = connected_runners(&runners)?;
+            if ids.len() >= knobs.runners {
+                return Ok(ids);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await?;
     ensure!(
         runner_ids.len() == knobs.runners,
         "{} of {} runners are connected",
         runner_ids.len(),
         knobs.runners
     );
-    let rss_idle = server.rss_kib("VmRSS");
+    let rss_idle = rss("VmRSS");
     println!(
         "{} runners registered and channels open: {:.0} ms",
         knobs.runners,
@@ -148,14 +183,14 @@ async fn bench(server: &server::Server, tokens: &[String], knobs: &Knobs) -> Res
     let start = Instant::now();
     let agents = guarded(
         "creating the agents",
-        create_agents(&api, &runner_ids, knobs),
+        create_agents(api, &runner_ids, knobs),
     )
     .await?;
     let agents_took = start.elapsed();
     let start = Instant::now();
-    let threads = guarded("creating the threads", create_threads(&api, &agents, knobs)).await?;
+    let threads = guarded("creating the threads", create_threads(api, &agents, knobs)).await?;
     let threads_took = start.elapsed();
-    let rss_setup = server.rss_kib("VmRSS");
+    let rss_setup = rss("VmRSS");
     println!(
         "{} agents: {:.0} ms; {} threads: {:.0} ms (concurrency {})",
         agents.len(),
@@ -169,13 +204,13 @@ async fn bench(server: &server::Server, tokens: &[String], knobs: &Knobs) -> Res
     let warm_up = knobs.runners.min(threads.len());
     guarded(
         "the warm-up messages",
-        send_messages(&api, &threads, warm_up, knobs.concurrency),
+        send_messages(&apis, &threads, warm_up, knobs.concurrency),
     )
     .await?;
 
     let (mut latencies, total) = guarded(
         "the concurrent messages",
-        send_messages(&api, &threads, knobs.messages, knobs.concurrency),
+        send_messages(&apis, &threads, knobs.messages, knobs.concurrency),
     )
     .await?;
     latencies.sort();
@@ -192,7 +227,7 @@ async fn bench(server: &server::Server, tokens: &[String], knobs: &Knobs) -> Res
     let serial = SERIAL_MESSAGES.min(knobs.messages);
     let (mut latencies, _) = guarded(
         "the serial messages",
-        send_messages(&api, &threads, serial, 1),
+        send_messages(&apis, &threads, serial, 1),
     )
     .await?;
     latencies.sort();
@@ -203,21 +238,30 @@ async fn bench(server: &server::Server, tokens: &[String], knobs: &Knobs) -> Res
         ms(percentile(&latencies, 1.0)),
     );
 
-    println!(
-        "control plane RSS: {:.1} MiB at start, {:.1} MiB with {} runners connected, {:.1} MiB after setup, peak {:.1} MiB",
-        mib(rss_empty),
-        mib(rss_idle),
-        knobs.runners,
-        mib(rss_setup),
-        mib(server.rss_kib("VmHWM"))
-    );
+    let peak = rss("VmHWM");
+    for n in 0..servers.len() {
+        println!(
+            "control plane {} RSS: {:.1} MiB at start, {:.1} MiB with {} runners connected, {:.1} MiB after setup, peak {:.1} MiB",
+            if servers.len() > 1 {
+                format!("replica {n}")
+            } else {
+                "process".to_owned()
+            },
+            mib(rss_empty[n]),
+            mib(rss_idle[n]),
+            knobs.runners,
+            mib(rss_setup[n]),
+            mib(peak[n])
+        );
+    }
     Ok(())
 }
 
-/// Connects every runner, `concurrency` at a time.
-async fn connect_runners(grpc: SocketAddr, tokens: &[String], knobs: &Knobs) -> Result<()> {
-    stream::iter(tokens)
-        .map(|token| runner::connect(grpc, token))
+/// Connects every runner, `concurrency` at a time; runner N to replica N
+/// mod the number of replicas.
+async fn connect_runners(grpc: &[SocketAddr], tokens: &[String], knobs: &Knobs) -> Result<()> {
+    stream::iter(tokens.iter().enumerate())
+        .map(|(n, token)| runner::connect(grpc[n % grpc.len()], token))
         .buffer_unordered(knobs.concurrency)
         .try_collect()
         .await
@@ -273,10 +317,11 @@ async fn create_threads(api: &api::Api, agents: &[String], knobs: &Knobs) -> Res
         .await
 }
 
-/// Sends `count` messages over `threads` in turn, `concurrency` at a time:
-/// each one's round trip, and the time they all took.
+/// Sends `count` messages over `threads` in turn, `concurrency` at a time,
+/// message N through replica N mod the number of replicas: each one's round
+/// trip, and the time they all took.
 async fn send_messages(
-    api: &api::Api,
+    apis: &[api::Api],
     threads: &[String],
     count: usize,
     concurrency: usize,
@@ -286,6 +331,7 @@ async fn send_messages(
     let latencies = stream::iter(0..count)
         .map(|i| {
             let path = format!("/v1/threads/{}/messages", threads[i % threads.len()]);
+            let api = &apis[i % apis.len()];
             async move {
                 let sent = Instant::now();
                 let accepted = api.post(&path, &json!({"text": "go"}), 202).await?;
@@ -341,10 +387,20 @@ mod server {
     }
 
     impl Server {
-        /// Serves the control plane of `data` on ephemeral loopback ports.
-        pub(crate) fn start(data: &Path) -> Result<Self> {
-            let mut child = Command::new(env!("CARGO_BIN_EXE_gantry"))
-                .args(["control-plane", "serve"])
+        /// Serves the control plane of `data` on ephemeral loopback ports;
+        /// as replica `n` on NATS (`BENCH_NATS`) when `replica`, over
+        /// `BENCH_STORE` when set.
+        pub(crate) fn start(data: &Path, replica: bool, n: usize) -> Result<Self> {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_gantry"));
+            command.args(["control-plane", "serve"]);
+            if replica {
+                let nats = std::env::var("BENCH_NATS")
+                    .unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned());
+                let id = format!("bench-{}-{n}", std::process::id());
+                command.args(["--nats", &nats, "--replica-id", &id]);
+            }
+            command.args(super::store_flag());
+            let mut child = command
                 .args([
                     "--grpc-listen",
                     "127.0.0.1:0",

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,13 +13,18 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use gantry_control_plane::github::{GithubApp, GithubInstallations};
-use gantry_control_plane::store::{ControlPlaneStore, SqliteControlPlaneStore};
+use gantry_control_plane::store::{
+    CONTROL_PLANE_DB, ControlPlaneStore, PostgresControlPlaneStore, SqliteControlPlaneStore,
+    redacted,
+};
 use gantry_control_plane::{
-    self as control_plane, ControlPlane, ControlPlaneOptions, DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR,
+    self as control_plane, Cluster, ControlPlane, ControlPlaneOptions, DEFAULT_GRPC_ADDR,
+    DEFAULT_HTTP_ADDR,
 };
 use tokio::net::TcpListener;
 
 use crate::signals::stop_signal;
+use crate::store::Location;
 
 /// Examples shown under `--help`.
 const EXAMPLES: &str = "\
@@ -47,13 +52,38 @@ Examples:
   gantry control-plane revoke-token alice
 
 State (runners' token hashes, agents, threads, history) is kept in
-control-plane.db in the data dir, so a restart loses nothing; runners
-reconnect by themselves.";
+control-plane.db in the data dir, or in the PostgreSQL database --store
+names, so a restart loses nothing; runners reconnect by themselves.
+
+  # On PostgreSQL (the database is created if missing; replicas share it):
+  gantry control-plane serve --store postgres://gantry@db.internal/gantry_cp
+  gantry control-plane add-runner builder-1 --store postgres://gantry@db.internal/gantry_cp
+
+  # Replicas: several serving one store, with NATS (JetStream) between them:
+  # a request reaches a runner held by another replica through NATS, and
+  # every replica's thread events carry every update.
+  gantry control-plane serve --store postgres://... --nats nats://127.0.0.1:4222";
 
 /// Gantry's own control plane: runners dial it, users drive it over HTTP.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
 pub(crate) struct ControlPlaneArgs {
+    /// The control plane's store: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`
+    /// (created if missing; replicas may share it), or `sqlite://FILE`.
+    /// Default: control-plane.db in the data dir. A database of its own,
+    /// never the engine's store (`--store` of the engine's commands), whose
+    /// tables share names with it; hence its own variable, not GANTRY_STORE.
+    ///
+    ///   --store postgres://gantry@db.internal/gantry_cp
+    #[arg(
+        long = "store",
+        env = "GANTRY_CONTROL_PLANE_STORE",
+        value_name = "URL",
+        global = true,
+        verbatim_doc_comment
+    )]
+    pub store: Option<String>,
+
     #[command(subcommand)]
     pub command: ControlPlaneCommand,
 }
@@ -66,7 +96,7 @@ pub(crate) enum ControlPlaneCommand {
     /// Prints one line on stderr once both listen:
     /// `gantry: control plane gRPC on ADDR, HTTP on ADDR`.
     #[command(after_help = EXAMPLES)]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Allow a runner to connect: prints its bearer token once on stdout
     /// (only its hash is kept; a lost token means adding the runner anew).
     #[command(
@@ -157,6 +187,18 @@ pub(crate) struct ServeArgs {
     /// with several --control-plane URLs move to another replica.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub drain_secs: u64,
+
+    /// Run as one of several replicas sharing this store: NATS with
+    /// JetStream at URL routes requests to the replica holding a runner's
+    /// channel and carries thread updates to every replica's followers.
+    /// Without it, one process serves everything.
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+
+    /// This replica's id among the replicas (letters, digits, `-`, `_`;
+    /// default: a new one at each start).
+    #[arg(long, value_name = "ID", requires = "nats")]
+    pub replica_id: Option<String>,
 }
 
 /// `RUNNER=ID` with a positive id.
@@ -190,34 +232,79 @@ pub(crate) struct AddRunnerArgs {
     pub protocol: Option<gantry_control_plane::ProtocolVersion>,
 }
 
-/// Runs `gantry control-plane` on the control plane of `data_dir`.
+/// Runs `gantry control-plane` on the control plane of `data_dir` (or the
+/// store `--store` names).
 pub(crate) async fn run(data_dir: PathBuf, args: ControlPlaneArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create data dir {}", data_dir.display()))?;
-    match args.command {
-        ControlPlaneCommand::Serve(args) => serve(&data_dir, args).await,
+    let location = match args.store.as_deref().filter(|u| !u.trim().is_empty()) {
+        Some(url) => Location::parse(url)?,
+        None => Location::Sqlite(data_dir.join(CONTROL_PLANE_DB)),
+    };
+    let opened = open_store(&location).await?;
+    let store = opened.store.clone();
+    let result = match args.command {
+        ControlPlaneCommand::Serve(args) => serve(opened, *args).await,
         ControlPlaneCommand::AddRunner(args) => {
-            add_runner(&data_dir, &args.name, args.protocol).await
+            add_runner(store.as_ref(), &args.name, args.protocol).await
         }
-        ControlPlaneCommand::CreateToken(args) => create_token(&data_dir, &args.name).await,
-        ControlPlaneCommand::ListTokens => list_tokens(&data_dir).await,
-        ControlPlaneCommand::RevokeToken(args) => revoke_token(&data_dir, &args.name).await,
+        ControlPlaneCommand::CreateToken(args) => create_token(store.as_ref(), &args.name).await,
+        ControlPlaneCommand::ListTokens => list_tokens(store.as_ref()).await,
+        ControlPlaneCommand::RevokeToken(args) => revoke_token(store.as_ref(), &args.name).await,
+    };
+    store.close().await;
+    result
+}
+
+/// An open control-plane store and how to name it (no password).
+struct Opened {
+    store: Arc<dyn ControlPlaneStore>,
+    name: String,
+}
+
+/// Opens the control plane's store at `location`.
+async fn open_store(location: &Location) -> Result<Opened> {
+    match location {
+        Location::Sqlite(path) => {
+            let store = SqliteControlPlaneStore::open(path).await.with_context(|| {
+                format!("cannot open the control plane's store {}", path.display())
+            })?;
+            Ok(Opened {
+                store: Arc::new(store),
+                name: path.display().to_string(),
+            })
+        }
+        Location::Postgres(url) => {
+            let name = redacted(url);
+            let store = PostgresControlPlaneStore::open(url)
+                .await
+                .with_context(|| format!("cannot open the control plane's store {name}"))?;
+            Ok(Opened {
+                store: Arc::new(store),
+                name,
+            })
+        }
     }
 }
 
 /// Serves until a signal.
-async fn serve(data_dir: &Path, args: ServeArgs) -> Result<ExitCode> {
+async fn serve(opened: Opened, args: ServeArgs) -> Result<ExitCode> {
     let options = ControlPlaneOptions {
         request_timeout: Duration::from_secs(args.request_timeout_secs),
         github: github_app(&args)?,
         allowed_hosts: args.allowed_hosts.clone(),
         heartbeat: Duration::from_secs(args.heartbeat_secs),
         drain: Duration::from_secs(args.drain_secs),
+        cluster: match &args.nats {
+            Some(url) => Some(Cluster::connect(url, args.replica_id.clone()).await?),
+            None => None,
+        },
         ..ControlPlaneOptions::default()
     };
-    let cp = ControlPlane::open_in(data_dir, options)
+    let cluster = options.cluster.clone();
+    let cp = ControlPlane::open(opened.store, options)
         .await
-        .with_context(|| format!("cannot open the control plane in {}", data_dir.display()))?;
+        .with_context(|| format!("cannot open the control plane on {}", opened.name))?;
     let grpc = bind(&args.grpc_listen).await?;
     let http = bind(&args.http_listen).await?;
     let grpc_addr = local_addr(&grpc)?;
@@ -245,6 +332,9 @@ async fn serve(data_dir: &Path, args: ServeArgs) -> Result<ExitCode> {
     let stop = stop_signal();
     // The one line scripts wait for (the ports, when 0 was asked for).
     eprintln!("gantry: control plane gRPC on {grpc_addr}, HTTP on {http_addr}");
+    if let Some(cluster) = &cluster {
+        eprintln!("gantry: replica {} on NATS", cluster.replica());
+    }
     control_plane::serve(cp, grpc, http, stop).await?;
     eprintln!("gantry: stopped");
     Ok(ExitCode::SUCCESS)
@@ -252,16 +342,11 @@ async fn serve(data_dir: &Path, args: ServeArgs) -> Result<ExitCode> {
 
 /// Adds a runner and prints its token, and nothing else, on stdout.
 async fn add_runner(
-    data_dir: &Path,
+    store: &dyn ControlPlaneStore,
     name: &str,
     protocol: Option<gantry_control_plane::ProtocolVersion>,
 ) -> Result<ExitCode> {
-    let store = SqliteControlPlaneStore::open_in(data_dir)
-        .await
-        .with_context(|| format!("cannot open the control plane in {}", data_dir.display()))?;
-    let added = control_plane::add_runner(&store, name, protocol).await;
-    store.close().await;
-    let (runner, token) = added?;
+    let (runner, token) = control_plane::add_runner(store, name, protocol).await?;
     println!("{token}");
     eprintln!(
         "gantry: added runner {} ({}); its token above is shown only this once",
@@ -271,11 +356,8 @@ async fn add_runner(
 }
 
 /// Creates an API token and prints it, and nothing else, on stdout.
-async fn create_token(data_dir: &Path, name: &str) -> Result<ExitCode> {
-    let store = open_store(data_dir).await?;
-    let created = control_plane::create_api_token(&store, name).await;
-    store.close().await;
-    let (record, token) = created?;
+async fn create_token(store: &dyn ControlPlaneStore, name: &str) -> Result<ExitCode> {
+    let (record, token) = control_plane::create_api_token(store, name).await?;
     println!("{token}");
     eprintln!(
         "gantry: created API token {} ({}); it is shown only this once. Every HTTP API call \
@@ -286,11 +368,11 @@ async fn create_token(data_dir: &Path, name: &str) -> Result<ExitCode> {
 }
 
 /// Lists the API tokens: name, id, creation time (UTC).
-async fn list_tokens(data_dir: &Path) -> Result<ExitCode> {
-    let store = open_store(data_dir).await?;
-    let tokens = store.api_tokens().await;
-    store.close().await;
-    let tokens = tokens.context("cannot read the API tokens")?;
+async fn list_tokens(store: &dyn ControlPlaneStore) -> Result<ExitCode> {
+    let tokens = store
+        .api_tokens()
+        .await
+        .context("cannot read the API tokens")?;
     if tokens.is_empty() {
         eprintln!("gantry: no API tokens (the HTTP API is open on loopback only)");
     }
@@ -303,10 +385,8 @@ async fn list_tokens(data_dir: &Path) -> Result<ExitCode> {
 }
 
 /// Revokes an API token by name; exits 1 if there is none of that name.
-async fn revoke_token(data_dir: &Path, name: &str) -> Result<ExitCode> {
-    let store = open_store(data_dir).await?;
-    let revoked = control_plane::revoke_api_token(&store, name).await;
-    store.close().await;
+async fn revoke_token(store: &dyn ControlPlaneStore, name: &str) -> Result<ExitCode> {
+    let revoked = control_plane::revoke_api_token(store, name).await;
     if revoked.context("cannot revoke the API token")? {
         eprintln!("gantry: revoked API token {name}");
         Ok(ExitCode::SUCCESS)
@@ -314,13 +394,6 @@ async fn revoke_token(data_dir: &Path, name: &str) -> Result<ExitCode> {
         eprintln!("gantry: no API token named {name:?}");
         Ok(ExitCode::FAILURE)
     }
-}
-
-/// The control plane's store in `data_dir`.
-async fn open_store(data_dir: &Path) -> Result<SqliteControlPlaneStore> {
-    SqliteControlPlaneStore::open_in(data_dir)
-        .await
-        .with_context(|| format!("cannot open the control plane in {}", data_dir.display()))
 }
 
 /// The GitHub App the flags configure, if any.

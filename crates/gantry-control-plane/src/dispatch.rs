@@ -62,6 +62,11 @@ impl Dispatcher {
         }
     }
 
+    /// How long a runner gets to answer.
+    pub(crate) fn timeout(&self) -> std::time::Duration {
+        self.timeout
+    }
+
     /// Requests waiting for their first reply.
     pub(crate) fn in_flight(&self) -> usize {
         *self.in_flight.borrow()

@@ -1,11 +1,15 @@
 //! Following a thread: its update log after a seq, replayed from the store,
-//! then live, with no gap and no duplicate.
+//! then live (from this process, or among replicas from JetStream, where
+//! every replica's updates are), with no gap and no duplicate.
 
+use futures_util::StreamExt;
+use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::ControlPlane;
+use crate::nats::Follow;
 use crate::store::{ControlPlaneStore, ThreadUpdateRecord};
 
 /// Entries read from the store at a time while catching up.
@@ -29,10 +33,20 @@ impl ControlPlane {
         let (tx, rx) = mpsc::channel(BUFFER);
         // Subscribed before the store is read: an update applied meanwhile
         // is in both, and the seq check drops the second copy.
-        let mut live = self.inner.tracker.subscribe();
+        let local = self.inner.tracker.subscribe();
         let cp = self.clone();
         tokio::spawn(async move {
             let inner = &cp.inner;
+            let mut live = match &inner.cluster {
+                None => Live::Here(local),
+                Some(cluster) => match cluster.follow(&thread_id).await {
+                    Ok(stream) => Live::Nats(stream),
+                    Err(e) => {
+                        tracing::error!(thread = %thread_id, error = %e, "cannot follow a thread");
+                        return;
+                    }
+                },
+            };
             let mut last = after;
             if catch_up(inner.store.as_ref(), &thread_id, &mut last, &tx)
                 .await
@@ -42,22 +56,25 @@ impl ControlPlane {
             }
             loop {
                 let received = tokio::select! {
-                    received = live.recv() => received,
+                    received = live.next() => received,
                     () = tx.closed() => return,
                     () = inner.stop.cancelled() => return,
                 };
                 let caught_up = match received {
-                    Ok(entry) if entry.thread_id != thread_id || entry.seq <= last => Ok(()),
-                    Ok(entry) if entry.seq == last + 1 => {
+                    Received::Entry(entry) if entry.thread_id != thread_id || entry.seq <= last => {
+                        Ok(())
+                    }
+                    Received::Entry(entry) if entry.seq == last + 1 => {
                         last = entry.seq;
                         tx.send(entry).await.map_err(|_| Stop)
                     }
                     // A gap (or updates dropped because this follower fell
-                    // behind): the store has them all.
-                    Ok(_) | Err(RecvError::Lagged(_)) => {
+                    // behind, or that another replica committed and never
+                    // published): the store has them all.
+                    Received::Entry(_) | Received::Lagged => {
                         catch_up(inner.store.as_ref(), &thread_id, &mut last, &tx).await
                     }
-                    Err(RecvError::Closed) => return,
+                    Received::Closed => return,
                 };
                 if caught_up.is_err() {
                     return;
@@ -65,6 +82,38 @@ impl ControlPlane {
             }
         });
         ReceiverStream::new(rx)
+    }
+}
+
+/// Where live updates come from: this process's broadcast, or, among
+/// replicas, the thread's subject on JetStream.
+enum Live {
+    Here(broadcast::Receiver<ThreadUpdateRecord>),
+    Nats(Follow),
+}
+
+/// What the live source gave.
+enum Received {
+    Entry(ThreadUpdateRecord),
+    /// Something was missed: read the store.
+    Lagged,
+    Closed,
+}
+
+impl Live {
+    async fn next(&mut self) -> Received {
+        match self {
+            Live::Here(updates) => match updates.recv().await {
+                Ok(entry) => Received::Entry(entry),
+                Err(RecvError::Lagged(_)) => Received::Lagged,
+                Err(RecvError::Closed) => Received::Closed,
+            },
+            Live::Nats(updates) => match updates.next().await {
+                Some(Some(entry)) => Received::Entry(entry),
+                Some(None) => Received::Lagged,
+                None => Received::Closed,
+            },
+        }
     }
 }
 

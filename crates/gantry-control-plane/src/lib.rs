@@ -14,9 +14,12 @@
 //! - `ops`: what the API does; `http`: its routes; `service`: the gRPC side.
 //! - [`github`]: the GitHub App that mints installation tokens for runners.
 //! - [`store`]: where all of it is kept.
+//! - `nats`: replicas ([`Cluster`]): which replica holds each runner, requests
+//!   routed to it, thread updates on JetStream for every replica's followers.
 //!
-//! State lives in a [`ControlPlaneStore`] (SQLite by default), so a restart
-//! keeps runners, agents, threads and history; runners reconnect by themselves.
+//! State lives in a [`ControlPlaneStore`] (SQLite by default, or PostgreSQL,
+//! which replicas share), so a restart keeps runners, agents, threads and
+//! history; runners reconnect by themselves.
 //!
 //! The control plane keeps no engine: runners dial it over gRPC
 //! (`gantry-runner-protocol`), and it depends on no crate of the engine's.
@@ -31,6 +34,7 @@ pub mod github;
 mod http;
 mod liveness;
 mod metrics;
+mod nats;
 mod offers;
 mod ops;
 mod probes;
@@ -53,6 +57,7 @@ use tokio_util::sync::CancellationToken;
 pub use api_tokens::{ApiTokenError, create_api_token, revoke_api_token};
 pub use auth::{AddRunnerError, RunnerIdentity, add_runner};
 pub use gantry_runner_protocol::ProtocolVersion;
+pub use nats::{Cluster, ClusterError, LEASE_TTL};
 pub use offers::{ModelOffer, SdkOffer};
 pub use serve::{ServeError, serve};
 pub use service::ControlService;
@@ -106,6 +111,10 @@ pub struct ControlPlaneOptions {
     /// On a stop, how long requests in flight get to be answered (no new
     /// runner is taken meanwhile) before runner channels close.
     pub drain: Duration,
+    /// With replicas: this replica's connection to NATS, through which
+    /// requests reach runners held by other replicas and thread updates
+    /// reach every replica's followers. `None`: one process, in-process bus.
+    pub cluster: Option<Cluster>,
 }
 
 impl Default for ControlPlaneOptions {
@@ -117,6 +126,7 @@ impl Default for ControlPlaneOptions {
             keepalive: DEFAULT_KEEPALIVE,
             heartbeat: DEFAULT_HEARTBEAT,
             drain: DEFAULT_DRAIN,
+            cluster: None,
         }
     }
 }
@@ -130,6 +140,7 @@ impl std::fmt::Debug for ControlPlaneOptions {
             .field("keepalive", &self.keepalive)
             .field("heartbeat", &self.heartbeat)
             .field("drain", &self.drain)
+            .field("cluster", &self.cluster)
             .finish()
     }
 }
@@ -152,6 +163,7 @@ struct Inner {
     heartbeat: Duration,
     drain: Duration,
     metrics: metrics::Metrics,
+    cluster: Option<Cluster>,
     /// Cancelled when a stop begins: no new runner channel is taken.
     draining: CancellationToken,
     /// Cancelled by [`ControlPlane::shutdown`]: ends channels and live streams.
@@ -170,9 +182,9 @@ impl ControlPlane {
         for runner in store.runners().await? {
             registry.set_offers(&runner.id, offers::parse(&runner.sdks));
         }
-        Ok(Self {
+        let cp = Self {
             inner: Arc::new(Inner {
-                tracker: tracking::Tracker::new(store.clone()),
+                tracker: tracking::Tracker::new(store.clone(), options.cluster.clone()),
                 store,
                 tokens,
                 registry,
@@ -183,10 +195,15 @@ impl ControlPlane {
                 heartbeat: options.heartbeat,
                 drain: options.drain,
                 metrics: metrics::Metrics::default(),
+                cluster: options.cluster,
                 draining: CancellationToken::new(),
                 stop: CancellationToken::new(),
             }),
-        })
+        };
+        if let Some(cluster) = &cp.inner.cluster {
+            cluster.start(&cp);
+        }
+        Ok(cp)
     }
 
     /// A control plane over `control-plane.db` in `data_dir`.

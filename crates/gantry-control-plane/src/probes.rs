@@ -47,6 +47,14 @@ async fn readyz(State(cp): State<ControlPlane>) -> Response {
             checks.insert("store".into(), json!(e.to_string()))
         }
     };
+    if let Some(cluster) = &cp.inner.cluster {
+        if cluster.is_connected() {
+            checks.insert("nats".into(), json!("ok"));
+        } else {
+            ready = false;
+            checks.insert("nats".into(), json!("not connected"));
+        }
+    }
     let status = if ready {
         StatusCode::OK
     } else {
@@ -63,10 +71,10 @@ async fn readyz(State(cp): State<ControlPlane>) -> Response {
 async fn metrics(State(cp): State<ControlPlane>) -> Response {
     let inner = &cp.inner;
     let gauges = Gauges {
-        runners_connected: inner.registry.connected().len(),
+        runners_connected: inner.registry.here(),
         requests_in_flight: inner.dispatcher.in_flight(),
         draining: cp.is_draining(),
-        nats_lag: None,
+        nats_lag: inner.cluster.as_ref().map(crate::nats::Cluster::lag),
     };
     let body = inner.metrics.render(&gauges);
     ([(header::CONTENT_TYPE, PROMETHEUS_TEXT)], body).into_response()

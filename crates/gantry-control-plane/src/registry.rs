@@ -26,6 +26,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::offers::SdkOffer;
 
+mod remote;
+
+pub(crate) use remote::Remote;
+
 /// Where messages to one connected runner go: its ControlChannel's stream
 /// (encoded in the runner's version there).
 pub(crate) type Outbox = mpsc::Sender<ServerMessage>;
@@ -50,6 +54,10 @@ struct State {
     unhealthy: std::collections::HashSet<String>,
     /// When each runner last answered a heartbeat.
     heard: HashMap<String, Instant>,
+    /// Runners whose channel is on another replica (see `remote`).
+    remote: HashMap<String, remote::Remote>,
+    /// Other replicas, and until when each is known alive.
+    replicas: HashMap<String, Instant>,
 }
 
 /// How long a new connection waits for the runner's previous channel to
@@ -115,7 +123,14 @@ impl Registry {
         pinned: Option<ProtocolVersion>,
     ) -> ProtocolVersion {
         pinned
-            .or_else(|| self.state().versions.get(runner_id).copied())
+            .or_else(|| {
+                let state = self.state();
+                let local = state.versions.get(runner_id).copied();
+                match state.channels.contains_key(runner_id) {
+                    true => local,
+                    false => remote::live(&state, runner_id).map(|r| r.version).or(local),
+                }
+            })
             .unwrap_or_default()
     }
 
@@ -144,7 +159,10 @@ impl Registry {
     /// Whether a runner is connected and not marked unhealthy.
     pub(crate) fn is_healthy(&self, runner_id: &str) -> bool {
         let state = self.state();
-        state.channels.contains_key(runner_id) && !state.unhealthy.contains(runner_id)
+        match state.channels.contains_key(runner_id) {
+            true => !state.unhealthy.contains(runner_id),
+            false => remote::live(&state, runner_id).is_some(),
+        }
     }
 
     /// What a runner offers (empty if it never registered).
@@ -224,8 +242,8 @@ impl Registry {
         }
     }
 
-    /// Forgets the runner's channel if it is still `channel`.
-    pub(crate) fn disconnect(&self, runner_id: &str, channel: u64) {
+    /// Forgets the runner's channel if it is still `channel`; whether it was.
+    pub(crate) fn disconnect(&self, runner_id: &str, channel: u64) -> bool {
         let mut state = self.state();
         if state
             .channels
@@ -234,7 +252,9 @@ impl Registry {
             && let Some(channel) = state.channels.remove(runner_id)
         {
             channel.ended.cancel();
+            return true;
         }
+        false
     }
 
     /// The runner's channel, if it is connected.
@@ -245,18 +265,30 @@ impl Registry {
             .map(|c| c.outbox.clone())
     }
 
-    /// Whether the runner has an open channel.
+    /// Whether the runner has an open channel, here or on a live replica.
     pub(crate) fn is_connected(&self, runner_id: &str) -> bool {
+        let state = self.state();
+        state.channels.contains_key(runner_id) || remote::live(&state, runner_id).is_some()
+    }
+
+    /// Whether the runner's channel is open on this replica.
+    pub(crate) fn is_here(&self, runner_id: &str) -> bool {
         self.state().channels.contains_key(runner_id)
     }
 
-    /// Connected, healthy runners and what they offer.
+    /// Connected, healthy runners (here or on live replicas) and what
+    /// they offer.
     pub(crate) fn connected(&self) -> Vec<(String, Vec<SdkOffer>)> {
         let state = self.state();
+        let remote = state
+            .remote
+            .keys()
+            .filter(|id| !state.channels.contains_key(*id) && remote::live(&state, id).is_some());
         state
             .channels
             .keys()
             .filter(|id| !state.unhealthy.contains(*id))
+            .chain(remote)
             .map(|id| {
                 (
                     id.clone(),
@@ -264,6 +296,11 @@ impl Registry {
                 )
             })
             .collect()
+    }
+
+    /// Runners whose channel is open here.
+    pub(crate) fn here(&self) -> usize {
+        self.state().channels.len()
     }
 
     /// Closes every channel (the runners see their stream end).

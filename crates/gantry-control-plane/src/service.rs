@@ -144,6 +144,11 @@ impl ControlService {
             .await
             .map_err(|busy| duplicate(&runner, busy, peer))?;
         inner.tracker.runner_connected(&runner.id);
+        if let Some(cluster) = &inner.cluster {
+            // Other replicas route this runner's requests here from now on.
+            let offers = inner.registry.offers(&runner.id);
+            cluster.claim(&runner.id, version, offers).await;
+        }
         tracing::info!(runner = %runner.name, id = %runner.id, peer = ?peer, protocol = %version, "runner channel open");
         tokio::spawn(read_channel(
             self.cp.clone(),
@@ -277,7 +282,11 @@ async fn read_channel(
             break 'channel;
         }
     }
-    inner.registry.disconnect(&runner_id, channel);
+    if inner.registry.disconnect(&runner_id, channel)
+        && let Some(cluster) = &inner.cluster
+    {
+        cluster.release(&runner_id).await;
+    }
     // Lets in a connection of this runner waiting for this one to end.
     ended.cancel();
     tracing::info!(runner = %runner_id, "runner channel closed");
@@ -364,5 +373,12 @@ async fn sdk_update(
         Err(e) => tracing::error!(runner = runner_id, error = %e, "cannot encode an SDK update"),
     }
     tracing::info!(runner = runner_id, sdk = %sdk.name, status = ?sdk.status(), "runner SDK updated");
-    inner.registry.set_offers(runner_id, offers);
+    inner.registry.set_offers(runner_id, offers.clone());
+    if let Some(cluster) = &inner.cluster
+        && inner.registry.is_here(runner_id)
+    {
+        // The other replicas see what it offers now.
+        let version = inner.registry.version(runner_id, None);
+        cluster.claim(runner_id, version, offers).await;
+    }
 }

@@ -13,6 +13,10 @@ use tiktoken_rs::CoreBPE;
 /// Tokens added per message for role and framing (OpenAI's documented overhead).
 const PER_MESSAGE: u64 = 4;
 
+/// Tokens counted per image: about what a large image costs on the
+/// providers' own scales (Anthropic's ~1,600 at its size cap).
+const IMAGE_TOKENS: u64 = 1_600;
+
 /// How full a thread's context is.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ContextUsage {
@@ -113,7 +117,9 @@ impl Counter {
             .map(|m| {
                 PER_MESSAGE
                     + match m {
-                        Message::User { text } => count(text),
+                        Message::User { text, images } => {
+                            count(text) + IMAGE_TOKENS * images.len() as u64
+                        }
                         Message::Assistant {
                             reasoning,
                             text,

@@ -21,6 +21,7 @@ mod engine;
 mod engine_events;
 mod error;
 mod follow;
+mod images;
 mod live;
 mod lsp_api;
 mod mcp_api;
@@ -48,7 +49,7 @@ pub use context::ContextUsage;
 pub use cron::{DEFAULT_HISTORY_LIMIT, JobUpdate, Jobs, NewJob, ParsedSchedule, SchedulerHandle};
 pub use engine::{
     ContextMessage, ContextRole, CreateThread, Delivered, Engine, EngineBuilder, Feeds, IfBusy,
-    Safety, Settings, Threads, Turns, valid_thread_id,
+    Safety, Settings, Threads, Turns, UserInput, valid_thread_id,
 };
 pub use engine_events::{EngineEvent, EngineEventKind, EngineEventNotice, EngineEvents};
 pub use error::EngineError;
@@ -70,6 +71,6 @@ pub use structured_api::{
 };
 pub use thread_mcp::THREAD_MCP_SERVERS_SETTING;
 pub use tool_host::{
-    CommandExit, CommandRunner, FileAccess, HostCommand, ToolHost, ToolHostSource,
+    CommandExit, CommandRunner, FileAccess, HostCommand, OutputSink, ToolHost, ToolHostSource,
 };
 pub use writer::StoreUnavailable;

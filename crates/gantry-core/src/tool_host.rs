@@ -6,6 +6,7 @@
 
 use gantry_types::ThreadId;
 
+pub use gantry_tools::OutputSink;
 pub use gantry_tools::host::{CommandExit, CommandRunner, FileAccess, HostCommand, ToolHost};
 
 /// What serves a thread's tool I/O.

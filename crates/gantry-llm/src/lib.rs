@@ -20,6 +20,6 @@ mod sse;
 pub use config::ClientConfig;
 pub use error::ModelError;
 pub use model::{
-    Message, ModelClient, ModelEvent, ModelRequest, ModelStream, ReasoningBlock, ToolCall,
+    Message, ModelClient, ModelEvent, ModelRequest, ModelStream, REFUSAL, ReasoningBlock, ToolCall,
 };
 pub use retry::RetryPolicy;

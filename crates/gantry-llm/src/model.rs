@@ -4,17 +4,20 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures_util::Stream;
-use gantry_types::{ToolSpec, Usage};
+use gantry_types::{ImagePart, ToolSpec, Usage};
 
 use crate::ModelError;
 
 /// One message of the conversation sent to the model.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
-    /// The user's words.
+    /// The user's words, and the images sent with them.
     User {
         /// Text.
         text: String,
+        /// Images, sent before the text; only to models that read them
+        /// (the engine leaves them out, with a note, for others).
+        images: Vec<ImagePart>,
     },
     /// An earlier answer of the model: reasoning, text and/or tool calls.
     Assistant {
@@ -32,6 +35,16 @@ pub enum Message {
         /// The result text.
         output: String,
     },
+}
+
+impl Message {
+    /// A user message of text only.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message::User {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
 }
 
 /// One reasoning block of an answer, as the provider needs it back.
@@ -120,10 +133,16 @@ pub enum ModelEvent {
     Usage(Usage),
     /// The answer is complete. Always the last event of a successful stream.
     Finished {
-        /// The provider's finish reason (`stop`, `tool_calls`, `length`, ...).
+        /// The provider's finish reason (`stop`, `tool_calls`, `length`, ...);
+        /// [`REFUSAL`] whenever the model refused, whatever the provider
+        /// called it (OpenAI's `content_filter` or `refusal` parts,
+        /// Anthropic's `refusal`).
         finish_reason: Option<String>,
     },
 }
+
+/// The finish reason of an answer the model refused to give.
+pub const REFUSAL: &str = "refusal";
 
 /// A model answer as it streams. Dropping it cancels the request.
 pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;

@@ -80,15 +80,18 @@
 //! assert_eq!(llm.remaining(), 0);
 //! let first = &llm.requests()[0];
 //! assert_eq!(first.header("authorization"), Some("Bearer test-key"));
+//! assert!(first.images().is_empty()); // the images its messages carried
 //! # let _ = (base_url, Script::default());
 //! # Ok(()) }
 //! ```
 
 #![warn(missing_docs)]
 
+mod images;
 mod script;
 mod server;
 mod wire;
 
+pub use images::RecordedImage;
 pub use script::{HttpError, RawReply, Reply, Script, ScriptError, Step, ToolCallSpec, UsageSpec};
 pub use server::{MockLlm, RecordedRequest};

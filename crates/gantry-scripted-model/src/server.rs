@@ -43,16 +43,24 @@ impl RecordedRequest {
             .get(&name.to_ascii_lowercase())
             .map(String::as_str)
     }
+
+    /// The images its messages carried, in order, whatever the wire.
+    pub fn images(&self) -> Vec<crate::RecordedImage> {
+        crate::images::images_in(&self.body)
+    }
 }
 
 /// `GET /_mock/requests`: what the server received so far, for clients in
-/// other languages (`[{path, headers, body}]`).
+/// other languages (`[{path, headers, body, images}]`; `images` as
+/// [`RecordedRequest::images`]).
 async fn recorded(AxumState(shared): AxumState<Shared>) -> Response {
     let requests: Vec<Value> = shared
         .lock()
         .requests
         .iter()
-        .map(|r| json!({"path": r.path, "headers": r.headers, "body": r.body}))
+        .map(
+            |r| json!({"path": r.path, "headers": r.headers, "body": r.body, "images": r.images()}),
+        )
         .collect();
     axum::Json(requests).into_response()
 }

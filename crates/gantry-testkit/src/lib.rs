@@ -18,6 +18,6 @@ pub mod postgres;
 pub mod process;
 
 pub use gantry_scripted_model::{
-    HttpError, MockLlm, RawReply, RecordedRequest, Reply, Script, ScriptError, Step, ToolCallSpec,
-    UsageSpec,
+    HttpError, MockLlm, RawReply, RecordedImage, RecordedRequest, Reply, Script, ScriptError, Step,
+    ToolCallSpec, UsageSpec,
 };

@@ -31,7 +31,8 @@ pub struct HostCommand<'a> {
     pub command: &'a str,
     /// Its working directory (inside the workspace).
     pub cwd: &'a Path,
-    /// Variables over the host's environment (a client's, minted ones).
+    /// Variables over the host's environment: the command environment
+    /// minus its secrets (never minted credentials, never a key).
     pub env: Vec<(String, String)>,
     /// The model's id of the call it runs for, if any.
     pub call_id: Option<&'a str>,

@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ApprovalDecision, ApprovalRequest, HandlerMode, ItemId, Lane, TodoItem, TurnId};
+use crate::{
+    ApprovalDecision, ApprovalRequest, HandlerMode, ImagePart, ItemId, Lane, TodoItem, TurnId,
+};
 
 /// Where an item is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,6 +100,10 @@ pub enum ItemKind {
         /// never sent twice.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         key: Option<String>,
+        /// Images sent with the text (absent from logs written before
+        /// images were taken).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImagePart>,
     },
     /// Text the agent says.
     AgentMessage {

@@ -57,6 +57,19 @@ pub struct PermissionRules {
     pub default: RuleDecision,
 }
 
+impl PermissionRules {
+    /// Rules under which no call runs but those that touch only the
+    /// thread's own state (its task list, memories, skills): on, refusing
+    /// by default, allowing and asking nothing.
+    pub fn allow_nothing() -> Self {
+        PermissionRules {
+            enabled: true,
+            default: RuleDecision::Deny,
+            ..PermissionRules::default()
+        }
+    }
+}
+
 /// Which prompts an [`ApprovalPolicy::Reject`] policy refuses on its own
 /// instead of asking a human (codex `RejectConfig`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -42,6 +42,9 @@ pub struct QueuedInput {
     /// The sender's idempotency key, if it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// Images sent with the text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::ImagePart>,
 }
 
 /// A thread's metadata (its turns and items live in [`crate::ThreadView`]).

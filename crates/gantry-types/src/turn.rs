@@ -19,6 +19,8 @@ pub enum TurnFailure {
     /// The event log could not be saved (a full disk, a broken database),
     /// so no tool was allowed to act on the world.
     StoreUnavailable,
+    /// The model refused to answer (a refusal or content filter stop).
+    ModelRefused,
 }
 
 /// How a turn ended (or that it has not yet).

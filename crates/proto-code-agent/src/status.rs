@@ -60,12 +60,14 @@ pub(crate) fn required<'a>(field: &str, value: &'a str) -> Result<&'a str, Statu
 
 /// The status for a turn that failed: `UNAVAILABLE` when the model server
 /// could not be reached, `FAILED_PRECONDITION` when the session has no
-/// usable model, `INTERNAL` otherwise.
+/// usable model, `ABORTED` when the model refused to answer, `INTERNAL`
+/// otherwise.
 pub(crate) fn turn_failed(failure: Option<TurnFailure>, message: &str) -> Status {
     match failure {
         Some(TurnFailure::ModelUnreachable) => Status::unavailable(message.to_owned()),
         Some(TurnFailure::ModelUnusable) => Status::failed_precondition(message.to_owned()),
         Some(TurnFailure::StoreUnavailable) => Status::unavailable(message.to_owned()),
+        Some(TurnFailure::ModelRefused) => Status::aborted(message.to_owned()),
         Some(TurnFailure::Other) | None => Status::internal(message.to_owned()),
     }
 }

@@ -190,11 +190,26 @@ pub enum IfBusy {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewMessage {
-    /// What to say.
+    /// What to say (may be empty when images come with it).
     pub text: String,
+    /// Images for the model: `image/png`, `image/jpeg`, `image/gif` or
+    /// `image/webp`, base64, at most 8 of at most 5 MiB each; refused (422)
+    /// for a model the catalog says reads no images.
+    #[serde(default)]
+    pub images: Vec<NewImage>,
     /// While a turn runs: `reject` (409, the default), `steer` or `queue`.
     #[serde(default)]
     pub if_busy: IfBusy,
+}
+
+/// An image of a [`NewMessage`].
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewImage {
+    /// Its media type (`image/png`).
+    pub media_type: String,
+    /// Its bytes, standard base64.
+    pub data: String,
 }
 
 /// What became of a message.

@@ -4,8 +4,10 @@
 //! file.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use gantry_core::{Engine, EngineError};
+use gantry_types::skill::SkillSource;
 use gantry_types::{Agent, AgentId, PermissionRules, RuleDecision, ThreadPolicy};
 use serde_json::Value;
 
@@ -80,9 +82,18 @@ pub(crate) async fn find(
 
 /// Whether `agent` may call `action`: a tool its allowed list names (or
 /// `*`), else, with no list, a tool the engine offers.
-pub(crate) async fn may_call(engine: &Engine, agent: &RomeAgent, action: &str) -> bool {
-    match &agent.profile.allowed_tools {
-        Some(allowed) => allowed.iter().any(|rule| rule_allows(rule, action)),
+/// The tools the engine offers (`None` profile list: all of them) and the
+/// skills the agent has: those installed for it, then the ones a session in
+/// `workspace` discovers (its `.gantry/skills`, the user's config dir).
+pub(crate) async fn may_call(
+    engine: &Engine,
+    agent: &RomeAgent,
+    workspace: &Path,
+    action: &str,
+) -> Result<bool, EngineError> {
+    let allowed = agent.profile.allowed_tools.as_deref();
+    let tool_allowed = match allowed {
+        Some(rules) => rules.iter().any(|rule| rule_allows(rule, action)),
         None => {
             engine.tool_specs().iter().any(|t| t.name == action)
                 || engine
@@ -92,7 +103,45 @@ pub(crate) async fn may_call(engine: &Engine, agent: &RomeAgent, action: &str) -
                     .iter()
                     .any(|t| t.full_name == action)
         }
+    };
+    if tool_allowed {
+        return Ok(true);
     }
+    if !has_skill(engine, agent, workspace, action).await? {
+        return Ok(false);
+    }
+    Ok(allowed.is_none_or(|rules| rules.iter().any(|rule| rule_allows_skill(rule, action))))
+}
+
+/// Whether `name` is one of the agent's skills.
+async fn has_skill(
+    engine: &Engine,
+    agent: &RomeAgent,
+    workspace: &Path,
+    name: &str,
+) -> Result<bool, EngineError> {
+    if let Some(dir) = engine.agents().skills_dir(&agent.agent.id) {
+        let (installed, _) = engine
+            .skills()
+            .read_dir(dir, SkillSource::Installed)
+            .await?;
+        if installed.iter().any(|s| s.name == name) {
+            return Ok(true);
+        }
+    }
+    let discovered = engine.skills().discover(workspace.to_path_buf()).await?;
+    Ok(discovered.iter().any(|s| s.name == name))
+}
+
+/// Whether an allow rule lets the agent use the skill `name`: `skill`,
+/// `Skill`, `Skill(name)`, or a wildcard.
+fn rule_allows_skill(rule: &str, name: &str) -> bool {
+    let (tool, arg) = match rule.split_once('(') {
+        Some((tool, rest)) => (tool.trim(), rest.strip_suffix(')').map(str::trim)),
+        None => (rule.trim(), None),
+    };
+    let tool_matches = tool == "*" || canonical(tool) == "skill";
+    tool_matches && arg.is_none_or(|arg| arg == "*" || arg == name)
 }
 
 /// Whether an allow rule names `action` (whatever its parenthesised part).
@@ -117,6 +166,7 @@ fn canonical(name: &str) -> &str {
         "Grep" => "grep",
         "Glob" => "glob",
         "LS" => "list_dir",
+        "Skill" => "skill",
         other => other,
     }
 }
@@ -134,5 +184,15 @@ mod tests {
         assert!(rule_allows("*", "anything"));
         assert!(!rule_allows("read_file", "write_file"));
         assert!(!rule_allows("Edit", "shell"));
+    }
+
+    #[test]
+    fn skill_rules_name_the_skill_tool_or_one_skill() {
+        assert!(rule_allows_skill("Skill", "deploy"));
+        assert!(rule_allows_skill("skill", "deploy"));
+        assert!(rule_allows_skill("Skill(deploy)", "deploy"));
+        assert!(rule_allows_skill("*", "deploy"));
+        assert!(!rule_allows_skill("Skill(review)", "deploy"));
+        assert!(!rule_allows_skill("read_file", "deploy"));
     }
 }

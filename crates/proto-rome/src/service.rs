@@ -7,15 +7,19 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use gantry_core::{CreateThread, Engine, EngineError, IfBusy, StructuredRequest, ThreadFeed};
-use gantry_types::{ThreadId, ThreadSettingsPatch, ThreadView, TurnId};
+use gantry_types::{
+    PermissionRules, ThreadId, ThreadPolicy, ThreadSettingsPatch, ThreadView, TurnId,
+};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::agents::{self, Profiles, RomeAgent};
 use crate::mapper::TurnMapper;
-use crate::sessions::{AGENT_KEY, Sessions, THREAD_KEY, keyed_session};
+use crate::sessions::{
+    AGENT_KEY, FORK_LABEL_KEY, PARENT_TURN_KEY, Sessions, THREAD_KEY, keyed_session,
+};
 use crate::stream::{self, Outlet};
-use crate::wire::{ForkRequest, Message, RunRequest, ThreadContext};
+use crate::wire::{ForkMode, ForkRequest, Message, RunRequest, ThreadContext};
 
 /// Why a request gets no stream: each maps to an HTTP status.
 #[derive(Debug)]
@@ -136,6 +140,7 @@ impl Rome {
         self.session_of(&agent, &source, Some(&req.channel_thread_key))
             .await?;
         let fork = self.inner.engine.threads().fork(&source, None).await?;
+        self.set_up_fork(&fork.id, &req).await?;
         let plan = Plan {
             agent,
             thread: fork.id,
@@ -146,6 +151,36 @@ impl Rome {
             session_init: false,
         };
         Ok(self.spawn(plan))
+    }
+
+    /// Gives a fork its mode's tool surface and records its lineage.
+    async fn set_up_fork(&self, fork: &ThreadId, req: &ForkRequest) -> Result<(), Refused> {
+        let engine = &self.inner.engine;
+        if req.mode == ForkMode::Isolated {
+            let view = engine.threads().read(fork).await?;
+            let policy = ThreadPolicy {
+                permissions: PermissionRules::allow_nothing(),
+                ..view.thread.policy.clone()
+            };
+            engine.safety().set_policy(fork, policy).await?;
+        }
+        let mut metadata = BTreeMap::new();
+        for (key, value) in [
+            (FORK_LABEL_KEY, &req.label),
+            (PARENT_TURN_KEY, &req.parent_turn_id),
+        ] {
+            if let Some(value) = value {
+                metadata.insert(key.to_owned(), Some(value.clone()));
+            }
+        }
+        if !metadata.is_empty() {
+            let patch = ThreadSettingsPatch {
+                metadata,
+                ..ThreadSettingsPatch::default()
+            };
+            engine.threads().configure(fork, patch).await?;
+        }
+        Ok(())
     }
 
     /// Interrupts a running turn and returns once it has ended; false if
@@ -178,9 +213,9 @@ impl Rome {
         else {
             return Ok(None);
         };
-        Ok(Some(
-            agents::may_call(&self.inner.engine, &agent, action).await,
-        ))
+        let allowed =
+            agents::may_call(&self.inner.engine, &agent, &self.inner.workspace, action).await?;
+        Ok(Some(allowed))
     }
 
     async fn agent(&self, name: &str) -> Result<RomeAgent, Refused> {

@@ -15,6 +15,10 @@ use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 pub(crate) const AGENT_KEY: &str = "rome.agent";
 /// Thread metadata: the channel thread key it runs under.
 pub(crate) const THREAD_KEY: &str = "rome.channel_thread_key";
+/// Thread metadata of a fork: its purpose (`label`).
+pub(crate) const FORK_LABEL_KEY: &str = "rome.fork_label";
+/// Thread metadata of a fork: the source turn that triggered it.
+pub(crate) const PARENT_TURN_KEY: &str = "rome.parent_turn_id";
 
 /// The session of `agent` under `key`.
 pub(crate) fn keyed_session(agent: &str, key: &str) -> ThreadId {

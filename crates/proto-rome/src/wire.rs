@@ -52,6 +52,27 @@ pub struct ForkRequest {
     /// The fork's workspace.
     #[serde(default)]
     pub working_dir: Option<String>,
+    /// Its tool surface (Rome 0.6 `ForkRunMode`); isolated when absent.
+    #[serde(default)]
+    pub mode: ForkMode,
+    /// The fork's purpose (`recap`), kept on the fork's session.
+    #[serde(default)]
+    pub label: Option<String>,
+    /// The source session's turn that triggered the fork, kept as lineage.
+    #[serde(default)]
+    pub parent_turn_id: Option<String>,
+}
+
+/// How a fork's session is set up relative to its source (Rome's
+/// `ForkRunMode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForkMode {
+    /// No tools at all: the fork reads the conversation and answers.
+    #[default]
+    Isolated,
+    /// The source session's own configuration, tools included.
+    Exact,
 }
 
 /// Rome's `ThreadContext`: the parts Gantry uses.

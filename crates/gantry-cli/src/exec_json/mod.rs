@@ -291,7 +291,9 @@ pub(crate) enum ErrorKind {
     ModelUnusable,
     /// The event log could not be saved, so no tool was allowed to run.
     StoreUnavailable,
-    /// Anything else: the model failed or refused the request, a limit.
+    /// The model refused to answer.
+    ModelRefused,
+    /// Anything else: the model failed, a limit.
     Other,
 }
 
@@ -301,6 +303,7 @@ impl From<stored::TurnFailure> for ErrorKind {
             stored::TurnFailure::ModelUnreachable => ErrorKind::ModelUnreachable,
             stored::TurnFailure::ModelUnusable => ErrorKind::ModelUnusable,
             stored::TurnFailure::StoreUnavailable => ErrorKind::StoreUnavailable,
+            stored::TurnFailure::ModelRefused => ErrorKind::ModelRefused,
             stored::TurnFailure::Other => ErrorKind::Other,
         }
     }

@@ -27,6 +27,7 @@ fn every_item_kind_keeps_its_type_name() {
         ItemKind::UserMessage {
             text: "hi".into(),
             key: Some("k".into()),
+            images: Vec::new(),
         },
         ItemKind::AgentMessage { text: "a".into() },
         ItemKind::Reasoning {

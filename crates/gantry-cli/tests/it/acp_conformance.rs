@@ -32,6 +32,7 @@ fn the_official_acp_client_library_conforms() {
     let out = Command::new("node")
         .arg(&script)
         .env("GANTRY_BIN", env!("CARGO_BIN_EXE_gantry"))
+        .env("GANTRY_MOCK_LLM", env!("CARGO_BIN_EXE_gantry-mock-llm"))
         .env("ACP_NODE_MODULES", &modules)
         .output()
         .unwrap_or_else(|e| panic!("cannot run node (.ci/run installs it): {e}"));

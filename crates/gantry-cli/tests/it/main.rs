@@ -6,6 +6,8 @@ mod codewhale_conformance;
 mod codewhale_serve;
 mod common;
 mod config;
+mod control_plane_postgres;
+mod control_plane_replicas;
 mod crash;
 mod disk_full;
 mod exec;

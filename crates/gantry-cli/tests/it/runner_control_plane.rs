@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const GUARD: Duration = Duration::from_secs(30);
 
 /// A child process killed when dropped.
-struct Proc(Child);
+pub(crate) struct Proc(pub Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -27,7 +27,7 @@ impl Drop for Proc {
 }
 
 /// An environment with a bare home: no user config or profile leaks in.
-fn gantry(home: &Path) -> Command {
+pub(crate) fn gantry(home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gantry"));
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -38,7 +38,7 @@ fn gantry(home: &Path) -> Command {
 }
 
 /// Lines of a child's stream, read on a thread.
-fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+pub(crate) fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines() {
@@ -52,7 +52,7 @@ fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> 
 }
 
 /// The first line containing `needle`, within [`GUARD`].
-fn wait_line(lines: &mpsc::Receiver<String>, needle: &str) -> String {
+pub(crate) fn wait_line(lines: &mpsc::Receiver<String>, needle: &str) -> String {
     let deadline = Instant::now() + GUARD;
     let mut seen = Vec::new();
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
@@ -66,13 +66,31 @@ fn wait_line(lines: &mpsc::Receiver<String>, needle: &str) -> String {
 }
 
 /// A control plane process and the addresses it printed.
-struct ControlPlane {
+pub(crate) struct ControlPlane {
     _proc: Proc,
-    grpc: String,
-    http: String,
+    pub grpc: String,
+    pub http: String,
+    /// The rest of its stderr, read so that the pipe stays open.
+    _stderr: mpsc::Receiver<String>,
 }
 
-fn start_control_plane(home: &Path, data: &Path, grpc: &str, http: &str) -> ControlPlane {
+pub(crate) fn start_control_plane(
+    home: &Path,
+    data: &Path,
+    grpc: &str,
+    http: &str,
+) -> ControlPlane {
+    start_control_plane_with(home, data, grpc, http, &[])
+}
+
+/// [`start_control_plane`] with `extra` arguments to `serve`.
+pub(crate) fn start_control_plane_with(
+    home: &Path,
+    data: &Path,
+    grpc: &str,
+    http: &str,
+    extra: &[&str],
+) -> ControlPlane {
     let mut child = gantry(home)
         .args([
             "control-plane",
@@ -82,6 +100,7 @@ fn start_control_plane(home: &Path, data: &Path, grpc: &str, http: &str) -> Cont
             "--http-listen",
             http,
         ])
+        .args(extra)
         .arg("--data-dir")
         .arg(data)
         .stdout(Stdio::null())
@@ -97,13 +116,27 @@ fn start_control_plane(home: &Path, data: &Path, grpc: &str, http: &str) -> Cont
         _proc: Proc(child),
         grpc: grpc.trim().to_owned(),
         http: http.trim().to_owned(),
+        _stderr: stderr,
     }
 }
 
 /// `curl` a JSON request: the status and the JSON answer.
-fn curl(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
+pub(crate) fn curl(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
+    curl_as(None, method, url, body)
+}
+
+/// [`curl`] with `authorization: Bearer <token>` when given.
+pub(crate) fn curl_as(
+    token: Option<&str>,
+    method: &str,
+    url: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
     let mut cmd = Command::new("curl");
     cmd.args(["-s", "-m", "30", "-w", "\n%{http_code}", "-X", method, url]);
+    if let Some(token) = token {
+        cmd.args(["-H", &format!("authorization: Bearer {token}")]);
+    }
     if let Some(body) = body {
         cmd.args([
             "-H",
@@ -121,21 +154,34 @@ fn curl(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
 
 /// One server-sent event.
 #[derive(Debug)]
-struct Sse {
-    id: String,
-    data: Value,
+pub(crate) struct Sse {
+    pub id: String,
+    pub data: Value,
 }
 
 /// Follows a thread's events with `curl -N`, from after `last_event_id`.
-struct Follow {
+pub(crate) struct Follow {
     _proc: Proc,
     lines: mpsc::Receiver<String>,
 }
 
 impl Follow {
-    fn start(http: &str, thread: &str, last_event_id: Option<&str>) -> Follow {
+    pub(crate) fn start(http: &str, thread: &str, last_event_id: Option<&str>) -> Follow {
+        Self::start_as(None, http, thread, last_event_id)
+    }
+
+    /// [`Follow::start`] with `authorization: Bearer <token>` when given.
+    pub(crate) fn start_as(
+        token: Option<&str>,
+        http: &str,
+        thread: &str,
+        last_event_id: Option<&str>,
+    ) -> Follow {
         let mut cmd = Command::new("curl");
         cmd.args(["-s", "-N"]);
+        if let Some(token) = token {
+            cmd.args(["-H", &format!("authorization: Bearer {token}")]);
+        }
         if let Some(id) = last_event_id {
             cmd.args(["-H", &format!("Last-Event-ID: {id}")]);
         }
@@ -153,7 +199,7 @@ impl Follow {
     }
 
     /// The next event (keep-alive comments are skipped).
-    fn next(&self) -> Sse {
+    pub(crate) fn next(&self) -> Sse {
         let (mut id, mut data) = (String::new(), String::new());
         loop {
             let line = self
@@ -178,7 +224,7 @@ impl Follow {
     }
 
     /// Events until one for which `done` holds (included).
-    fn until(&self, done: impl Fn(&Sse) -> bool) -> Vec<Sse> {
+    pub(crate) fn until(&self, done: impl Fn(&Sse) -> bool) -> Vec<Sse> {
         let mut seen = Vec::new();
         loop {
             let event = self.next();
@@ -191,18 +237,18 @@ impl Follow {
     }
 }
 
-fn is_item(event: &Sse, kind: &str, status: &str) -> bool {
+pub(crate) fn is_item(event: &Sse, kind: &str, status: &str) -> bool {
     event.data["kind"] == "item"
         && event.data["data"]["type"] == kind
         && event.data["data"]["status"] == status
 }
 
-fn is_turn(event: &Sse, status: &str) -> bool {
+pub(crate) fn is_turn(event: &Sse, status: &str) -> bool {
     event.data["kind"] == "turn" && event.data["data"]["status"] == status
 }
 
 /// Waits, bounded, until `ready` holds; for states nothing announces.
-fn eventually(what: &str, ready: impl Fn() -> bool) {
+pub(crate) fn eventually(what: &str, ready: impl Fn() -> bool) {
     let deadline = Instant::now() + GUARD;
     while !ready() {
         assert!(Instant::now() < deadline, "{what} never happened");
@@ -399,7 +445,7 @@ fn a_runner_serves_the_control_plane_through_a_steer_and_a_control_plane_restart
 }
 
 /// `gantry control-plane SUBCOMMAND ARGS... --data-dir DATA`: its output.
-fn control_plane_cli(home: &Path, data: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn control_plane_cli(home: &Path, data: &Path, args: &[&str]) -> std::process::Output {
     gantry(home)
         .arg("control-plane")
         .args(args)
@@ -410,7 +456,7 @@ fn control_plane_cli(home: &Path, data: &Path, args: &[&str]) -> std::process::O
 }
 
 /// `curl` a GET with `authorization: Bearer <token>` when given: the status.
-fn curl_status(url: &str, token: Option<&str>) -> u16 {
+pub(crate) fn curl_status(url: &str, token: Option<&str>) -> u16 {
     let mut cmd = Command::new("curl");
     cmd.args(["-s", "-m", "30", "-o", "/dev/null", "-w", "%{http_code}"]);
     if let Some(token) = token {

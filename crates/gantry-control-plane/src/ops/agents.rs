@@ -102,7 +102,20 @@ impl ControlPlane {
         };
         let Some(id) = asked else {
             let loads = inner.store.runner_loads().await?;
-            if let Some(id) = least_loaded(&inner.registry.connected(), &loads, sdk, model) {
+            let mut connected = inner.registry.connected();
+            if inner.cluster.is_some() {
+                // Leases on NATS may name runners of another store (replicas
+                // of another deployment on the same server): only ours.
+                let ours: std::collections::HashSet<String> = inner
+                    .store
+                    .runners()
+                    .await?
+                    .into_iter()
+                    .map(|r| r.id)
+                    .collect();
+                connected.retain(|(id, _)| ours.contains(id));
+            }
+            if let Some(id) = least_loaded(&connected, &loads, sdk, model) {
                 return Ok(id);
             }
             // Offered by a runner that is offline: try again later. Offered

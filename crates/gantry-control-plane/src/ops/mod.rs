@@ -9,6 +9,7 @@ mod threads;
 
 use serde::Deserialize;
 
+use crate::registry::Remote;
 use crate::store::RequestRecord;
 
 pub(crate) use mcp::McpServerView;
@@ -107,22 +108,44 @@ impl ControlPlane {
         request: Request,
         subject: Subject<'_>,
     ) -> Result<(String, Payload), ApiError> {
-        let inner = &self.inner;
         let (id, message) = self.prepare(runner_id, request)?;
-        let kind = requests::kind(&message.request);
-        // Recorded before it is sent (in memory, and queued for the store
-        // ahead of any reply): the replies are attributed through it. The
-        // answer waits for its commit too.
-        let recorded = inner.tracker.record_request(RequestRecord {
+        let record = RequestRecord {
             id: id.clone(),
             runner_id: runner_id.to_owned(),
-            kind: kind.to_owned(),
+            kind: requests::kind(&message.request).to_owned(),
             agent_id: subject.agent_id.map(str::to_owned),
             thread_id: subject.thread_id.map(str::to_owned),
             turn_id: None,
             params: serde_json::to_string(&subject.params).unwrap_or_else(|_| "{}".into()),
             created_at: now_ms(),
-        });
+        };
+        let reply = match self.inner.registry.holder(runner_id) {
+            Some(remote) => {
+                let reply = self.routed(&remote, &message, &record, true).await?;
+                reply.ok_or_else(|| {
+                    ApiError::BadGateway(format!("replica {} relayed no reply", remote.replica))
+                })?
+            }
+            None => self.ask_here(runner_id, message, record).await?,
+        };
+        match reply {
+            Payload::RequestError { error_message } => Err(ApiError::Conflict(error_message)),
+            reply => Ok((id, reply)),
+        }
+    }
+
+    /// Sends a request to a runner whose channel is here and waits for its
+    /// first reply. The request is recorded before it is sent (in memory,
+    /// and queued for the store ahead of any reply): the replies are
+    /// attributed through it. The answer waits for its commit too.
+    pub(crate) async fn ask_here(
+        &self,
+        runner_id: &str,
+        message: ServerMessage,
+        record: RequestRecord,
+    ) -> Result<Payload, ApiError> {
+        let inner = &self.inner;
+        let recorded = inner.tracker.record_request(record);
         let sent = std::time::Instant::now();
         let replied = inner
             .dispatcher
@@ -131,10 +154,48 @@ impl ControlPlane {
         recorded?;
         let reply = reply?;
         inner.metrics.dispatched(sent.elapsed());
-        match reply {
-            Payload::RequestError { error_message } => Err(ApiError::Conflict(error_message)),
-            reply => Ok((id, reply)),
+        Ok(reply)
+    }
+
+    /// Sends a request to a runner whose channel is here, recorded first,
+    /// without waiting for a reply.
+    pub(crate) async fn send_here(
+        &self,
+        runner_id: &str,
+        message: ServerMessage,
+        record: RequestRecord,
+    ) -> Result<(), ApiError> {
+        let inner = &self.inner;
+        inner.tracker.record_request(record).await?;
+        inner
+            .dispatcher
+            .send(&inner.registry, runner_id, message)
+            .await?;
+        Ok(())
+    }
+
+    /// Sends a request to the replica holding its runner's channel; the
+    /// runner's reply when `wait`. What is kept here of the thread it
+    /// concerns is dropped: the other replica writes it.
+    async fn routed(
+        &self,
+        remote: &Remote,
+        message: &ServerMessage,
+        record: &RequestRecord,
+        wait: bool,
+    ) -> Result<Option<Payload>, ApiError> {
+        let inner = &self.inner;
+        let cluster = inner.cluster.as_ref().ok_or_else(|| {
+            ApiError::Unavailable(format!("runner {} is on another replica", record.runner_id))
+        })?;
+        let call = crate::nats::Call::new(remote.version, message, record, wait)?;
+        let answered = cluster
+            .call(&remote.replica, &call, inner.dispatcher.timeout())
+            .await;
+        if let Some(thread_id) = &record.thread_id {
+            inner.tracker.forget_thread(thread_id);
         }
+        answered
     }
 
     /// The protocol version a runner speaks.

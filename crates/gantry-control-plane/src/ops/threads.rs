@@ -101,7 +101,7 @@ impl ControlPlane {
         let thread = self
             .inner
             .tracker
-            .thread(&thread_id)
+            .thread(&thread_id, &self.inner.registry)
             .await?
             .ok_or_else(|| {
                 ApiError::Internal(format!(
@@ -146,7 +146,7 @@ impl ControlPlane {
     pub(crate) async fn thread_record(&self, id: &str) -> Result<ThreadRecord, ApiError> {
         self.inner
             .tracker
-            .thread(id)
+            .thread(id, &self.inner.registry)
             .await?
             .ok_or_else(|| ApiError::NotFound(format!("thread {id} not found")))
     }
@@ -218,7 +218,7 @@ impl ControlPlane {
         let steered = self
             .inner
             .tracker
-            .turn(thread_id, &turn_id)
+            .turn(thread_id, &turn_id, &self.inner.registry)
             .await?
             .is_some_and(|t| t.request_id != request_id);
         Ok(MessageAccepted {
@@ -257,24 +257,22 @@ impl ControlPlane {
             thread_id: thread_id.to_owned(),
         };
         let (request_id, message) = self.prepare(&thread.runner_id, request)?;
-        let inner = &self.inner;
-        inner
-            .tracker
-            .record_request(crate::store::RequestRecord {
-                id: request_id.clone(),
-                runner_id: thread.runner_id.clone(),
-                kind: crate::requests::INTERRUPT_TURN.to_owned(),
-                agent_id: Some(thread.agent_id.clone()),
-                thread_id: Some(thread_id.to_owned()),
-                turn_id: None,
-                params: "{}".to_owned(),
-                created_at: crate::now_ms(),
-            })
-            .await?;
-        inner
-            .dispatcher
-            .send(&inner.registry, &thread.runner_id, message)
-            .await?;
+        let record = crate::store::RequestRecord {
+            id: request_id.clone(),
+            runner_id: thread.runner_id.clone(),
+            kind: crate::requests::INTERRUPT_TURN.to_owned(),
+            agent_id: Some(thread.agent_id.clone()),
+            thread_id: Some(thread_id.to_owned()),
+            turn_id: None,
+            params: "{}".to_owned(),
+            created_at: crate::now_ms(),
+        };
+        match self.inner.registry.holder(&thread.runner_id) {
+            Some(remote) => {
+                self.routed(&remote, &message, &record, false).await?;
+            }
+            None => self.send_here(&thread.runner_id, message, record).await?,
+        }
         Ok(InterruptSent {
             request_id,
             thread_id: thread_id.to_owned(),

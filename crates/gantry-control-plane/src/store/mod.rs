@@ -1,14 +1,21 @@
 //! The control plane's store: runners and their tokens' hashes, agents,
 //! threads, the requests sent to runners, turns, items, and each thread's
-//! update log. It lives in its own database (`control-plane.db`) with its own
-//! migrations (`migrations/` of this crate), apart from the engine's.
+//! update log. (Which replica holds a runner is in NATS KV: see
+//! `nats/`.) It lives in a database of its own, apart from the engine's: a SQLite file
+//! (`control-plane.db`, migrations in `migrations/` of this crate) by
+//! default, or PostgreSQL (`migrations-postgres/`), which replicas share.
+//! Both run the statements of `sql.rs` through the code of `shared.rs`.
 
 mod records;
+#[macro_use]
+mod shared;
+mod postgres;
 mod sql;
 mod sqlite;
 
 use async_trait::async_trait;
 
+pub use postgres::{PostgresControlPlaneStore, redacted};
 pub use records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
     ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert, Write,
@@ -118,4 +125,7 @@ pub trait ControlPlaneStore: Send + Sync {
         after: i64,
         limit: i64,
     ) -> Result<Vec<ThreadUpdateRecord>, StoreError>;
+
+    /// Closes every connection, waiting for them to finish.
+    async fn close(&self);
 }

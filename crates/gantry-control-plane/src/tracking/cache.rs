@@ -104,6 +104,11 @@ impl Cache {
         }
     }
 
+    /// Drops a thread: another replica wrote it.
+    pub(crate) fn forget_thread(&self, thread_id: &str) {
+        self.lock().threads.remove(thread_id);
+    }
+
     /// Drops every thread of `runner_id`: its channel is (re)opened here,
     /// and another replica may have written them meanwhile.
     pub(crate) fn forget_runner(&self, runner_id: &str) {
@@ -155,6 +160,19 @@ impl<V> Bounded<V> {
             if self.map.get(&key).is_some_and(|(g, _)| *g == generation) {
                 self.map.remove(&key);
             }
+        }
+    }
+
+    fn remove(&mut self, key: &str) {
+        if self.map.remove(key).is_none() {
+            return;
+        }
+        // Its place in `order` is skipped when reached; compacted now and
+        // then so removals without evictions do not pile up.
+        if self.order.len() > 2 * self.map.len() + 1024 {
+            let map = &self.map;
+            self.order
+                .retain(|(g, k)| map.get(k).is_some_and(|(generation, _)| generation == g));
         }
     }
 

@@ -28,6 +28,8 @@ use gantry_runner_protocol::messages::{ClientMessage, Payload};
 use tokio::sync::{Mutex, broadcast};
 
 use super::now_ms;
+use crate::nats::Cluster;
+use crate::registry::Registry;
 use crate::store::{
     ControlPlaneStore, RequestRecord, StoreError, ThreadRecord, ThreadUpdateRecord, TurnRecord,
     Write,
@@ -42,6 +44,9 @@ const BROADCAST_CAPACITY: usize = 1024;
 /// Applies updates: one runner's one batch at a time, runners side by side.
 pub(crate) struct Tracker {
     store: Arc<dyn ControlPlaneStore>,
+    /// With replicas: where committed updates are published, and why
+    /// memory answers only for runners whose channel is here.
+    cluster: Option<Cluster>,
     cache: Cache,
     writer: Writer,
     /// Per runner: its updates each read state, merge, then write, so two
@@ -65,9 +70,10 @@ struct Context<'a> {
 
 impl Tracker {
     /// A tracker writing to `store` (starts its writer task).
-    pub(crate) fn new(store: Arc<dyn ControlPlaneStore>) -> Self {
+    pub(crate) fn new(store: Arc<dyn ControlPlaneStore>, cluster: Option<Cluster>) -> Self {
         Self {
             writer: Writer::start(store.clone()),
+            cluster,
             store,
             cache: Cache::default(),
             serial: std::sync::Mutex::default(),
@@ -91,30 +97,63 @@ impl Tracker {
         async move { written.await.map(drop) }
     }
 
-    /// The thread `id`, from memory when kept.
-    pub(crate) async fn thread(&self, id: &str) -> Result<Option<ThreadRecord>, StoreError> {
-        match self.cache.thread_record(id) {
+    /// The thread `id`, from memory when kept and written here.
+    pub(crate) async fn thread(
+        &self,
+        id: &str,
+        registry: &Registry,
+    ) -> Result<Option<ThreadRecord>, StoreError> {
+        match self
+            .cache
+            .thread_record(id)
+            .filter(|t| self.trusted(registry, &t.runner_id))
+        {
             Some(thread) => Ok(Some(thread)),
             None => self.store.thread(id).await,
         }
     }
 
-    /// A turn of a thread, from memory when it is the thread's latest.
+    /// A turn of a thread, from memory when it is the thread's latest and
+    /// written here.
     pub(crate) async fn turn(
         &self,
         thread_id: &str,
         id: &str,
+        registry: &Registry,
     ) -> Result<Option<TurnRecord>, StoreError> {
-        match self.cache.turn(thread_id, id) {
+        let here = self
+            .cache
+            .thread_record(thread_id)
+            .is_some_and(|t| self.trusted(registry, &t.runner_id));
+        match self.cache.turn(thread_id, id).filter(|_| here) {
             Some(turn) => Ok(Some(turn)),
             None => self.store.turn(thread_id, id).await,
         }
+    }
+
+    /// Whether memory may answer for a thread of `runner_id`: alone, this
+    /// process writes every thread; among replicas, only the one holding
+    /// the runner's channel writes its threads (another replica's memory
+    /// of them may be stale).
+    fn trusted(&self, registry: &Registry, runner_id: &str) -> bool {
+        self.cluster.is_none() || registry.is_here(runner_id)
     }
 
     /// A runner's channel opened here: what is kept of its threads may be
     /// stale (another replica may have had it meanwhile).
     pub(crate) fn runner_connected(&self, runner_id: &str) {
         self.cache.forget_runner(runner_id);
+    }
+
+    /// Another replica holds the runner now: what is kept of its threads
+    /// will go stale.
+    pub(crate) fn forget_runner(&self, runner_id: &str) {
+        self.cache.forget_runner(runner_id);
+    }
+
+    /// Another replica wrote the thread: what is kept of it is stale.
+    pub(crate) fn forget_thread(&self, thread_id: &str) {
+        self.cache.forget_thread(thread_id);
     }
 
     /// Applies (validated) messages of `runner_id`, in order, as one batch
@@ -135,12 +174,24 @@ impl Tracker {
         if batch.writes.is_empty() {
             return Ok(0);
         }
-        let entries = self
-            .writer
-            .submit(std::mem::take(&mut batch.writes))
-            .await?;
+        let written = self.writer.submit(std::mem::take(&mut batch.writes)).await;
+        let entries = match written {
+            Ok(entries) => entries,
+            Err(e) => {
+                // What is kept of these threads may be what failed (say,
+                // another replica wrote them meanwhile): read them again.
+                for thread_id in batch.threads.keys() {
+                    self.cache.forget_thread(thread_id);
+                }
+                return Err(e);
+            }
+        };
         self.cache.committed(batch.threads, batch.requests);
         let count = entries.len();
+        if let Some(cluster) = &self.cluster {
+            // Under the runner's lock: published in commit order.
+            cluster.publish(&entries).await;
+        }
         for entry in entries {
             // No follower is not an error.
             let _ = self.updates.send(entry);

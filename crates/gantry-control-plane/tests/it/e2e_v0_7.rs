@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// A 0.7 runner with its engine, under the harness's control plane.
-struct Runner07 {
+pub(crate) struct Runner07 {
     engine: Engine,
     stop: CancellationToken,
     task: JoinHandle<Result<(), runner::RunnerError>>,
@@ -32,7 +32,7 @@ struct Runner07 {
 }
 
 impl Runner07 {
-    async fn start(h: &Harness, dir: &Path, token: String, llm: &MockLlm) -> Self {
+    pub(crate) async fn start(h: &Harness, dir: &Path, token: String, llm: &MockLlm) -> Self {
         Self::start_with(h, dir, token, llm, None).await
     }
 
@@ -82,7 +82,7 @@ impl Runner07 {
         }
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.stop.cancel();
         guarded("the runner to stop", self.task)
             .await
@@ -93,7 +93,7 @@ impl Runner07 {
 }
 
 /// Waits until the runner is listed as connected; the first model it offers.
-async fn wait_connected(h: &Harness, runner_id: &str) -> String {
+pub(crate) async fn wait_connected(h: &Harness, runner_id: &str) -> String {
     let deadline = Instant::now() + GUARD;
     loop {
         let (_, runners) = h.get("/v1/runners").await;

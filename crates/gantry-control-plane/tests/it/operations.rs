@@ -9,7 +9,8 @@ use gantry_control_plane::ControlPlaneOptions;
 use gantry_runner_protocol::v0_2::{ItemStatus, ItemType, TurnStatus};
 use serde_json::json;
 use support::{
-    FakeRunner, Harness, answer, guarded, item_update, offering, runner_with_thread, turn_update,
+    Backend, FakeRunner, Harness, StoreAt, answer, guarded, item_update, offering,
+    runner_with_thread, turn_update,
 };
 use tonic::Code;
 
@@ -124,5 +125,36 @@ async fn a_stop_takes_no_new_runner_and_answers_the_requests_in_flight_first() {
     assert_eq!(status, 202, "{accepted}");
     assert_eq!(accepted["turn_id"], "turn-1");
     assert!(runner.closed().await);
+    h.stop().await;
+}
+
+/// Readiness asks the store in use: on PostgreSQL, a database that is
+/// gone makes the replica unready, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_asks_the_postgres_store_in_use() {
+    let Some(at) = StoreAt::new(Backend::Postgres).await else {
+        return;
+    };
+    let h = Harness::start_at(&at, TIMEOUT).await;
+    let (status, ready) = h.get("/readyz").await;
+    assert_eq!((status, &ready["store"]), (200, &json!("ok")), "{ready}");
+
+    let url = at.postgres_url().unwrap();
+    let (server, name) = url.rsplit_once('/').unwrap();
+    let admin = sqlx::PgPool::connect(&format!("{server}/postgres"))
+        .await
+        .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE {name} WITH (FORCE)"
+    )))
+    .execute(&mut *admin.acquire().await.unwrap())
+    .await
+    .unwrap();
+    admin.close().await;
+    let (status, ready) = guarded("readiness", h.get("/readyz")).await;
+    assert_eq!(status, 503, "{ready}");
+    assert_eq!(ready["status"], "not ready");
+    assert!(ready["store"].as_str().unwrap().contains("ping"), "{ready}");
+    assert_eq!(text(&h, "/healthz").await.0, 200, "alive all the same");
     h.stop().await;
 }

@@ -4,6 +4,7 @@
 //! with a live runner's token is refused, a reconnect is not.
 
 use crate::support;
+use crate::support::on_both_backends;
 
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use gantry_runner_protocol::v0_2::server_message::Request as RunnerRequest;
 use gantry_runner_protocol::v0_2::{self as pb, ItemStatus, ItemType, TurnStatus};
 use serde_json::json;
 use support::{
-    FakeRunner, Harness, agent_update, answer, client, item_update, offering, take_events,
+    FakeRunner, Harness, StoreAt, agent_update, answer, client, item_update, offering, take_events,
     thread_update, turn_update,
 };
 use tokio_stream::wrappers::ReceiverStream;
@@ -44,10 +45,10 @@ async fn a_pending_request_is_resent_with_the_same_id_after_the_runner_reconnect
     h.stop().await;
 }
 
-#[tokio::test]
-async fn a_restart_keeps_runners_agents_threads_and_history() {
-    let dir = tempfile::tempdir().unwrap();
-    let h = Harness::start(dir.path(), TIMEOUT).await;
+on_both_backends!(a_restart_keeps_runners_agents_threads_and_history);
+
+async fn a_restart_keeps_runners_agents_threads_and_history(at: StoreAt) {
+    let h = Harness::start_at(&at, TIMEOUT).await;
     let (_, token) = h.add_runner("r1").await;
     let (mut runner, agent_id, thread_id) = {
         let mut runner = FakeRunner::connect(h.grpc, &token, offering("gantry", &["m1"])).await;
@@ -84,7 +85,7 @@ async fn a_restart_keeps_runners_agents_threads_and_history() {
     h.stop().await;
     drop(runner);
 
-    let h = Harness::start(dir.path(), TIMEOUT).await;
+    let h = Harness::start_at(&at, TIMEOUT).await;
     let (_, agents) = h.get("/v1/agents").await;
     assert_eq!(agents[0]["id"], agent_id.as_str());
     let (_, runners) = h.get("/v1/runners").await;

@@ -6,10 +6,10 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use gantry_control_plane::store::{ControlPlaneStore, SqliteControlPlaneStore};
 use gantry_runner_protocol::v0_2 as pb;
 use support::{
-    FakeRunner, GUARD, Harness, client, guarded, offering, runner_with_thread, take_events,
+    FakeRunner, GUARD, Harness, StoreAt, client, guarded, offering, on_both_backends,
+    runner_with_thread, take_events,
 };
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Code;
@@ -124,33 +124,35 @@ async fn stopping_the_control_plane_closes_runner_channels_and_live_streams() {
     );
 }
 
-#[tokio::test]
-async fn a_runner_token_is_stored_only_as_its_hash() {
-    let dir = tempfile::tempdir().unwrap();
-    let h = Harness::start(dir.path(), TIMEOUT).await;
+on_both_backends!(
+    a_runner_token_is_stored_only_as_its_hash,
+    a_runner_added_by_another_process_can_connect_at_once,
+);
+
+async fn a_runner_token_is_stored_only_as_its_hash(at: StoreAt) {
+    let h = Harness::start_at(&at, TIMEOUT).await;
     let (id, token) = h.add_runner("r1").await;
     h.stop().await;
 
     assert_eq!(token.len(), 64, "32 random bytes, hex");
-    let store = SqliteControlPlaneStore::open_in(dir.path()).await.unwrap();
+    let store = at.open().await;
     let stored = store.runners().await.unwrap();
     assert_eq!(stored[0].id, id);
     assert_ne!(stored[0].token_hash, token);
     assert_eq!(stored[0].token_hash.len(), 64, "SHA-256, hex");
-    let file = std::fs::read(dir.path().join("control-plane.db")).unwrap();
+    store.close().await;
+    let raw = at.raw_credentials().await;
     assert!(
-        !file.windows(token.len()).any(|w| w == token.as_bytes()),
-        "the token is in the database file"
+        !raw.windows(token.len()).any(|w| w == token.as_bytes()),
+        "the token is in the database"
     );
 }
 
-#[tokio::test]
-async fn a_runner_added_by_another_process_can_connect_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let h = Harness::start(dir.path(), TIMEOUT).await;
+async fn a_runner_added_by_another_process_can_connect_at_once(at: StoreAt) {
+    let h = Harness::start_at(&at, TIMEOUT).await;
     // What `gantry control-plane add-runner` does: straight into the store.
-    let store = SqliteControlPlaneStore::open_in(dir.path()).await.unwrap();
-    let (_, token) = gantry_control_plane::add_runner(&store, "late", None)
+    let store = at.open().await;
+    let (_, token) = gantry_control_plane::add_runner(store.as_ref(), "late", None)
         .await
         .unwrap();
 

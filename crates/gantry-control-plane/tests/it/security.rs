@@ -7,11 +7,10 @@ use crate::support;
 
 use std::time::Duration;
 
-use gantry_control_plane::store::SqliteControlPlaneStore;
 use gantry_control_plane::{ControlPlaneOptions, create_api_token, revoke_api_token};
 use gantry_runner_protocol::v0_2::server_message::Request as RunnerRequest;
 use serde_json::{Value, json};
-use support::{FakeRunner, Harness, offering, runner_with_thread};
+use support::{FakeRunner, Harness, StoreAt, offering, on_both_backends, runner_with_thread};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -146,17 +145,20 @@ async fn an_allowed_host_is_answered() {
     h.stop().await;
 }
 
-#[tokio::test]
-async fn once_a_token_exists_every_call_but_the_document_needs_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let h = Harness::start(dir.path(), TIMEOUT).await;
+on_both_backends!(
+    once_a_token_exists_every_call_but_the_document_needs_one,
+    an_api_token_name_is_taken_once_and_must_be_printable,
+);
+
+async fn once_a_token_exists_every_call_but_the_document_needs_one(at: StoreAt) {
+    let h = Harness::start_at(&at, TIMEOUT).await;
     // Loopback-only, no token: open.
     assert_eq!(h.get("/v1/runners").await.0, 200);
 
     // Tokens made by another process (`gantry control-plane create-token`).
-    let store = SqliteControlPlaneStore::open_in(dir.path()).await.unwrap();
-    let (alice, alice_token) = create_api_token(&store, "alice").await.unwrap();
-    let (_, ci_token) = create_api_token(&store, "ci").await.unwrap();
+    let store = at.open().await;
+    let (alice, alice_token) = create_api_token(store.as_ref(), "alice").await.unwrap();
+    let (_, ci_token) = create_api_token(store.as_ref(), "ci").await.unwrap();
     assert_eq!(alice.name, "alice");
     assert_eq!(alice_token.len(), 64, "32 random bytes, hex");
     assert_ne!(alice.token_hash, alice_token);
@@ -198,7 +200,7 @@ async fn once_a_token_exists_every_call_but_the_document_needs_one() {
     assert_eq!(call(request).await.0, 401);
 
     // Revoked: refused from the next request on; the other still works.
-    assert!(revoke_api_token(&store, "alice").await.unwrap());
+    assert!(revoke_api_token(store.as_ref(), "alice").await.unwrap());
     assert_eq!(call(bearer(&alice_token)).await.0, 401);
     assert_eq!(call(bearer(&ci_token)).await.0, 200);
     h.stop().await;
@@ -226,16 +228,15 @@ async fn beyond_loopback_every_call_needs_a_token_even_before_one_exists() {
     h.stop().await;
 }
 
-#[tokio::test]
-async fn an_api_token_name_is_taken_once_and_must_be_printable() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteControlPlaneStore::open_in(dir.path()).await.unwrap();
-    create_api_token(&store, "ci").await.unwrap();
-    let taken = create_api_token(&store, "ci").await.unwrap_err();
+async fn an_api_token_name_is_taken_once_and_must_be_printable(at: StoreAt) {
+    let store = at.open().await;
+    let store = store.as_ref();
+    create_api_token(store, "ci").await.unwrap();
+    let taken = create_api_token(store, "ci").await.unwrap_err();
     assert!(taken.to_string().contains("already exists"), "{taken}");
-    assert!(create_api_token(&store, "").await.is_err());
-    assert!(create_api_token(&store, "a\nb").await.is_err());
-    assert!(!revoke_api_token(&store, "nobody").await.unwrap());
+    assert!(create_api_token(store, "").await.is_err());
+    assert!(create_api_token(store, "a\nb").await.is_err());
+    assert!(!revoke_api_token(store, "nobody").await.unwrap());
 }
 
 #[tokio::test]

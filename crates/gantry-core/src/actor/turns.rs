@@ -38,6 +38,7 @@ impl ThreadActor {
         if self.view.thread.archived {
             return Err(EngineError::Archived(self.thread_id().clone()));
         }
+        self.check_images(&input)?;
         let fresh = |turn, steered| Delivered {
             turn,
             steered,
@@ -59,6 +60,7 @@ impl ThreadActor {
                     turn_id: TurnId::new(),
                     text: input.text,
                     key: input.key,
+                    images: input.images,
                 };
                 let id = input.turn_id.clone();
                 self.emit(EventPayload::InputQueued { input }).await;
@@ -90,7 +92,19 @@ impl ThreadActor {
         })
     }
 
+    /// Refuses images the thread's model cannot read (see `crate::images`).
+    fn check_images(&self, input: &Input) -> Result<(), EngineError> {
+        let model = &self.view.thread.model;
+        if input.images.is_empty()
+            || crate::images::takes_images(self.shared.models.model_info(model).as_ref())
+        {
+            return Ok(());
+        }
+        Err(EngineError::InvalidInput(crate::images::refused(model)))
+    }
+
     pub(super) fn steer(&mut self, input: Input) -> Result<TurnId, EngineError> {
+        self.check_images(&input)?;
         let thread = self.thread_id().clone();
         let Some(turn) = &mut self.turn else {
             return Err(EngineError::NotSteerable {
@@ -231,6 +245,7 @@ impl ThreadActor {
         let kind = ItemKind::UserMessage {
             text: input.text,
             key: input.key,
+            images: input.images,
         };
         self.emit_instant_item(turn_id, 0, kind).await;
     }
@@ -310,6 +325,7 @@ impl ThreadActor {
             let input = Input {
                 text: next.text,
                 key: next.key,
+                images: next.images,
             };
             self.start_turn(next.turn_id, input, TurnMode::Chat).await;
         }

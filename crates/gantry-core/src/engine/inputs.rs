@@ -1,6 +1,8 @@
 //! What commands take: a thread's parameters, a message and how to treat it
 //! while a turn runs.
 
+use gantry_types::ImagePart;
+
 use super::*;
 
 /// What to do with a user message while a turn is running.
@@ -25,16 +27,48 @@ pub struct Delivered {
     pub first_time: bool,
 }
 
+/// A user message a client sends: text, and images for models that read
+/// them ([`Turns::send_input`](crate::Turns::send_input)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserInput {
+    /// The text (may be empty when images come with it).
+    pub text: String,
+    /// Images, each checked ([`ImagePart::check`]): at most
+    /// [`gantry_types::MAX_IMAGES`], each at most
+    /// [`gantry_types::MAX_IMAGE_BYTES`] decoded.
+    pub images: Vec<ImagePart>,
+}
+
+impl From<String> for UserInput {
+    fn from(text: String) -> Self {
+        UserInput {
+            text,
+            images: Vec::new(),
+        }
+    }
+}
+
+impl From<&str> for UserInput {
+    fn from(text: &str) -> Self {
+        text.to_owned().into()
+    }
+}
+
 /// A user message on its way into a thread.
 #[derive(Debug, Clone)]
 pub(crate) struct Input {
     pub text: String,
     pub key: Option<String>,
+    pub images: Vec<ImagePart>,
 }
 
 impl From<String> for Input {
     fn from(text: String) -> Self {
-        Input { text, key: None }
+        Input {
+            text,
+            key: None,
+            images: Vec::new(),
+        }
     }
 }
 

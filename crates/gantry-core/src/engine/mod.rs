@@ -18,7 +18,7 @@ mod turns;
 pub use builder::EngineBuilder;
 pub use feeds::Feeds;
 pub(crate) use inputs::Input;
-pub use inputs::{ContextMessage, ContextRole, CreateThread, Delivered, IfBusy};
+pub use inputs::{ContextMessage, ContextRole, CreateThread, Delivered, IfBusy, UserInput};
 pub use safety::Safety;
 pub use settings::Settings;
 pub use threads::Threads;

@@ -340,6 +340,7 @@ fn context_turn(thread: &Thread, context: &[ContextMessage], now: i64) -> Vec<Ev
                 ItemKind::UserMessage {
                     text: message.text.clone(),
                     key: None,
+                    images: Vec::new(),
                 },
                 0,
             ),

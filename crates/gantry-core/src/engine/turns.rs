@@ -1,5 +1,7 @@
 //! Turns: messages, steering, queueing, interrupts, waiting, the context.
 
+use gantry_types::ImagePart;
+
 use super::*;
 
 /// Turns: send messages, steer, queue, interrupt, wait, compact.
@@ -18,11 +20,25 @@ impl Turns<'_> {
         text: impl Into<String>,
         if_busy: IfBusy,
     ) -> Result<TurnId, EngineError> {
-        let text = non_empty(text.into())?;
+        self.send_input(thread, UserInput::from(text.into()), if_busy)
+            .await
+    }
+
+    /// Sends a user message with images, like [`Turns::send`](crate::Turns::send).
+    /// Refused (`InvalidInput`, saying why) when an image is malformed or
+    /// too large, or when the catalog says the thread's model reads no
+    /// images.
+    pub async fn send_input(
+        &self,
+        thread: &ThreadId,
+        input: UserInput,
+        if_busy: IfBusy,
+    ) -> Result<TurnId, EngineError> {
+        let input = checked(input, None)?;
         let delivered = self
             .engine
             .ask(thread, |reply| Command::Send {
-                input: Input { text, key: None },
+                input,
                 if_busy,
                 reply,
             })
@@ -42,14 +58,11 @@ impl Turns<'_> {
         text: impl Into<String>,
         if_busy: IfBusy,
     ) -> Result<Delivered, EngineError> {
-        let text = non_empty(text.into())?;
         let key = non_empty(key.into())?;
+        let input = checked(UserInput::from(text.into()), Some(key))?;
         self.engine
             .ask(thread, |reply| Command::Send {
-                input: Input {
-                    text,
-                    key: Some(key),
-                },
+                input,
                 if_busy,
                 reply,
             })
@@ -65,12 +78,20 @@ impl Turns<'_> {
         thread: &ThreadId,
         text: impl Into<String>,
     ) -> Result<TurnId, EngineError> {
-        let text = non_empty(text.into())?;
+        self.steer_input(thread, UserInput::from(text.into())).await
+    }
+
+    /// Steers with a message that may carry images, like
+    /// [`Turns::steer`](crate::Turns::steer), checked like
+    /// [`Turns::send_input`](crate::Turns::send_input).
+    pub async fn steer_input(
+        &self,
+        thread: &ThreadId,
+        input: UserInput,
+    ) -> Result<TurnId, EngineError> {
+        let input = checked(input, None)?;
         self.engine
-            .ask(thread, |reply| Command::Steer {
-                input: Input { text, key: None },
-                reply,
-            })
+            .ask(thread, |reply| Command::Steer { input, reply })
             .await?
     }
 
@@ -185,6 +206,19 @@ fn ended_turn(view: &ThreadView, turn: &TurnId) -> Option<Result<Turn, ()>> {
     } else {
         Err(())
     })
+}
+
+/// A client's message as the actor takes it: text or images, every image
+/// well-formed and within the limits.
+fn checked(input: UserInput, key: Option<String>) -> Result<Input, EngineError> {
+    let UserInput { text, images } = input;
+    let text = if images.is_empty() {
+        non_empty(text)?
+    } else {
+        ImagePart::check_all(&images).map_err(EngineError::InvalidInput)?;
+        text
+    };
+    Ok(Input { text, key, images })
 }
 
 fn non_empty(text: String) -> Result<String, EngineError> {

@@ -61,9 +61,7 @@ pub(super) async fn summarize(
     let request = ModelRequest {
         model: thread.model.clone(),
         instructions: Some(INSTRUCTIONS.to_owned()),
-        messages: Arc::new(vec![Message::User {
-            text: prompt(&found),
-        }]),
+        messages: Arc::new(vec![Message::user(prompt(&found))]),
         ..ModelRequest::default()
     };
     let summary = collect_text(model.stream(request)).await?;

@@ -33,12 +33,10 @@ const MAX_ATTEMPTS: usize = 6;
 pub(crate) fn compacted_history(summary: &str, kept: &[String]) -> Vec<Message> {
     let mut out: Vec<Message> = kept
         .iter()
-        .map(|text| Message::User { text: text.clone() })
+        .map(|text| Message::user(text.clone()))
         .collect();
     if !summary.is_empty() {
-        out.push(Message::User {
-            text: format!("{SUMMARY_PREFIX}{summary}"),
-        });
+        out.push(Message::user(format!("{SUMMARY_PREFIX}{summary}")));
     }
     out
 }
@@ -156,9 +154,7 @@ impl Loop<'_> {
                 drop_oldest(&mut source);
             }
             let mut messages = source.clone();
-            messages.push(Message::User {
-                text: SUMMARY_REQUEST.to_owned(),
-            });
+            messages.push(Message::user(SUMMARY_REQUEST.to_owned()));
             let request = ModelRequest {
                 model: self.spec.model.clone(),
                 instructions: Some(SUMMARY_INSTRUCTIONS.to_owned()),
@@ -228,7 +224,9 @@ impl Loop<'_> {
         let mut kept = Vec::new();
         let mut used = 0;
         for m in self.messages.iter().rev() {
-            let Message::User { text } = m else { continue };
+            let Message::User { text, .. } = m else {
+                continue;
+            };
             if text.starts_with(SUMMARY_PREFIX) {
                 continue;
             }

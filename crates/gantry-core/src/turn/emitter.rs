@@ -99,10 +99,15 @@ impl Emitter {
     }
 
     /// A user message injected into the running turn.
-    pub(crate) async fn user_item(&self, round: u32, text: String, key: Option<String>) {
-        let item = self
-            .start_item(round, ItemKind::UserMessage { text, key })
-            .await;
+    pub(crate) async fn user_item(
+        &self,
+        round: u32,
+        text: String,
+        key: Option<String>,
+        images: Vec<gantry_types::ImagePart>,
+    ) {
+        let kind = ItemKind::UserMessage { text, key, images };
+        let item = self.start_item(round, kind).await;
         self.complete_item(item, ItemStatus::Completed).await;
     }
 

@@ -36,8 +36,11 @@ pub(crate) fn history(view: &ThreadView) -> Vec<Message> {
             }
             continue;
         }
-        if let ItemKind::UserMessage { text, .. } = &item.kind {
-            out.push(Message::User { text: text.clone() });
+        if let ItemKind::UserMessage { text, images, .. } = &item.kind {
+            out.push(Message::User {
+                text: text.clone(),
+                images: images.clone(),
+            });
             continue;
         }
         let r = round.get_or_insert_with(|| Round {

@@ -194,7 +194,7 @@ pub(crate) async fn run(
         spec: &spec,
         cancel: &cancel,
         em: &em,
-        messages: Arc::new(spec.history.clone()),
+        messages: Arc::new(history_for_model(&shared, &spec)),
         rounds: 0,
         usage: Usage::default(),
         counter: Counter::for_model(&spec.model),
@@ -244,6 +244,17 @@ pub(crate) async fn run(
         failure: failure.map(|(kind, _)| kind),
     })
     .await;
+}
+
+/// The history as the turn's model may see it: images left out, with a
+/// note, for a model the catalog says reads none.
+fn history_for_model(shared: &Shared, spec: &TurnSpec) -> Vec<Message> {
+    let info = shared.models.model_info(&spec.model);
+    if crate::images::takes_images(info.as_ref()) {
+        spec.history.clone()
+    } else {
+        crate::images::left_out(spec.history.clone(), &spec.model)
+    }
 }
 
 /// Why a model error fails a turn, for clients.
@@ -396,9 +407,11 @@ impl Loop<'_> {
     /// Moves steered messages into the conversation; true if there were any.
     pub(super) async fn take_steers(&mut self, steer: &mut mpsc::Receiver<Input>) -> bool {
         let mut any = false;
-        while let Ok(Input { text, key }) = steer.try_recv() {
-            self.em.user_item(self.rounds, text.clone(), key).await;
-            Arc::make_mut(&mut self.messages).push(Message::User { text });
+        while let Ok(Input { text, key, images }) = steer.try_recv() {
+            self.em
+                .user_item(self.rounds, text.clone(), key, images.clone())
+                .await;
+            Arc::make_mut(&mut self.messages).push(Message::User { text, images });
             any = true;
         }
         any

@@ -190,6 +190,16 @@ impl Loop<'_> {
                 })) => {
                     tracing::warn!(attempt, delay_ms, %reason, "model request failed; retrying");
                 }
+                // A refusal ends the turn: its words are kept as the
+                // answer, and the turn says it was refused.
+                Some(Ok(ModelEvent::Finished { finish_reason }))
+                    if finish_reason.as_deref() == Some(gantry_llm::REFUSAL) =>
+                {
+                    break Some(Outcome::Failed(
+                        TurnFailure::ModelRefused,
+                        "the model refused to answer".to_owned(),
+                    ));
+                }
                 Some(Ok(ModelEvent::Finished { .. })) => break None,
                 Some(Err(e)) => break Some(Outcome::Failed(super::failure_of(&e), e.to_string())),
                 None => {
@@ -202,8 +212,11 @@ impl Loop<'_> {
         };
         // Stop the request before closing items: an interrupt must not wait.
         drop(stream);
+        let refused = matches!(&end, Some(Outcome::Failed(TurnFailure::ModelRefused, _)));
         let status = match &end {
             None => ItemStatus::Completed,
+            // The refusal itself is a complete answer.
+            _ if refused => ItemStatus::Completed,
             Some(Outcome::Interrupted) => ItemStatus::Interrupted,
             Some(_) => ItemStatus::Failed,
         };
@@ -219,7 +232,7 @@ impl Loop<'_> {
             None => String::new(),
         };
         // Arguments that never became a call are not a submission.
-        let unfinished = if end.is_none() {
+        let unfinished = if end.is_none() || refused {
             ItemStatus::Failed
         } else {
             status

@@ -239,8 +239,10 @@ impl Loop<'_> {
                     let text = format!(
                         "Your answer was not accepted: call the {SUBMIT_OUTPUT} tool with it."
                     );
-                    self.em.user_item(self.rounds, text.clone(), None).await;
-                    Arc::make_mut(&mut self.messages).push(Message::User { text });
+                    self.em
+                        .user_item(self.rounds, text.clone(), None, Vec::new())
+                        .await;
+                    Arc::make_mut(&mut self.messages).push(Message::user(text));
                 }
             } else {
                 let mut results = Vec::with_capacity(tool_calls.len());

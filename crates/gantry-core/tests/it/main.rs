@@ -8,6 +8,7 @@ mod context;
 mod cron;
 mod durability;
 mod event_bus;
+mod images;
 mod keys;
 mod lsp;
 mod mcp;

@@ -345,7 +345,7 @@ async fn a_message_sent_twice_with_one_key_runs_once() {
         .items
         .iter()
         .filter_map(|i| match &i.kind {
-            ItemKind::UserMessage { text, key } => Some((text.as_str(), key.as_deref())),
+            ItemKind::UserMessage { text, key, .. } => Some((text.as_str(), key.as_deref())),
             _ => None,
         })
         .collect();

@@ -203,6 +203,7 @@ impl SseParser for MessageParser {
                     stop_block(block, out);
                 }
                 out.push_back(ModelEvent::Usage(self.usage()));
+                // Anthropic's `refusal` is already `crate::REFUSAL`.
                 out.push_back(ModelEvent::Finished {
                     finish_reason: self.stop_reason.take(),
                 });
@@ -532,5 +533,22 @@ mod tests {
             MessageParser::default().on_eof(&mut out),
             Err(ModelError::StreamCut(_))
         ));
+    }
+
+    #[test]
+    fn a_refusal_stop_reason_finishes_as_refusal() {
+        let (events, _) = run(&[
+            (
+                "message_delta",
+                r#"{"type":"message_delta","delta":{"stop_reason":"refusal"},"usage":{"output_tokens":1}}"#,
+            ),
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ]);
+        assert_eq!(
+            events.last(),
+            Some(&ModelEvent::Finished {
+                finish_reason: Some(crate::REFUSAL.into())
+            })
+        );
     }
 }

@@ -79,7 +79,20 @@ fn messages(history: &[Message]) -> Vec<Value> {
     let mut merged: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for m in history {
         let (role, blocks) = match m {
-            Message::User { text } => ("user", text_block(text).into_iter().collect()),
+            Message::User { text, images } => {
+                // Images as base64 `image` blocks, before the text (as
+                // Anthropic advises).
+                let mut blocks: Vec<Value> = images
+                    .iter()
+                    .map(|i| {
+                        json!({"type": "image", "source": {
+                            "type": "base64", "media_type": i.media_type, "data": i.data,
+                        }})
+                    })
+                    .collect();
+                blocks.extend(text_block(text));
+                ("user", blocks)
+            }
             Message::Assistant {
                 reasoning,
                 text,
@@ -166,7 +179,7 @@ mod tests {
     fn minimal_body_has_max_tokens_and_no_optional_fields() {
         let req = ModelRequest {
             model: "claude".into(),
-            messages: vec![Message::User { text: "hi".into() }].into(),
+            messages: vec![Message::user("hi")].into(),
             ..ModelRequest::default()
         };
         assert_eq!(
@@ -217,8 +230,8 @@ mod tests {
     #[test]
     fn roles_alternate_and_tool_results_lead_their_user_message() {
         let history = vec![
-            Message::User { text: "a".into() },
-            Message::User { text: "b".into() },
+            Message::user("a"),
+            Message::user("b"),
             Message::Assistant {
                 reasoning: vec![
                     ReasoningBlock {
@@ -238,9 +251,7 @@ mod tests {
                 text: String::new(),
                 tool_calls: vec![call("t1", r#"{"x":1}"#), call("t2", "{bad")],
             },
-            Message::User {
-                text: "steer".into(),
-            },
+            Message::user("steer"),
             Message::ToolResult {
                 call_id: "t1".into(),
                 output: "ok".into(),
@@ -271,6 +282,21 @@ mod tests {
                 {"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
                 {"type": "tool_result", "tool_use_id": "t2"},
                 {"type": "text", "text": "steer"}]})
+        );
+    }
+
+    #[test]
+    fn images_are_base64_image_blocks_before_the_text() {
+        let m = messages(&[Message::User {
+            text: "what is this?".into(),
+            images: vec![gantry_types::ImagePart::new("image/webp", "aGk=")],
+        }]);
+        assert_eq!(
+            m,
+            vec![json!({"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/webp", "data": "aGk="}},
+                {"type": "text", "text": "what is this?"},
+            ]})]
         );
     }
 }

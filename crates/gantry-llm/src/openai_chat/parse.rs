@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::http::excerpt;
 use crate::sse::{Progress, SseParser};
-use crate::{ModelError, ModelEvent, ToolCall};
+use crate::{ModelError, ModelEvent, REFUSAL, ToolCall};
 
 #[derive(Deserialize)]
 struct Chunk {
@@ -32,6 +32,8 @@ struct Delta {
     reasoning_content: Option<String>,
     // OpenRouter and vLLM's newer servers call it `reasoning`.
     reasoning: Option<String>,
+    /// What the model says instead of answering, when it refuses.
+    refusal: Option<String>,
     tool_calls: Option<Vec<ToolCallDelta>>,
 }
 
@@ -79,6 +81,8 @@ pub(super) struct ChunkParser {
     calls: BTreeMap<u32, PartialCall>,
     last_index: Option<u32>,
     finish_reason: Option<String>,
+    /// The model refused: a `refusal` delta came.
+    refused: bool,
 }
 
 impl SseParser for ChunkParser {
@@ -161,6 +165,13 @@ impl ChunkParser {
         if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
             out.push_back(ModelEvent::TextDelta(text));
         }
+        // The refusal's words are the answer's text; the finish says why.
+        if let Some(refusal) = delta.refusal {
+            self.refused = true;
+            if !refusal.is_empty() {
+                out.push_back(ModelEvent::TextDelta(refusal));
+            }
+        }
         for frag in delta.tool_calls.unwrap_or_default() {
             let index = self.index_of(&frag);
             self.last_index = Some(index);
@@ -221,8 +232,14 @@ impl ChunkParser {
 
     fn finish(&mut self, out: &mut VecDeque<ModelEvent>) {
         self.flush_calls(out);
+        let reason = self.finish_reason.take();
+        let refused = self.refused || reason.as_deref() == Some("content_filter");
         out.push_back(ModelEvent::Finished {
-            finish_reason: self.finish_reason.take(),
+            finish_reason: if refused {
+                Some(REFUSAL.into())
+            } else {
+                reason
+            },
         });
     }
 }
@@ -369,5 +386,34 @@ mod tests {
             ChunkParser::default().on_eof(&mut out),
             Err(ModelError::StreamCut(_))
         ));
+    }
+
+    #[test]
+    fn refusals_and_content_filter_finish_as_refusal() {
+        let (events, _) = run(&[
+            r#"{"choices":[{"index":0,"delta":{"refusal":"I can't help with that."}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            events,
+            vec![
+                ModelEvent::TextDelta("I can't help with that.".into()),
+                ModelEvent::Finished {
+                    finish_reason: Some(REFUSAL.into())
+                },
+            ]
+        );
+        let (events, _) = run(&[
+            r#"{"choices":[{"index":0,"delta":{"content":"Par"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            events.last(),
+            Some(&ModelEvent::Finished {
+                finish_reason: Some(REFUSAL.into())
+            })
+        );
     }
 }

@@ -44,7 +44,20 @@ pub(super) fn body(request: &ModelRequest) -> Value {
 
 fn message(m: &Message) -> Value {
     match m {
-        Message::User { text } => json!({"role": "user", "content": text}),
+        Message::User { text, images } if images.is_empty() => {
+            json!({"role": "user", "content": text})
+        }
+        // Images go as `image_url` parts holding a data URL, before the text.
+        Message::User { text, images } => {
+            let mut parts: Vec<Value> = images
+                .iter()
+                .map(|i| json!({"type": "image_url", "image_url": {"url": i.data_url()}}))
+                .collect();
+            if !text.is_empty() {
+                parts.push(json!({"type": "text", "text": text}));
+            }
+            json!({"role": "user", "content": parts})
+        }
         // Chat Completions takes no reasoning back.
         Message::Assistant {
             text, tool_calls, ..
@@ -83,7 +96,7 @@ mod tests {
     fn optional_fields_are_left_out() {
         let req = ModelRequest {
             model: "m".into(),
-            messages: vec![Message::User { text: "hi".into() }].into(),
+            messages: vec![Message::user("hi")].into(),
             ..ModelRequest::default()
         };
         assert_eq!(
@@ -118,5 +131,20 @@ mod tests {
         });
         assert_eq!(v["content"], Value::Null);
         assert_eq!(v["tool_calls"][0]["function"]["arguments"], "{}");
+    }
+
+    #[test]
+    fn images_are_data_url_parts_before_the_text() {
+        let m = message(&Message::User {
+            text: "what is this?".into(),
+            images: vec![gantry_types::ImagePart::new("image/png", "aGk=")],
+        });
+        assert_eq!(
+            m,
+            json!({"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,aGk="}},
+                {"type": "text", "text": "what is this?"},
+            ]})
+        );
     }
 }

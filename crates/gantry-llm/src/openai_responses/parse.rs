@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::opaque;
 use crate::http::excerpt;
 use crate::sse::{Progress, SseParser};
-use crate::{ModelError, ModelEvent, ToolCall};
+use crate::{ModelError, ModelEvent, REFUSAL, ToolCall};
 
 /// Just the type, to dispatch on before parsing the rest.
 #[derive(Deserialize)]
@@ -142,6 +142,8 @@ pub(super) struct EventParser {
     emitted: HashSet<String>,
     /// Set once the terminal event came.
     done: bool,
+    /// The model refused: a `refusal` part or delta came.
+    refused: bool,
 }
 
 impl SseParser for EventParser {
@@ -162,6 +164,7 @@ impl SseParser for EventParser {
         match kind {
             "response.output_text.delta" | "response.refusal.delta" => {
                 let d: Delta = parse(data)?;
+                self.refused |= kind == "response.refusal.delta";
                 // Entered even without `output_item.added`, so `done` does
                 // not repeat text that was already streamed.
                 let open = self.open.entry(d.output_index);
@@ -298,6 +301,7 @@ impl EventParser {
                 });
             }
             "message" if !matches!(open, Some(Open::Message { streamed: true })) => {
+                self.refused |= item.content.iter().any(|p| p.refusal.is_some());
                 let text = joined(&item.content, "");
                 if !text.is_empty() {
                     out.push_back(ModelEvent::TextDelta(text));
@@ -362,11 +366,14 @@ impl EventParser {
                 ..Usage::default()
             }));
         }
-        let reason = if incomplete {
-            response
-                .incomplete_details
-                .and_then(|d| d.reason)
-                .unwrap_or_else(|| "incomplete".into())
+        let reason = if self.refused {
+            REFUSAL.into()
+        } else if incomplete {
+            match response.incomplete_details.and_then(|d| d.reason) {
+                Some(reason) if reason == "content_filter" => REFUSAL.into(),
+                Some(reason) => reason,
+                None => "incomplete".into(),
+            }
         } else if self.emitted.is_empty() {
             "stop".into()
         } else {
@@ -664,5 +671,30 @@ mod tests {
             Ok(Progress::Done)
         );
         assert_eq!(p.on_eof(&mut out), Ok(()));
+    }
+
+    #[test]
+    fn a_refusal_finishes_as_refusal() {
+        let (events, _) = run(&[
+            json!({"type": "response.refusal.delta", "output_index": 0, "delta": "No."}),
+            completed(),
+        ]);
+        assert_eq!(
+            events,
+            vec![
+                ModelEvent::TextDelta("No.".into()),
+                ModelEvent::Finished {
+                    finish_reason: Some(REFUSAL.into())
+                },
+            ]
+        );
+        let (events, _) = run(&[json!({"type": "response.incomplete", "response": {
+            "status": "incomplete", "incomplete_details": {"reason": "content_filter"}, "output": []}})]);
+        assert_eq!(
+            events.last(),
+            Some(&ModelEvent::Finished {
+                finish_reason: Some(REFUSAL.into())
+            })
+        );
     }
 }

@@ -55,10 +55,17 @@ pub(super) fn body(request: &ModelRequest) -> Value {
 /// Appends the input items of one message, in the order the API produced them.
 fn push_items(m: &Message, input: &mut Vec<Value>) {
     match m {
-        Message::User { text } => input.push(json!({
-            "type": "message", "role": "user",
-            "content": [{"type": "input_text", "text": text}],
-        })),
+        Message::User { text, images } => {
+            // Images as `input_image` parts holding a data URL, before the text.
+            let mut content: Vec<Value> = images
+                .iter()
+                .map(|i| json!({"type": "input_image", "image_url": i.data_url()}))
+                .collect();
+            if !text.is_empty() || content.is_empty() {
+                content.push(json!({"type": "input_text", "text": text}));
+            }
+            input.push(json!({"type": "message", "role": "user", "content": content}));
+        }
         Message::Assistant {
             reasoning,
             text,
@@ -115,7 +122,7 @@ mod tests {
     fn optional_fields_are_left_out() {
         let req = ModelRequest {
             model: "m".into(),
-            messages: vec![Message::User { text: "hi".into() }].into(),
+            messages: vec![Message::user("hi")].into(),
             ..ModelRequest::default()
         };
         assert_eq!(
@@ -162,6 +169,25 @@ mod tests {
                        "encrypted_content": "gAAAA"}),
                 json!({"type": "function_call", "call_id": "call_1", "name": "shell", "arguments": "{}"}),
             ]
+        );
+    }
+
+    #[test]
+    fn images_are_input_image_parts_before_the_text() {
+        let mut input = Vec::new();
+        push_items(
+            &Message::User {
+                text: "what is this?".into(),
+                images: vec![gantry_types::ImagePart::new("image/jpeg", "aGk=")],
+            },
+            &mut input,
+        );
+        assert_eq!(
+            input,
+            vec![json!({"type": "message", "role": "user", "content": [
+                {"type": "input_image", "image_url": "data:image/jpeg;base64,aGk="},
+                {"type": "input_text", "text": "what is this?"},
+            ]})]
         );
     }
 }

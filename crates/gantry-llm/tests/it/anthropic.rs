@@ -330,7 +330,7 @@ async fn request_body_has_the_messages_api_shape() {
         model: "claude-sonnet-4-5".into(),
         instructions: Some("You are terse.".into()),
         messages: vec![
-            Message::User { text: "hi".into() },
+            Message::user("hi"),
             Message::Assistant {
                 // No signature: another provider's reasoning, which the API would reject.
                 reasoning: vec![ReasoningBlock {
@@ -351,9 +351,7 @@ async fn request_body_has_the_messages_api_shape() {
                 call_id: "toolu_b".into(),
                 output: "error: invalid JSON arguments".into(),
             },
-            Message::User {
-                text: "and now?".into(),
-            },
+            Message::user("and now?"),
         ]
         .into(),
         tools: vec![ToolSpec {

@@ -254,9 +254,7 @@ async fn request_has_openai_shape() {
         model: "gpt-test".into(),
         instructions: Some("Be brief.".into()),
         messages: vec![
-            Message::User {
-                text: "list files".into(),
-            },
+            Message::user("list files"),
             Message::Assistant {
                 reasoning: Vec::new(),
                 text: String::new(),
@@ -275,9 +273,7 @@ async fn request_has_openai_shape() {
                 text: "One file.".into(),
                 tool_calls: vec![],
             },
-            Message::User {
-                text: "thanks".into(),
-            },
+            Message::user("thanks"),
         ]
         .into(),
         tools: vec![ToolSpec {

@@ -345,9 +345,7 @@ async fn request_has_responses_shape() {
         model: "gpt-test".into(),
         instructions: Some("Be brief.".into()),
         messages: vec![
-            Message::User {
-                text: "list files".into(),
-            },
+            Message::user("list files"),
             Message::Assistant {
                 // Another provider's thinking cannot be replayed here.
                 reasoning: vec![ReasoningBlock {
@@ -367,9 +365,7 @@ async fn request_has_responses_shape() {
                 text: "One file.".into(),
                 tool_calls: vec![],
             },
-            Message::User {
-                text: "thanks".into(),
-            },
+            Message::user("thanks"),
         ]
         .into(),
         tools: vec![ToolSpec {

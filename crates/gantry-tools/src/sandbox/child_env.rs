@@ -15,7 +15,9 @@
 //! unless it was allowed with [`pass`] (`--pass-env NAME`). Variables set
 //! explicitly for the process (a client's `Initialize.env`, an MCP server's
 //! configured `env`, a host's per-command credentials) are added after the
-//! filter and always pass.
+//! filter and always pass, to local children only: a host that runs the
+//! commands itself (an editor's terminal, `shell/hosted.rs`) gets the
+//! explicit variables filtered too, and no minted credential.
 //!
 //! The policy is process-wide, like the environment it filters.
 //! [`apply`] is the one place a child's environment is decided.

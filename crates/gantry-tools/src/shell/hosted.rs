@@ -2,6 +2,13 @@
 //! terminal) instead of a local bash: the item and the model's output have
 //! the same shape as a local run's. The host's terminal is outside
 //! Gantry's OS sandbox: a host that supplies a runner confines it itself.
+//!
+//! The host is another program (an editor): it gets no secret. The
+//! variables it is given are the command environment minus every name the
+//! child-environment rules hide (`sandbox::child_env`: keys, tokens,
+//! passwords, provider key variables), and never the credentials a
+//! `CommandEnvSource` minted for local commands. A command in the host's
+//! terminal runs with the host's own environment plus these.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -10,6 +17,7 @@ use gantry_types::ItemKind;
 
 use super::{HeadTail, fmt_secs, push_note};
 use crate::host::{CommandRunner, HostCommand};
+use crate::sandbox::child_env;
 use crate::{ToolContext, ToolOutput, ToolStatus};
 
 /// Runs `command` through `runner`.
@@ -21,17 +29,11 @@ pub(super) async fn run(
     ctx: &ToolContext,
     started: Instant,
 ) -> ToolOutput {
-    let mut env: Vec<(String, String)> = ctx
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    env.extend(ctx.minted_env.iter().cloned());
     let ran = runner
         .run(HostCommand {
             command,
             cwd,
-            env,
+            env: host_env(ctx),
             call_id: ctx.call_id.as_deref(),
             output: ctx.output.clone(),
             cancel: ctx.cancel.clone(),
@@ -88,4 +90,13 @@ pub(super) async fn run(
         ),
         item: item(output, exit.exit_code),
     }
+}
+
+/// The variables a host may see: no secret, no minted credential.
+fn host_env(ctx: &ToolContext) -> Vec<(String, String)> {
+    ctx.env
+        .iter()
+        .filter(|(name, _)| !child_env::is_hidden(name))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }

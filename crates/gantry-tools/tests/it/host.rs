@@ -76,11 +76,16 @@ async fn file_tools_use_the_hosts_text_and_stay_in_the_workspace() {
     assert_eq!(outside.status, ToolStatus::Error);
 }
 
-struct Runner(Mutex<Vec<(String, PathBuf, Option<String>)>>);
+#[derive(Default)]
+struct Runner(
+    Mutex<Vec<(String, PathBuf, Option<String>)>>,
+    Mutex<Vec<(String, String)>>,
+);
 
 #[async_trait]
 impl CommandRunner for Runner {
     async fn run(&self, command: HostCommand<'_>) -> Result<CommandExit, String> {
+        *self.1.lock().unwrap() = command.env.clone();
         self.0.lock().unwrap().push((
             command.command.to_owned(),
             command.cwd.to_owned(),
@@ -98,7 +103,7 @@ impl CommandRunner for Runner {
 async fn shell_runs_through_the_hosts_runner() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = ctx(dir.path());
-    let runner = Arc::new(Runner(Mutex::default()));
+    let runner = Arc::new(Runner::default());
     c.host.commands = Some(runner.clone());
     c.call_id = Some("call_7".into());
     let out = ShellTool
@@ -129,4 +134,22 @@ async fn shell_runs_through_the_hosts_runner() {
         !c.workspace.join("never.txt").exists(),
         "nothing ran locally"
     );
+}
+
+#[tokio::test]
+async fn a_host_is_given_no_secret_and_no_minted_credential() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = ctx(dir.path());
+    let runner = Arc::new(Runner::default());
+    c.host.commands = Some(runner.clone());
+    c.env = Arc::new(BTreeMap::from([
+        ("PROJECT_MODE".to_owned(), "dev".to_owned()),
+        ("OPENAI_API_KEY".to_owned(), "sk-secret".to_owned()),
+        ("DEPLOY_TOKEN".to_owned(), "t-secret".to_owned()),
+        ("DB_PASSWORD".to_owned(), "p-secret".to_owned()),
+    ]));
+    c.minted_env = vec![("GH_TOKEN".to_owned(), "ghs_minted".to_owned())];
+    ShellTool.run(json!({"command": "env"}), c).await;
+    let env = runner.1.lock().unwrap().clone();
+    assert_eq!(env, [("PROJECT_MODE".to_owned(), "dev".to_owned())]);
 }

@@ -8,6 +8,7 @@
 //! `read-only` session's commands stay in Gantry's read-only sandbox.
 
 mod files;
+mod live_output;
 mod terminal;
 
 use std::sync::{Arc, Mutex, Weak};

@@ -1,15 +1,20 @@
 //! The shell tool's commands in the client's terminals: `terminal/create`
 //! (`bash -c` the command line), the terminal shown under its tool call at
-//! once, `terminal/wait_for_exit` (or `terminal/kill` on interrupt or
-//! timeout), `terminal/output` for what the model gets, then
-//! `terminal/release`.
+//! once (the editor shows it live), `terminal/wait_for_exit` (or
+//! `terminal/kill` on interrupt or timeout) while `terminal/output` is
+//! polled for the engine's command output deltas (so the thread's other
+//! clients see the output live too), `terminal/output` once more for what
+//! the model gets, then `terminal/release`. The variables sent with
+//! `terminal/create` hold no secret (`gantry_tools`' `shell/hosted.rs`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
-use gantry_core::{CommandExit, CommandRunner, HostCommand};
+use gantry_core::{CommandExit, CommandRunner, HostCommand, OutputSink};
 use serde_json::Value;
 
+use super::live_output::Streamed;
 use crate::rpc::Peer;
 use crate::session::Session;
 use crate::wire::{
@@ -34,7 +39,24 @@ impl ClientTerminal {
             terminal_id: terminal_id.to_owned(),
         }
     }
+
+    /// Asks for the terminal's output so far and passes on what is new.
+    async fn pass_on(&self, id: &str, streamed: &mut Streamed, sink: &OutputSink) {
+        let output = self
+            .peer
+            .request::<TerminalOutputResponse>("terminal/output", self.terminal(id))
+            .await;
+        if let Ok(output) = output
+            && let Some(new) = streamed.next(&output.output)
+        {
+            sink(new).await;
+        }
+    }
 }
+
+/// How often a running command's output is asked for: live enough for a
+/// reader, few enough round trips for the editor.
+const OUTPUT_POLL: Duration = Duration::from_millis(200);
 
 #[async_trait]
 impl CommandRunner for ClientTerminal {
@@ -83,10 +105,19 @@ impl CommandRunner for ClientTerminal {
         let wait = self
             .peer
             .request::<TerminalExitStatus>("terminal/wait_for_exit", self.terminal(&id));
-        let (mut status, interrupted, timed_out) = tokio::select! {
-            waited = wait => (waited.ok(), false, false),
-            _ = command.cancel.cancelled() => (None, true, false),
-            _ = tokio::time::sleep(command.timeout) => (None, false, true),
+        tokio::pin!(wait);
+        let timeout = tokio::time::sleep(command.timeout);
+        tokio::pin!(timeout);
+        let mut poll = tokio::time::interval(OUTPUT_POLL);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut streamed = Streamed::default();
+        let (mut status, interrupted, timed_out) = loop {
+            tokio::select! {
+                waited = &mut wait => break (waited.ok(), false, false),
+                _ = command.cancel.cancelled() => break (None, true, false),
+                _ = &mut timeout => break (None, false, true),
+                _ = poll.tick() => self.pass_on(&id, &mut streamed, &command.output).await,
+            }
         };
         if interrupted || timed_out {
             let _ = self
@@ -107,6 +138,9 @@ impl CommandRunner for ClientTerminal {
             Some(o) => (o.output, o.exit_status),
             None => (String::new(), None),
         };
+        if let Some(rest) = streamed.next(&text) {
+            (command.output)(rest).await;
+        }
         if status.is_none() {
             status = exit_status;
         }

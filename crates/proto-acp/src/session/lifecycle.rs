@@ -27,7 +27,9 @@ pub(crate) fn initialize(agent: &Agent, req: InitializeRequest) -> InitializeRes
         agent_capabilities: AgentCapabilities {
             load_session: true,
             prompt_capabilities: PromptCapabilities {
-                image: false,
+                // The engine sends images to models that read them and
+                // refuses them, saying why, for a model that reads none.
+                image: true,
                 audio: false,
                 embedded_context: true,
             },

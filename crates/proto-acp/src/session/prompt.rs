@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use gantry_core::{IfBusy, Notification};
-use gantry_types::{EventPayload, ItemKind, ItemStatus, TurnStatus};
+use gantry_types::{EventPayload, ItemKind, ItemStatus, TurnFailure, TurnStatus};
 
-use super::input::prompt_text;
+use super::input::prompt_input;
 use super::{Agent, Session, engine_error, permission};
 use crate::rpc::RpcError;
 use crate::updates::UpdateMapper;
@@ -30,7 +30,7 @@ pub(crate) async fn prompt(
     req: PromptRequest,
 ) -> Result<PromptResponse, RpcError> {
     let session = agent.session(&req.session_id)?;
-    let text = prompt_text(&req.prompt)?;
+    let input = prompt_input(&req.prompt)?;
     {
         let mut prompting = session.prompting.lock().unwrap_or_else(|p| p.into_inner());
         if *prompting {
@@ -58,7 +58,7 @@ pub(crate) async fn prompt(
         .map_err(engine_error)?;
     let turn = engine
         .turns()
-        .send(id, text, IfBusy::Reject)
+        .send_input(id, input, IfBusy::Reject)
         .await
         .map_err(engine_error)?;
     let mut mapper = UpdateMapper::new(session.cwd.clone(), session.terminals.clone());
@@ -110,10 +110,11 @@ pub(crate) async fn prompt(
                     turn_id,
                     status,
                     error,
+                    failure,
                     ..
                 } if *turn_id == turn => {
                     usage(agent, &session).await;
-                    return stop_reason(*status, error.as_deref());
+                    return stop_reason(*status, *failure, error.as_deref());
                 }
                 _ => {}
             }
@@ -147,10 +148,15 @@ async fn usage(agent: &Agent, session: &Session) {
 }
 
 /// The answer to a prompt whose turn ended so.
-fn stop_reason(status: TurnStatus, error: Option<&str>) -> Result<PromptResponse, RpcError> {
+fn stop_reason(
+    status: TurnStatus,
+    failure: Option<TurnFailure>,
+    error: Option<&str>,
+) -> Result<PromptResponse, RpcError> {
     let stop_reason = match status {
         TurnStatus::Completed | TurnStatus::Running => StopReason::EndTurn,
         TurnStatus::Interrupted => StopReason::Cancelled,
+        TurnStatus::Failed if failure == Some(TurnFailure::ModelRefused) => StopReason::Refusal,
         TurnStatus::Failed => {
             let error = error.unwrap_or("the turn failed");
             if error.contains("model rounds") {

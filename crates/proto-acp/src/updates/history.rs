@@ -15,9 +15,20 @@ pub(crate) fn replay(view: &ThreadView) -> Vec<SessionUpdate> {
     for item in view.turns.iter().flat_map(|t| &t.items) {
         let chunk = |text: &str| ContentBlock::text(text);
         match &item.kind {
-            ItemKind::UserMessage { text, .. } => out.push(SessionUpdate::UserMessageChunk {
-                content: chunk(text),
-            }),
+            ItemKind::UserMessage { text, images, .. } => {
+                if !text.is_empty() {
+                    out.push(SessionUpdate::UserMessageChunk {
+                        content: chunk(text),
+                    });
+                }
+                out.extend(images.iter().map(|i| SessionUpdate::UserMessageChunk {
+                    content: ContentBlock::Image {
+                        data: i.data.clone(),
+                        mime_type: i.media_type.clone(),
+                        uri: None,
+                    },
+                }));
+            }
             ItemKind::AgentMessage { text } if !text.is_empty() => {
                 out.push(SessionUpdate::AgentMessageChunk {
                     content: chunk(text),

@@ -20,8 +20,8 @@ pub(crate) const HANG_GUARD: Duration = Duration::from_secs(30);
 
 pub(crate) struct Setup {
     pub engine: Engine,
-    // Kept alive: dropping it stops the model server.
-    pub _llm: MockLlm,
+    /// The model server (dropping it stops the server).
+    pub llm: MockLlm,
     pub dir: tempfile::TempDir,
 }
 
@@ -67,11 +67,7 @@ pub(crate) async fn start_with(steps: Vec<Step>, tools: Option<Arc<ClientTools>>
         builder = builder.tool_host_source(tools);
     }
     let engine = builder.start().await.expect("engine");
-    Setup {
-        engine,
-        _llm: llm,
-        dir,
-    }
+    Setup { engine, llm, dir }
 }
 
 /// The client's end of one connection.
@@ -118,7 +114,7 @@ impl Client {
         self.write.write_all(line.as_bytes()).await.expect("write");
     }
 
-    async fn line(&mut self) -> Value {
+    pub(crate) async fn line(&mut self) -> Value {
         let line = tokio::time::timeout(HANG_GUARD, self.lines.next_line())
             .await
             .expect("the agent went quiet")
@@ -151,6 +147,21 @@ impl Client {
             }
             self.seen.push(msg);
         }
+    }
+
+    /// Sends a request without waiting for its answer; its id.
+    pub(crate) async fn start_call(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        id
+    }
+
+    /// Answers the agent's request `id`.
+    pub(crate) async fn reply(&mut self, id: &Value, result: Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            .await;
     }
 
     /// The `session/update`s seen of this kind.

@@ -187,3 +187,79 @@ async fn load_replays_the_history_before_it_answers() {
     assert_eq!(diff["newText"], "hi");
     assert_eq!(diff["path"], format!("{ws}/a.txt"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_blocks_reach_the_model_as_images() {
+    let s = start(vec![Step::text("A pixel.")]).await;
+    let ws = s.ws();
+    let mut client = connect(&s.engine);
+    let init = client
+        .call("initialize", json!({"protocolVersion": 1}), no_requests)
+        .await;
+    assert_eq!(
+        init["result"]["agentCapabilities"]["promptCapabilities"]["image"],
+        true
+    );
+    let session = new_session(&mut client, &ws).await;
+    let prompt = json!([
+        {"type": "text", "text": "what is this?"},
+        {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="},
+    ]);
+    let answer = client
+        .call(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": prompt}),
+            no_requests,
+        )
+        .await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let images = s.llm.requests()[0].images();
+    assert_eq!(images.len(), 1);
+    assert_eq!(
+        (images[0].media_type.as_str(), images[0].data.as_str()),
+        ("image/png", "iVBORw0KGgo=")
+    );
+    // A malformed image is a bad prompt, said before any turn starts.
+    let bad = json!([{"type": "image", "mimeType": "image/png", "data": "not base64"}]);
+    let refused = client
+        .call(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": bad}),
+            no_requests,
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("base64")),
+        "{refused}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_models_refusal_answers_stop_reason_refusal() {
+    let refusal = Step::Reply(gantry_testkit::Reply {
+        text: "I won't do that.".into(),
+        finish_reason: Some("content_filter".into()),
+        ..gantry_testkit::Reply::default()
+    });
+    let s = start(vec![refusal]).await;
+    let ws = s.ws();
+    let mut client = connect(&s.engine);
+    let session = new_session(&mut client, &ws).await;
+    let answer = client
+        .call(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "do it"}]}),
+            no_requests,
+        )
+        .await;
+    assert_eq!(answer["result"]["stopReason"], "refusal", "{answer}");
+    let said: Vec<Value> = client.updates("agent_message_chunk");
+    let text: String = said
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "I won't do that.");
+}

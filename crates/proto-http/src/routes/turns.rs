@@ -5,8 +5,8 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use gantry_core::IfBusy as EngineIfBusy;
-use gantry_types::ThreadId;
+use gantry_core::{IfBusy as EngineIfBusy, UserInput};
+use gantry_types::{ImagePart, ThreadId};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -34,7 +34,7 @@ pub(crate) struct SendQuery {
         (status = 200, description = "With ?wait=true: the turn ended", body = MessageAccepted),
         (status = 404, description = "No such thread", body = ErrorBody),
         (status = 409, description = "Busy (reject), nothing to steer, or archived", body = ErrorBody),
-        (status = 422, description = "A bad field (an empty text)", body = ErrorBody)))]
+        (status = 422, description = "A bad field (an empty text, a malformed image, images for a model that reads none)", body = ErrorBody)))]
 pub(crate) async fn send(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -43,20 +43,37 @@ pub(crate) async fn send(
 ) -> Created<MessageAccepted> {
     let message: NewMessage = required(&bytes)?;
     let id = ThreadId(id);
-    let turns = state.engine.turns();
-    let turn_id = match message.if_busy {
-        IfBusy::Reject => turns.send(&id, message.text, EngineIfBusy::Reject).await,
-        IfBusy::Queue => turns.send(&id, message.text, EngineIfBusy::Queue).await,
-        IfBusy::Steer => turns.send(&id, message.text, EngineIfBusy::Steer).await,
-    }
-    .map_err(|e| {
-        let error = crate::error::ApiError::from(e);
-        if error.status() == StatusCode::UNPROCESSABLE_ENTITY {
-            error.with_field("text")
-        } else {
-            error
-        }
-    })?;
+    let field = if message.images.is_empty() {
+        "text"
+    } else {
+        "images"
+    };
+    let input = UserInput {
+        text: message.text,
+        images: message
+            .images
+            .into_iter()
+            .map(|i| ImagePart::new(i.media_type, i.data))
+            .collect(),
+    };
+    let if_busy = match message.if_busy {
+        IfBusy::Reject => EngineIfBusy::Reject,
+        IfBusy::Queue => EngineIfBusy::Queue,
+        IfBusy::Steer => EngineIfBusy::Steer,
+    };
+    let turn_id = state
+        .engine
+        .turns()
+        .send_input(&id, input, if_busy)
+        .await
+        .map_err(|e| {
+            let error = crate::error::ApiError::from(e);
+            if error.status() == StatusCode::UNPROCESSABLE_ENTITY {
+                error.with_field(field)
+            } else {
+                error
+            }
+        })?;
     if !query.wait {
         let accepted = MessageAccepted {
             turn_id: turn_id.0,

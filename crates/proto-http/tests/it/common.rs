@@ -25,8 +25,8 @@ pub(crate) struct Server {
     _dir: tempfile::TempDir,
     pub workspace: std::path::PathBuf,
     stop: CancellationToken,
-    // Kept alive: dropping it stops the model server.
-    _llm: MockLlm,
+    /// The model server (dropping it stops the server).
+    pub llm: MockLlm,
 }
 
 impl Drop for Server {
@@ -89,7 +89,7 @@ pub(crate) async fn start(steps: Vec<Step>) -> Server {
         _dir: dir,
         workspace,
         stop,
-        _llm: llm,
+        llm,
     }
 }
 

@@ -192,3 +192,31 @@ async fn interrupt_pause_and_resume_act_on_the_thread() {
         .await;
     assert_error(&both, 422, "validation_failed");
 }
+
+#[tokio::test]
+async fn a_messages_images_reach_the_model_and_bad_ones_are_a_bad_field() {
+    let s = start(vec![Step::text("A pixel.")]).await;
+    let id = s.thread(json!({})).await;
+    let png = "iVBORw0KGgo=";
+    let (status, done) = s
+        .post(
+            &format!("/v1/threads/{id}/messages?wait=true"),
+            json!({"text": "what is this?", "images": [{"media_type": "image/png", "data": png}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{done}");
+    let images = s.llm.requests()[0].images();
+    assert_eq!(images.len(), 1);
+    assert_eq!(
+        (images[0].media_type.as_str(), images[0].data.as_str()),
+        ("image/png", png)
+    );
+    let bad = s
+        .post(
+            &format!("/v1/threads/{id}/messages"),
+            json!({"text": "", "images": [{"media_type": "image/tiff", "data": png}]}),
+        )
+        .await;
+    assert_error(&bad, 422, "validation_failed");
+    assert_eq!(bad.1["error"]["details"]["field"], "images", "{}", bad.1);
+}

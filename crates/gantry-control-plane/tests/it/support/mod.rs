@@ -4,12 +4,15 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod backends;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
 use eventsource_stream::Eventsource;
 use futures_util::{Stream, StreamExt};
+use gantry_control_plane::store::ControlPlaneStore;
 use gantry_control_plane::{ControlPlane, ControlPlaneOptions, serve};
 use gantry_runner_protocol::v0_2 as pb;
 use gantry_runner_protocol::v0_2::agent_runner_control_service_client::AgentRunnerControlServiceClient;
@@ -24,6 +27,8 @@ use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Request, Status, Streaming};
+
+pub(crate) use backends::{Backend, StoreAt, on_both_backends};
 
 /// Bound on any single wait, so a broken control plane fails the test
 /// instead of hanging it. Never reached when things work.
@@ -71,6 +76,30 @@ impl Harness {
         http_bind: &str,
     ) -> Self {
         let cp = ControlPlane::open_in(data_dir, options).await.unwrap();
+        Self::serve(cp, http_bind).await
+    }
+
+    /// Serves the control plane of the store at `at` with runners given
+    /// `timeout` to answer.
+    pub(crate) async fn start_at(at: &StoreAt, timeout: Duration) -> Self {
+        let options = ControlPlaneOptions {
+            request_timeout: timeout,
+            ..ControlPlaneOptions::default()
+        };
+        Self::start_over(at.open().await, options).await
+    }
+
+    /// Serves a control plane over `store` with `options`.
+    pub(crate) async fn start_over(
+        store: std::sync::Arc<dyn ControlPlaneStore>,
+        options: ControlPlaneOptions,
+    ) -> Self {
+        let cp = ControlPlane::open(store, options).await.unwrap();
+        Self::serve(cp, "127.0.0.1:0").await
+    }
+
+    /// Serves `cp` on 127.0.0.1:0 (gRPC) and `http_bind` (HTTP).
+    async fn serve(cp: ControlPlane, http_bind: &str) -> Self {
         let grpc_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let http_listener = TcpListener::bind(http_bind).await.unwrap();
         let grpc = grpc_listener.local_addr().unwrap();

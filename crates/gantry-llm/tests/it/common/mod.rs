@@ -24,10 +24,7 @@ pub(crate) fn fast_retry(max_retries: u32) -> RetryPolicy {
 pub(crate) fn hello(model: &str) -> ModelRequest {
     ModelRequest {
         model: model.into(),
-        messages: vec![Message::User {
-            text: "hello".into(),
-        }]
-        .into(),
+        messages: vec![Message::user("hello")].into(),
         ..ModelRequest::default()
     }
 }

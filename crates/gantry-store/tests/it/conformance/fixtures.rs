@@ -69,6 +69,7 @@ fn item_kinds() -> Vec<ItemKind> {
         ItemKind::UserMessage {
             text: "hello 👋".into(),
             key: Some("req-1".into()),
+            images: Vec::new(),
         },
         ItemKind::AgentMessage {
             text: "hi\nthere".into(),
@@ -116,6 +117,7 @@ pub(crate) fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
                 turn_id: turn.clone(),
                 text: "next".into(),
                 key: None,
+                images: Vec::new(),
             },
         },
         EventPayload::TurnStarted {

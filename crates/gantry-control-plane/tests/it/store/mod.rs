@@ -1,8 +1,27 @@
-//! The SQLite control-plane store on a real file.
+//! The control plane's store, on SQLite and on PostgreSQL: every case runs
+//! on both backends (`sqlite` and `postgres` tests of its module), through
+//! the `ControlPlaneStore` trait, reopening the store where a restart
+//! matters.
 
-use super::*;
+use std::sync::Arc;
 
-fn runner(id: &str, name: &str) -> RunnerRecord {
+use gantry_control_plane::store::{
+    AgentRecord, ApiTokenRecord, ControlPlaneStore, RequestRecord, RunnerLoad, RunnerRecord,
+    ThreadChange, ThreadRecord, TurnRecord, Upsert, Write,
+};
+
+use crate::support::{StoreAt, on_both_backends};
+
+on_both_backends!(
+    each_thread_change_gets_the_next_dense_seq_and_survives_a_reopen,
+    a_request_is_linked_to_its_thread_and_turn_once,
+    load_counts_running_turns_and_live_agents,
+    a_runner_name_is_taken_once,
+    api_tokens_are_added_listed_by_age_and_revoked_by_name,
+    a_batch_is_written_whole_in_order_or_not_at_all,
+);
+
+pub(crate) fn runner(id: &str, name: &str) -> RunnerRecord {
     RunnerRecord {
         id: id.into(),
         name: name.into(),
@@ -14,7 +33,7 @@ fn runner(id: &str, name: &str) -> RunnerRecord {
     }
 }
 
-fn agent(id: &str, runner_id: &str) -> AgentRecord {
+pub(crate) fn agent(id: &str, runner_id: &str) -> AgentRecord {
     AgentRecord {
         id: id.into(),
         runner_id: runner_id.into(),
@@ -26,7 +45,7 @@ fn agent(id: &str, runner_id: &str) -> AgentRecord {
     }
 }
 
-fn thread(id: &str, agent_id: &str, runner_id: &str) -> ThreadRecord {
+pub(crate) fn thread(id: &str, agent_id: &str, runner_id: &str) -> ThreadRecord {
     ThreadRecord {
         id: id.into(),
         agent_id: agent_id.into(),
@@ -42,7 +61,7 @@ fn thread(id: &str, agent_id: &str, runner_id: &str) -> ThreadRecord {
     }
 }
 
-fn change(thread_id: &str, upsert: Upsert, kind: &str) -> ThreadChange {
+pub(crate) fn change(thread_id: &str, upsert: Upsert, kind: &str) -> ThreadChange {
     ThreadChange {
         thread_id: thread_id.into(),
         ts: 10,
@@ -52,7 +71,7 @@ fn change(thread_id: &str, upsert: Upsert, kind: &str) -> ThreadChange {
     }
 }
 
-fn turn(status: &str, request_id: &str) -> TurnRecord {
+pub(crate) fn turn(status: &str, request_id: &str) -> TurnRecord {
     TurnRecord {
         thread_id: "t1".into(),
         id: "turn-1".into(),
@@ -64,9 +83,9 @@ fn turn(status: &str, request_id: &str) -> TurnRecord {
     }
 }
 
-/// A store with runner r1, agent a1 and thread t1.
-async fn seeded(dir: &Path) -> SqliteControlPlaneStore {
-    let store = SqliteControlPlaneStore::open_in(dir).await.unwrap();
+/// The store at `at`, with runner r1, agent a1 and thread t1.
+pub(crate) async fn seeded(at: &StoreAt) -> Arc<dyn ControlPlaneStore> {
+    let store = at.open().await;
     store.add_runner(&runner("r1", "one")).await.unwrap();
     store.put_agent(&agent("a1", "r1")).await.unwrap();
     store
@@ -80,10 +99,8 @@ async fn seeded(dir: &Path) -> SqliteControlPlaneStore {
     store
 }
 
-#[tokio::test]
-async fn each_thread_change_gets_the_next_dense_seq_and_survives_a_reopen() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = seeded(dir.path()).await;
+async fn each_thread_change_gets_the_next_dense_seq_and_survives_a_reopen(at: StoreAt) {
+    let store = seeded(&at).await;
     let entry = store
         .apply(&change("t1", Upsert::Turn(turn("running", "q1")), "turn"))
         .await
@@ -96,7 +113,7 @@ async fn each_thread_change_gets_the_next_dense_seq_and_survives_a_reopen() {
     assert_eq!(entry.seq, 3);
     store.close().await;
 
-    let store = SqliteControlPlaneStore::open_in(dir.path()).await.unwrap();
+    let store = at.open().await;
     let updates = store.thread_updates("t1", 1, 100).await.unwrap();
     assert_eq!(
         updates.iter().map(|u| u.seq).collect::<Vec<_>>(),
@@ -110,10 +127,8 @@ async fn each_thread_change_gets_the_next_dense_seq_and_survives_a_reopen() {
     assert_eq!(store.runners().await.unwrap(), vec![runner("r1", "one")]);
 }
 
-#[tokio::test]
-async fn a_request_is_linked_to_its_thread_and_turn_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = seeded(dir.path()).await;
+async fn a_request_is_linked_to_its_thread_and_turn_once(at: StoreAt) {
+    let store = seeded(&at).await;
     let request = RequestRecord {
         id: "q1".into(),
         runner_id: "r1".into(),
@@ -140,10 +155,8 @@ async fn a_request_is_linked_to_its_thread_and_turn_once() {
     assert_eq!(stored.turn_id.as_deref(), Some("turn-1"));
 }
 
-#[tokio::test]
-async fn load_counts_running_turns_and_live_agents() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = seeded(dir.path()).await;
+async fn load_counts_running_turns_and_live_agents(at: StoreAt) {
+    let store = seeded(&at).await;
     store.add_runner(&runner("r2", "two")).await.unwrap();
     store
         .apply(&change("t1", Upsert::Turn(turn("running", "q1")), "turn"))
@@ -167,10 +180,8 @@ async fn load_counts_running_turns_and_live_agents() {
     );
 }
 
-#[tokio::test]
-async fn a_runner_name_is_taken_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = seeded(dir.path()).await;
+async fn a_runner_name_is_taken_once(at: StoreAt) {
+    let store = seeded(&at).await;
     let mut again = runner("r9", "one");
     again.token_hash = "other".into();
     assert!(store.add_runner(&again).await.is_err());
@@ -180,10 +191,8 @@ async fn a_runner_name_is_taken_once() {
     );
 }
 
-#[tokio::test]
-async fn api_tokens_are_added_listed_by_age_and_revoked_by_name() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteControlPlaneStore::open_in(dir.path()).await.unwrap();
+async fn api_tokens_are_added_listed_by_age_and_revoked_by_name(at: StoreAt) {
+    let store = at.open().await;
     let token = |id: &str, name: &str, at: i64| ApiTokenRecord {
         id: id.into(),
         name: name.into(),
@@ -202,17 +211,15 @@ async fn api_tokens_are_added_listed_by_age_and_revoked_by_name() {
     assert!(store.revoke_api_token("alice").await.unwrap());
     assert!(!store.revoke_api_token("alice").await.unwrap());
     store.close().await;
-    let store = SqliteControlPlaneStore::open_in(dir.path()).await.unwrap();
+    let store = at.open().await;
     assert_eq!(
         store.api_tokens().await.unwrap(),
         vec![token("k2", "ci", 2)]
     );
 }
 
-#[tokio::test]
-async fn a_batch_is_written_whole_in_order_or_not_at_all() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = seeded(dir.path()).await;
+async fn a_batch_is_written_whole_in_order_or_not_at_all(at: StoreAt) {
+    let store = seeded(&at).await;
     let request = RequestRecord {
         id: "q1".into(),
         runner_id: "r1".into(),
@@ -251,4 +258,58 @@ async fn a_batch_is_written_whole_in_order_or_not_at_all() {
     assert_eq!(store.last_seq("t1").await.unwrap(), 2);
     let stored = store.turn("t1", "turn-1").await.unwrap().unwrap();
     assert_eq!((stored.status.as_str(), stored.first_seq), ("running", 2));
+}
+
+/// Two stores on one PostgreSQL database, as two replicas: changes applied
+/// to one thread from both at once each get the next seq, none lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_applying_to_one_thread_keep_its_seqs_dense() {
+    let Some(at) = StoreAt::new(crate::support::Backend::Postgres).await else {
+        return;
+    };
+    let first = seeded(&at).await;
+    let second = at.open().await;
+    let writers: Vec<_> = [first.clone(), second]
+        .into_iter()
+        .map(|store| {
+            tokio::spawn(async move {
+                for _ in 0..20 {
+                    store
+                        .apply(&change("t1", Upsert::Nothing, "note"))
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let seqs: Vec<i64> = first
+        .thread_updates("t1", 0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|u| u.seq)
+        .collect();
+    assert_eq!(seqs, (1..=41).collect::<Vec<_>>());
+}
+
+/// The engine's database is not the control plane's: opening one says so.
+#[tokio::test]
+async fn the_engines_database_is_refused_saying_why() {
+    let Some(db) = gantry_testkit::postgres::TestDatabase::create().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let engine = gantry_store::PostgresStore::open(&db.url(), &dir.path().join("secret.key"))
+        .await
+        .unwrap();
+    engine.close().await;
+    let err = gantry_control_plane::store::PostgresControlPlaneStore::open(&db.url())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("a database of its own"), "{err}");
+    assert!(err.contains(db.name()), "names the database: {err}");
 }

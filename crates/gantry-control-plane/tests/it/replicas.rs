@@ -1,0 +1,397 @@
+//! Two replicas over one store (SQLite file, PostgreSQL database: each case
+//! runs on both) and a real NATS server with JetStream
+//! (`GANTRY_TEST_NATS`, default `nats://127.0.0.1:4222`): a request on one
+//! reaches the runner held by the other and its errors read the same; the
+//! thread's events on either replica carry every update in order; when the
+//! holding replica stops, its runner is offline elsewhere until it
+//! connects again, and a follower resumes with no gap and no duplicate.
+
+use crate::e2e_v0_7::{Runner07, wait_connected};
+use crate::support;
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use gantry_control_plane::{Cluster, ControlPlane, ControlPlaneOptions};
+use gantry_runner_protocol::v0_2::server_message::Request as RunnerRequest;
+use gantry_runner_protocol::v0_2::{self as pb, ItemStatus, ItemType, TurnStatus};
+use serde_json::{Value, json};
+use support::{
+    FakeRunner, Harness, StoreAt, agent_update, answer, guarded, item_update, offering,
+    request_error, take_events, thread_update, turn_update,
+};
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The NATS server of the tests; `None` (the test skips) when it is
+/// unreachable and `GANTRY_TEST_NO_NATS=1` outside CI.
+pub(crate) fn nats_url() -> Option<String> {
+    let url =
+        std::env::var("GANTRY_TEST_NATS").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned());
+    let addr = url.trim_start_matches("nats://").to_owned();
+    if std::net::TcpStream::connect(&addr).is_ok() {
+        return Some(url);
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    if !ci && std::env::var("GANTRY_TEST_NO_NATS").is_ok_and(|v| v == "1") {
+        eprintln!("SKIPPED: NATS at {url} is unreachable and GANTRY_TEST_NO_NATS=1");
+        return None;
+    }
+    panic!(
+        "NATS at {url} is unreachable. Start it with JetStream (.ci/run does: \
+         nats-server -js), point GANTRY_TEST_NATS at one, or set GANTRY_TEST_NO_NATS=1 \
+         to skip these tests locally (never in CI)"
+    );
+}
+
+/// A replica of the control plane over the store at `at` on NATS at `url`.
+async fn replica(at: &StoreAt, url: &str, id: &str) -> Harness {
+    let id = format!("{id}-{}", uuid::Uuid::now_v7().simple());
+    let cluster = guarded("NATS", Cluster::connect(url, Some(id)))
+        .await
+        .unwrap();
+    let options = ControlPlaneOptions {
+        request_timeout: TIMEOUT,
+        cluster: Some(cluster),
+        ..ControlPlaneOptions::default()
+    };
+    Harness::start_over(at.open().await, options).await
+}
+
+/// Adds a runner to the store at `at` (before any replica reads the
+/// runners): its id and token.
+async fn add_runner(at: &StoreAt) -> (String, String) {
+    let cp = ControlPlane::open(at.open().await, ControlPlaneOptions::default())
+        .await
+        .unwrap();
+    let (runner, token) = cp.add_runner("r1").await.unwrap();
+    (runner.id, token)
+}
+
+support::on_both_backends!(
+    a_request_on_one_replica_reaches_the_runner_on_the_other,
+    when_the_holding_replica_stops_its_runner_moves_and_followers_miss_nothing,
+    a_runner_that_moved_is_reached_where_it_is_now,
+);
+
+/// Waits until replica `h` lists runner `id` as `connected`. What another
+/// replica's lease says reaches this one by a watch, with no event a
+/// client can wait on: polls, bounded.
+async fn wait_listed(h: &Harness, id: &str, connected: bool) {
+    guarded("the runner's lease to reach the replica", async {
+        loop {
+            let (_, runners) = h.get("/v1/runners").await;
+            let listed = runners
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|r| r["id"] == id && r["connected"] == connected);
+            if listed {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
+/// Creates an agent and a thread through `api` on `runner`; the thread id.
+async fn agent_and_thread(api: &Harness, runner: &mut FakeRunner, runner_id: &str) -> String {
+    let call = api.post_later("/v1/agents", json!({"model": "m1", "runner_id": runner_id}));
+    let (id, request) = runner.next_request().await;
+    let RunnerRequest::CreateAgentRequest(create) = request else {
+        panic!("expected CreateAgentRequest, got {request:?}");
+    };
+    runner
+        .send(
+            Some(&id),
+            agent_update(&create.agent_id, pb::AgentStatus::Ready),
+        )
+        .await;
+    let (status, agent) = answer(call).await;
+    assert_eq!(status, 201, "{agent}");
+    let agent_id = agent["id"].as_str().unwrap().to_owned();
+    let call = api.post_later(&format!("/v1/agents/{agent_id}/threads"), json!({}));
+    let (id, _) = runner.next_request().await;
+    let thread_id = format!("thread-of-{id}");
+    runner
+        .send(
+            Some(&id),
+            thread_update(&thread_id, pb::ThreadStatus::Ready),
+        )
+        .await;
+    let (status, thread) = answer(call).await;
+    assert_eq!(status, 201, "{thread}");
+    thread_id
+}
+
+/// Sends a message through `api` and has the runner start a turn and
+/// write `items` agent messages, leaving the turn running.
+async fn start_turn(
+    api: &Harness,
+    runner: &mut FakeRunner,
+    thread_id: &str,
+    turn: &str,
+    items: usize,
+) -> String {
+    let call = api.post_later(
+        &format!("/v1/threads/{thread_id}/messages"),
+        json!({"text": "go"}),
+    );
+    let (id, request) = runner.next_request().await;
+    assert!(
+        matches!(request, RunnerRequest::CreateUserMessageRequest(_)),
+        "{request:?}"
+    );
+    runner
+        .send(Some(&id), turn_update(turn, TurnStatus::Running))
+        .await;
+    let (status, accepted) = answer(call).await;
+    assert_eq!(status, 202, "{accepted}");
+    assert_eq!(accepted["turn_id"], turn);
+    for n in 0..items {
+        let text = format!("part {n}");
+        let item = format!("{turn}-{n}");
+        runner
+            .send(
+                Some(&id),
+                item_update(&item, ItemType::AgentMessage, ItemStatus::Completed, &text),
+            )
+            .await;
+    }
+    id
+}
+
+/// The seqs of SSE events.
+fn seqs(events: &[eventsource_stream::Event]) -> Vec<i64> {
+    events.iter().map(|e| e.id.parse().unwrap()).collect()
+}
+
+async fn a_request_on_one_replica_reaches_the_runner_on_the_other(at: StoreAt) {
+    let Some(url) = nats_url() else { return };
+    let (runner_id, token) = add_runner(&at).await;
+    let b = replica(&at, &url, "b").await;
+    let mut runner = FakeRunner::connect(b.grpc, &token, offering("gantry", &["m1"])).await;
+    // A starts after the runner connected to B: it learns of both all the same.
+    let a = replica(&at, &url, "a").await;
+    wait_listed(&a, &runner_id, true).await;
+
+    let thread_id = agent_and_thread(&a, &mut runner, &runner_id).await;
+    let mut on_a = a.follow(&thread_id, None).await;
+    let mut on_b = b.follow(&thread_id, None).await;
+    let request = start_turn(&a, &mut runner, &thread_id, "t1", 3).await;
+    runner
+        .send(Some(&request), turn_update("t1", TurnStatus::Completed))
+        .await;
+
+    // Thread ready, turn running, three items, turn completed: in order on
+    // both replicas, whichever wrote them.
+    let seen_a = take_events(&mut on_a, 6).await;
+    let seen_b = take_events(&mut on_b, 6).await;
+    assert_eq!(seqs(&seen_a), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(seqs(&seen_b), seqs(&seen_a));
+    let last: Value = serde_json::from_str(&seen_a[5].data).unwrap();
+    assert_eq!(last["kind"], "turn", "{last}");
+    assert_eq!(last["data"]["status"], "completed", "{last}");
+
+    // The replica that did not write the thread reads it as written.
+    let (status, view) = a.get(&format!("/v1/threads/{thread_id}")).await;
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["turns"][0]["status"], "completed", "{view}");
+    assert_eq!(
+        view["turns"][0]["items"].as_array().map(Vec::len),
+        Some(3),
+        "{view}"
+    );
+
+    // A runner's refusal reads the same through either replica: 409 with its text.
+    let call = a.post_later(
+        &format!("/v1/threads/{thread_id}/messages"),
+        json!({"text": "again"}),
+    );
+    let (id, _) = runner.next_request().await;
+    runner
+        .send(Some(&id), request_error("busy: a turn is running"))
+        .await;
+    let (status, refused) = answer(call).await;
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"]["message"], "busy: a turn is running");
+
+    // Ready only with NATS answering; the lag of its watch is a metric.
+    let (status, ready) = a.get("/readyz").await;
+    assert_eq!((status, &ready["nats"]), (200, &json!("ok")), "{ready}");
+    let metrics = a
+        .client
+        .get(a.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("\ngantry_cp_nats_lag "), "{metrics}");
+    a.stop().await;
+    b.stop().await;
+}
+
+async fn when_the_holding_replica_stops_its_runner_moves_and_followers_miss_nothing(at: StoreAt) {
+    let Some(url) = nats_url() else { return };
+    let (runner_id, token) = add_runner(&at).await;
+    let a = replica(&at, &url, "a").await;
+    let b = replica(&at, &url, "b").await;
+    let mut runner = FakeRunner::connect(b.grpc, &token, offering("gantry", &["m1"])).await;
+    wait_listed(&a, &runner_id, true).await;
+    let thread_id = agent_and_thread(&a, &mut runner, &runner_id).await;
+    let mut on_a = a.follow(&thread_id, None).await;
+    let request = start_turn(&a, &mut runner, &thread_id, "t1", 2).await;
+    let before = take_events(&mut on_a, 4).await;
+    assert_eq!(seqs(&before), vec![1, 2, 3, 4]);
+
+    // B stops: its runner is offline on A until it connects again.
+    b.stop().await;
+    assert!(runner.closed().await);
+    wait_listed(&a, &runner_id, false).await;
+    let (status, offline) = a
+        .post(
+            &format!("/v1/threads/{thread_id}/messages"),
+            json!({"text": "anyone?"}),
+        )
+        .await;
+    assert_eq!(status, 503, "{offline}");
+
+    // The runner moves to A and finishes the turn there.
+    let runner = FakeRunner::connect(a.grpc, &token, offering("gantry", &["m1"])).await;
+    runner
+        .send(
+            Some(&request),
+            item_update(
+                "t1-2",
+                ItemType::AgentMessage,
+                ItemStatus::Completed,
+                "done",
+            ),
+        )
+        .await;
+    runner
+        .send(Some(&request), turn_update("t1", TurnStatus::Completed))
+        .await;
+    let after = take_events(&mut on_a, 2).await;
+    assert_eq!(seqs(&after), vec![5, 6]);
+
+    // A follower resuming after what it saw gets the rest once.
+    let mut resumed = a.follow(&thread_id, Some(4)).await;
+    assert_eq!(seqs(&take_events(&mut resumed, 2).await), vec![5, 6]);
+    let (_, view) = a.get(&format!("/v1/threads/{thread_id}")).await;
+    assert_eq!(view["turns"][0]["status"], "completed", "{view}");
+    a.stop().await;
+}
+
+/// A runner whose channel to A died unseen connects to B: A drops its old
+/// channel at once (B's lease is newer) and routes the runner's requests
+/// to B, rather than into the dead channel until a keepalive notices.
+async fn a_runner_that_moved_is_reached_where_it_is_now(at: StoreAt) {
+    let Some(url) = nats_url() else { return };
+    let (runner_id, token) = add_runner(&at).await;
+    let a = replica(&at, &url, "a").await;
+    let b = replica(&at, &url, "b").await;
+    // The first channel stays open on A, unanswered, as a half-open one would.
+    let _stale = FakeRunner::connect(a.grpc, &token, offering("gantry", &["m1"])).await;
+    wait_listed(&b, &runner_id, true).await;
+    let mut runner = FakeRunner::connect(b.grpc, &token, offering("gantry", &["m1"])).await;
+    guarded("A to drop the runner's old channel", async {
+        loop {
+            let metrics = a
+                .client
+                .get(a.url("/metrics"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            if metrics.contains("\ngantry_cp_runners_connected 0\n") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let thread_id = agent_and_thread(&a, &mut runner, &runner_id).await;
+    let (status, thread) = a.get(&format!("/v1/threads/{thread_id}")).await;
+    assert_eq!(status, 200, "{thread}");
+    a.stop().await;
+    b.stop().await;
+}
+
+/// A real 0.7 runner held by B, driven through A: A knows its version from
+/// the lease (a 0.7-only field is taken, `protocol` says 0.7), and an
+/// interrupt, which awaits no reply, reaches it through B.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_07_runner_on_another_replica_is_interrupted_through_it() {
+    let Some(url) = nats_url() else { return };
+    let at = StoreAt::new(support::Backend::Sqlite).await.unwrap();
+    let (runner_id, token) = add_runner(&at).await;
+    let llm = gantry_testkit::MockLlm::start(gantry_testkit::Script::new([
+        gantry_testkit::Step::tool_call(
+            "shell",
+            json!({"command": "while [ ! -e release ]; do sleep 0.05; done"}),
+        ),
+        gantry_testkit::Step::text("Stopped."),
+    ]))
+    .unwrap();
+    let b = replica(&at, &url, "b").await;
+    let runner = Runner07::start(&b, &at.dir.path().join("runner"), token, &llm).await;
+    let a = replica(&at, &url, "a").await;
+    let model = wait_connected(&a, &runner_id).await;
+    let (status, agent) = a.post("/v1/agents", json!({})).await;
+    assert_eq!(status, 201, "{agent}");
+    let agent_id = agent["id"].as_str().unwrap();
+    let (status, thread) = a
+        .post(
+            &format!("/v1/agents/{agent_id}/threads"),
+            json!({"model": model, "instructions": "Be brief."}),
+        )
+        .await;
+    assert_eq!(status, 201, "{thread}");
+    let thread_id = thread["id"].as_str().unwrap().to_owned();
+    let mut events = a.follow(&thread_id, None).await;
+    let (status, sent) = a
+        .post(
+            &format!("/v1/threads/{thread_id}/messages"),
+            json!({"text": "wait"}),
+        )
+        .await;
+    assert_eq!(status, 202, "{sent}");
+    let is = |event: &eventsource_stream::Event, kind: &str, status: &str| {
+        let data: Value = serde_json::from_str(&event.data).unwrap();
+        data["kind"] == kind && data["data"]["status"] == status
+    };
+    guarded("the command to run", async {
+        while let Some(event) = events.next().await {
+            if is(&event, "item", "running") {
+                let data: Value = serde_json::from_str(&event.data).unwrap();
+                if data["data"]["type"] == "command_execution" {
+                    return;
+                }
+            }
+        }
+        panic!("the events ended");
+    })
+    .await;
+    let (status, interrupt) = a
+        .post(&format!("/v1/threads/{thread_id}/interrupt"), json!({}))
+        .await;
+    assert_eq!(status, 202, "{interrupt}");
+    guarded("the turn to end", async {
+        while let Some(event) = events.next().await {
+            if event.event == "turn" && !is(&event, "turn", "running") {
+                return;
+            }
+        }
+        panic!("the events ended");
+    })
+    .await;
+    runner.stop().await;
+    a.stop().await;
+    b.stop().await;
+}
