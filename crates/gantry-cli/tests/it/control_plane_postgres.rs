@@ -14,8 +14,8 @@ use gantry_testkit::{MockLlm, Script, Step};
 use serde_json::json;
 
 use crate::runner_control_plane::{
-    Follow, Proc, control_plane_cli, curl, curl_as, curl_status, eventually, gantry, is_item,
-    is_turn, lines, start_control_plane_with, wait_line,
+    Follow, Proc, control_plane_cli, curl, curl_as, curl_status, eventually, is_item, is_turn,
+    lines, runner_command, start_control_plane_with, wait_line,
 };
 
 /// `gantry control-plane ARGS... --store URL --data-dir DATA`: it succeeded; its stdout.
@@ -71,21 +71,17 @@ fn a_control_plane_on_postgres_keeps_runners_threads_and_tokens_across_a_restart
     .unwrap();
     let store_flag = ["--store", url.as_str()];
     let cp = start_control_plane_with(&home, &cp_data, "127.0.0.1:0", "127.0.0.1:0", &store_flag);
-    let mut runner = gantry(&home)
-        .arg("runner")
-        .args(["--control-plane", &format!("http://{}", cp.grpc)])
-        .arg("--token-file")
-        .arg(&token_file)
-        .arg("--workspaces")
-        .arg(&workspaces)
-        .arg("--data-dir")
-        .arg(&runner_data)
-        .arg("--config")
-        .arg(&config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut runner = runner_command(
+        &home,
+        &format!("http://{}", cp.grpc),
+        &token_file,
+        &workspaces,
+        &runner_data,
+        &config,
+    )
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let runner_log = lines(runner.stderr.take().unwrap());
     let _runner = Proc(runner);
     wait_line(&runner_log, "gantry: runner dialing");

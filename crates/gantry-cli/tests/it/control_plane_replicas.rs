@@ -14,8 +14,8 @@ use gantry_testkit::{MockLlm, Script, Step};
 use serde_json::{Value, json};
 
 use crate::runner_control_plane::{
-    ControlPlane, Follow, Proc, Sse, control_plane_cli, curl, eventually, gantry, is_item, is_turn,
-    start_control_plane_with,
+    ControlPlane, Follow, Proc, Sse, control_plane_cli, curl, eventually, is_item, is_turn,
+    runner_command, start_control_plane_with,
 };
 
 /// The NATS server of the tests; `None` (the test skips) when it is
@@ -140,21 +140,17 @@ fn a_replica_dies_mid_turn_and_its_runners_finish_the_turn_on_the_other() {
         } else {
             format!("{ga},{gb}")
         };
-        let child = gantry(&home)
-            .arg("runner")
-            .args(["--control-plane", &urls])
-            .arg("--token-file")
-            .arg(token)
-            .arg("--workspaces")
-            .arg(tmp.path().join(format!("workspaces-{n}")))
-            .arg("--data-dir")
-            .arg(tmp.path().join(format!("runner-{n}")))
-            .arg("--config")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let child = runner_command(
+            &home,
+            &urls,
+            token,
+            &tmp.path().join(format!("workspaces-{n}")),
+            &tmp.path().join(format!("runner-{n}")),
+            &config,
+        )
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
         procs.push(Proc(child));
     }
     let http = a.http.clone();

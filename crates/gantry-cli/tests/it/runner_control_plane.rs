@@ -37,6 +37,31 @@ pub(crate) fn gantry(home: &Path) -> Command {
     cmd
 }
 
+/// `gantry runner` dialing `control_planes` (comma-separated URLs) with its
+/// token file, workspaces root, data dir and config; stdout discarded.
+pub(crate) fn runner_command(
+    home: &Path,
+    control_planes: &str,
+    token_file: &Path,
+    workspaces: &Path,
+    data: &Path,
+    config: &Path,
+) -> Command {
+    let mut cmd = gantry(home);
+    cmd.arg("runner")
+        .args(["--control-plane", control_planes])
+        .arg("--token-file")
+        .arg(token_file)
+        .arg("--workspaces")
+        .arg(workspaces)
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--config")
+        .arg(config)
+        .stdout(Stdio::null());
+    cmd
+}
+
 /// Lines of a child's stream, read on a thread.
 pub(crate) fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
@@ -303,21 +328,17 @@ fn a_runner_serves_the_control_plane_through_a_steer_and_a_control_plane_restart
     let token_file = tmp.path().join("builder-1.token");
     std::fs::write(&token_file, &out.stdout).unwrap();
 
-    let mut runner = gantry(&home)
-        .arg("runner")
-        .args(["--control-plane", &format!("http://{}", cp.grpc)])
-        .arg("--token-file")
-        .arg(&token_file)
-        .arg("--workspaces")
-        .arg(&workspaces)
-        .arg("--data-dir")
-        .arg(&runner_data)
-        .arg("--config")
-        .arg(&config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut runner = runner_command(
+        &home,
+        &format!("http://{}", cp.grpc),
+        &token_file,
+        &workspaces,
+        &runner_data,
+        &config,
+    )
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let runner_log = lines(runner.stderr.take().unwrap());
     let _runner = Proc(runner);
     wait_line(&runner_log, "gantry: runner dialing");
