@@ -80,8 +80,9 @@ pub struct ModelRequest {
     /// The conversation so far. Shared, because the agent loop sends the
     /// same growing history every round and must not copy it each time.
     pub messages: Arc<Vec<Message>>,
-    /// Tools the model may call.
-    pub tools: Vec<ToolSpec>,
+    /// Tools the model may call. Shared, because a turn offers the same
+    /// tools every round and must not copy their schemas each time.
+    pub tools: Arc<[ToolSpec]>,
     /// Reasoning effort (`low`, `medium`, `high`, ...), if the model supports it.
     pub reasoning: Option<String>,
     /// Cap on generated tokens.

@@ -273,7 +273,8 @@ impl Loop<'_> {
             Ok(c) => c,
             Err(reason) => return Outcome::Failed(TurnFailure::ModelUnusable, reason),
         };
-        let tools = self.tools.specs();
+        // Built once: every round sends the same specs.
+        let tools: Arc<[gantry_types::ToolSpec]> = self.tools.specs().into();
         let max_rounds = self.shared.config.max_rounds;
         loop {
             if self.rounds >= max_rounds {
@@ -325,14 +326,14 @@ impl Loop<'_> {
         &mut self,
         client: &dyn gantry_llm::ModelClient,
         instructions: Option<String>,
-        tools: &[gantry_types::ToolSpec],
+        tools: &Arc<[gantry_types::ToolSpec]>,
     ) -> Result<Vec<gantry_llm::ToolCall>, Outcome> {
         self.rounds += 1;
         let request = ModelRequest {
             model: self.spec.model.clone(),
             instructions,
             messages: self.messages.clone(),
-            tools: tools.to_vec(),
+            tools: tools.clone(),
             reasoning: self.shared.models.reasoning_for(
                 &self.spec.model,
                 self.spec

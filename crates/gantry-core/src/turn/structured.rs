@@ -187,7 +187,7 @@ impl Loop<'_> {
             Ok(c) => c,
             Err(reason) => return Outcome::Failed(TurnFailure::ModelUnusable, reason),
         };
-        let tools = vec![spec.tool.clone()];
+        let tools: Arc<[ToolSpec]> = Arc::new([spec.tool.clone()]);
         let instructions = spec.request_instructions(self.spec.instructions.as_deref());
         // Submissions stream as partial JSON. A wrapped schema's would show
         // the `{"output": ...}` envelope, so its payload is sent whole instead.

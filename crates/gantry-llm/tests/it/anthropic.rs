@@ -358,7 +358,8 @@ async fn request_body_has_the_messages_api_shape() {
             name: "shell".into(),
             description: "Runs a command.".into(),
             parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
-        }],
+        }]
+        .into(),
         reasoning: None,
         max_output_tokens: Some(2000),
         temperature: None,
@@ -398,7 +399,7 @@ async fn request_body_has_the_messages_api_shape() {
     let request = ModelRequest {
         reasoning: Some("high".into()),
         instructions: None,
-        tools: Vec::new(),
+        tools: Vec::new().into(),
         max_output_tokens: None,
         temperature: None,
         ..request

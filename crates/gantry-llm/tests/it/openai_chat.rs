@@ -280,7 +280,8 @@ async fn request_has_openai_shape() {
             name: "shell".into(),
             description: "Run a command".into(),
             parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
-        }],
+        }]
+        .into(),
         reasoning: Some("low".into()),
         max_output_tokens: Some(256),
         temperature: None,
