@@ -9,13 +9,16 @@
 //! Run: `cargo bench -p gantry-cli --bench codewhale_http`
 //! (`BENCH_TURNS=N`, 300 by default; `BENCH_CHUNKS=N`, 100000 by default).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use gantry_testkit::{MockLlm, Script, Step};
 use serde_json::{Value, json};
+
+#[path = "support/serve.rs"]
+mod support;
+use support::{Listener, serve_with};
 
 const TOKEN: &str = "bench-token";
 
@@ -29,52 +32,20 @@ fn env_or(name: &str, default: usize) -> usize {
 /// `gantry serve` whose default model is `llm`; the child and the base URL
 /// of its CodeWhale listener.
 fn serve(scratch: &std::path::Path, llm: &MockLlm) -> (Child, String) {
-    let home = scratch.join("home");
-    let ws = scratch.join("ws");
-    std::fs::create_dir_all(&home).expect("home");
-    std::fs::create_dir_all(&ws).expect("workspace");
-    let config = scratch.join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "default_model = \"mock/bench\"\n[providers.mock]\nkind = \"openai-chat\"\n\
-             base_url = \"{}\"\napi_key = \"bench\"\nmodels = [\"bench\"]\n",
-            llm.base_url()
-        ),
-    )
-    .expect("config");
+    std::fs::create_dir_all(scratch).expect("scratch");
     let token = scratch.join("token");
     std::fs::write(&token, TOKEN).expect("token");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gantry"))
-        .arg("--config")
-        .arg(&config)
-        .args(["serve", "--listen-addr", "127.0.0.1:0", "--workspace"])
-        .arg(&ws)
-        .arg("--data-dir")
-        .arg(scratch.join("data"))
-        .args(["--codewhale-addr", "127.0.0.1:0", "--codewhale-token-file"])
-        .arg(&token)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("gantry serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut lines = BufReader::new(stderr).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("gantry serve said nothing")
-            .expect("stderr");
-        if let Some(addr) = line.strip_prefix("gantry: serving CodeWhale HTTP on ") {
-            break addr.trim().to_owned();
-        }
+    let listener = Listener {
+        args: vec![
+            "--codewhale-addr".into(),
+            "127.0.0.1:0".into(),
+            "--codewhale-token-file".into(),
+            token.into_os_string(),
+        ],
+        config: "",
+        ready: "gantry: serving CodeWhale HTTP on ",
     };
-    // Keep draining stderr so the server never blocks on it.
-    std::thread::spawn(move || for _ in lines {});
+    let (child, addr) = serve_with(scratch, llm, listener);
     (child, format!("http://{addr}"))
 }
 

@@ -15,7 +15,7 @@ use gantry_testkit::browser::Browser;
 use gantry_testkit::{MockLlm, Script, Step, ToolCallSpec};
 use serde_json::{Value, json};
 
-#[path = "support/http_serve.rs"]
+#[path = "support/serve.rs"]
 mod http_serve;
 use http_serve::serve;
 

@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 use gantry_testkit::{MockLlm, Script, Step};
 use serde_json::{Value, json};
 
-#[path = "support/http_serve.rs"]
+#[path = "support/serve.rs"]
 mod http_serve;
 use http_serve::serve;
 
