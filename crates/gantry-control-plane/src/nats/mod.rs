@@ -108,6 +108,19 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
+/// `url` with any user, password or token replaced by `***`: a NATS URL's
+/// user part alone is a token, so none of it may reach an error or a log.
+fn without_credentials(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://***@{host}{}", &rest[authority_end..]),
+        None => url.to_owned(),
+    }
+}
+
 impl Cluster {
     /// Connects to NATS at `url` as replica `replica` (a new id when
     /// `None`), and sets up the stream and buckets the replicas share.
@@ -125,12 +138,12 @@ impl Cluster {
             .connect(url)
             .await
             .map_err(|e| ClusterError::Connect {
-                url: url.to_owned(),
+                url: without_credentials(url),
                 why: e.to_string(),
             })?;
         let js = jetstream::new(client.clone());
         let failed = |why: String| ClusterError::JetStream {
-            url: url.to_owned(),
+            url: without_credentials(url),
             why,
         };
         js.get_or_create_stream(stream::Config {
@@ -225,4 +238,25 @@ async fn bucket(
     js.get_key_value(name)
         .await
         .map_err(|e| format!("bucket {name}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_credentials;
+
+    #[test]
+    fn credentials_in_a_nats_url_never_show() {
+        assert_eq!(
+            without_credentials("nats://s3cr3t-token@10.0.0.1:4222"),
+            "nats://***@10.0.0.1:4222"
+        );
+        assert_eq!(
+            without_credentials("nats://user:pa55@nats.internal:4222/x"),
+            "nats://***@nats.internal:4222/x"
+        );
+        assert_eq!(
+            without_credentials("nats://127.0.0.1:4222"),
+            "nats://127.0.0.1:4222"
+        );
+    }
 }
