@@ -15,7 +15,9 @@ mod sqlite;
 
 use async_trait::async_trait;
 
-pub use postgres::{PostgresControlPlaneStore, redacted};
+/// `url` without its password, fit for errors and logs.
+pub use gantry_postgres::redacted;
+pub use postgres::PostgresControlPlaneStore;
 pub use records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
     ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert, Write,

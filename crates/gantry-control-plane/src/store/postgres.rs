@@ -6,15 +6,12 @@
 //! database orders writers, and another process may write at any time);
 //! [`ControlPlaneStore::apply`] takes a per-thread advisory lock so two
 //! processes never compute the same next seq (a batch's seqs, assigned by
-//! its writer, are refused twice by the log's primary key). It opens the way the
-//! engine's PostgreSQL store does (`gantry-store`'s `postgres/mod.rs`).
-
-use std::str::FromStr;
-use std::time::Duration;
+//! its writer, are refused twice by the log's primary key). It opens as the
+//! engine's PostgreSQL store does, through `gantry-postgres`.
 
 use async_trait::async_trait;
-use sqlx::migrate::{MigrateDatabase, MigrateError, Migrator};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::postgres::PgPool;
 use sqlx::query::Query;
 
 use super::records::{
@@ -30,13 +27,6 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations-postgres");
 type Db = sqlx::Postgres;
 type Conn = sqlx::PgConnection;
 type Args = sqlx::postgres::PgArguments;
-
-/// Connections in the pool: the writer's transaction holds one while the
-/// API's reads and live followers use the others.
-const MAX_CONNECTIONS: u32 = 8;
-
-/// How long opening waits for the server (and a pool for a free connection).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The first key of [`ControlPlaneStore::apply`]'s advisory locks ("cp"),
 /// the second being the thread id's hash: apart from any other lock taken
@@ -55,49 +45,18 @@ impl PostgresControlPlaneStore {
     /// to date. The database must be the control plane's own, not the
     /// engine's: both have tables named `threads` and `agents`.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
-        let shown = redacted(url);
-        let mut options = PgConnectOptions::from_str(url)
-            .map_err(|e| StoreError::Database(format!("{shown}: not a PostgreSQL URL: {e}")))?;
-        if !url.contains("synchronous_commit") {
-            // The trade-off the SQLite store makes (WAL, synchronous=NORMAL),
-            // as the engine's PostgreSQL store does: a commit does not wait
-            // for its WAL flush, so only a crash of the database server's
-            // machine can lose the last commits. A URL that sets
-            // synchronous_commit chooses otherwise.
-            options = options.options([("synchronous_commit", "off")]);
-        }
-        let pool_options = || {
-            PgPoolOptions::new()
-                .max_connections(MAX_CONNECTIONS)
-                .min_connections(0)
-                .acquire_timeout(CONNECT_TIMEOUT)
-        };
-        let pool = match pool_options().connect_with(options.clone()).await {
-            Ok(pool) => pool,
-            Err(e) if is_missing_database(&e) => {
-                // Two replicas may race here; the loser finds it made.
-                if let Err(e) = sqlx::Postgres::create_database(url).await
-                    && !sqlx::Postgres::database_exists(url).await.unwrap_or(false)
-                {
-                    return Err(StoreError::Database(format!("create {shown}: {e}")));
-                }
-                pool_options()
-                    .connect_with(options)
-                    .await
-                    .map_err(|e| StoreError::Database(format!("connect to {shown}: {e}")))?
-            }
-            Err(e) => return Err(StoreError::Database(format!("connect to {shown}: {e}"))),
-        };
-        if let Err(e) = MIGRATOR.run(&pool).await {
-            pool.close().await;
-            let hint = match e {
-                MigrateError::VersionMismatch(_) | MigrateError::VersionMissing(_) => {
+        let pool = gantry_postgres::open(url, &MIGRATOR).await.map_err(|e| {
+            let hint = match &e {
+                gantry_postgres::OpenError::Migrate {
+                    source: MigrateError::VersionMismatch(_) | MigrateError::VersionMissing(_),
+                    ..
+                } => {
                     " (is it another schema's, e.g. the engine's store? the control plane needs a database of its own)"
                 }
                 _ => "",
             };
-            return Err(StoreError::Database(format!("migrate {shown}: {e}{hint}")));
-        }
+            StoreError::Database(format!("{e}{hint}"))
+        })?;
         Ok(Self { pool })
     }
 
@@ -154,49 +113,3 @@ impl_control_plane_store!(PostgresControlPlaneStore, {
         }
     }
 });
-
-/// Whether connecting failed because the database does not exist (3D000).
-fn is_missing_database(e: &sqlx::Error) -> bool {
-    e.as_database_error()
-        .and_then(|d| d.code())
-        .is_some_and(|code| code == "3D000")
-}
-
-/// `url` without its password, fit for errors and logs (as the engine's
-/// store shows its own: the control plane depends on no crate of its).
-pub fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    // A password may also come as a parameter: then no parameter shows.
-    let rest = match rest.split_once('?') {
-        Some((head, query)) if query.contains("password") => head,
-        _ => rest,
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((user, host)) => {
-            let user = user.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}@{host}{path}")
-        }
-        None => format!("{scheme}://{rest}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redacted;
-
-    #[test]
-    fn passwords_never_show() {
-        assert_eq!(
-            redacted("postgres://gantry:s3cret@db:5432/cp"),
-            "postgres://gantry@db:5432/cp"
-        );
-        assert_eq!(redacted("postgres://h/x?password=s3cret"), "postgres://h/x");
-        assert_eq!(
-            redacted("postgres://h/x?sslmode=disable"),
-            "postgres://h/x?sslmode=disable"
-        );
-    }
-}

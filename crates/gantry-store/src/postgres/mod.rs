@@ -17,27 +17,21 @@ mod settings;
 mod write;
 
 use std::path::Path;
-use std::str::FromStr;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use gantry_types::{Agent, AgentId, Event, ProviderConfig, Thread, ThreadId};
-use sqlx::migrate::{MigrateDatabase, Migrator};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
+use sqlx::migrate::Migrator;
+use sqlx::postgres::PgPool;
 
 use crate::secrets::Sealer;
 use crate::sqlite::LOG_FORMAT_VERSION;
 use crate::{Commit, Store, StoreError, ThreadPage, ThreadQuery};
 
+/// `url` without its password, fit for errors and logs.
+pub use gantry_postgres::redacted;
+
 /// The schema migrations, embedded at compile time from `migrations-postgres/`.
 pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations-postgres");
-
-/// Connections in the pool: a commit holds one for its transaction while
-/// readers (replays, listings, searches) use the others.
-const MAX_CONNECTIONS: u32 = 8;
-
-/// How long opening waits for the server (and a pool for a free connection).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A store on a PostgreSQL database.
 #[derive(Debug)]
@@ -54,45 +48,10 @@ impl PostgresStore {
     /// created if missing): every process sharing the database needs the
     /// same one to read the keys another stored.
     pub async fn open(url: &str, secret_key: &Path) -> Result<Self, StoreError> {
-        let shown = redacted(url);
-        let mut options = PgConnectOptions::from_str(url)
-            .map_err(|e| StoreError::Database(format!("{shown}: not a PostgreSQL URL: {e}")))?;
-        if !url.contains("synchronous_commit") {
-            // The trade-off the SQLite store makes (WAL, synchronous=NORMAL):
-            // a commit does not wait for its WAL flush (the server flushes
-            // within a fraction of a second), so a crash of Gantry loses
-            // nothing, and only a crash of the database server's machine
-            // can lose the last commits; never a torn log. A URL that sets
-            // synchronous_commit (`?options=-c%20synchronous_commit%3Don`)
-            // chooses otherwise.
-            options = options.options([("synchronous_commit", "off")]);
-        }
-        let pool_options = || {
-            PgPoolOptions::new()
-                .max_connections(MAX_CONNECTIONS)
-                .min_connections(0)
-                .acquire_timeout(CONNECT_TIMEOUT)
-        };
-        let pool = match pool_options().connect_with(options.clone()).await {
-            Ok(pool) => pool,
-            Err(e) if is_missing_database(&e) => {
-                // Two processes may race here; the loser finds it made.
-                if let Err(e) = Postgres::create_database(url).await
-                    && !Postgres::database_exists(url).await.unwrap_or(false)
-                {
-                    return Err(StoreError::Database(format!("create {shown}: {e}")));
-                }
-                pool_options()
-                    .connect_with(options)
-                    .await
-                    .map_err(|e| StoreError::Database(format!("connect to {shown}: {e}")))?
-            }
-            Err(e) => return Err(StoreError::Database(format!("connect to {shown}: {e}"))),
-        };
-        MIGRATOR
-            .run(&pool)
+        let pool = gantry_postgres::open(url, &MIGRATOR)
             .await
-            .map_err(|e| StoreError::Database(format!("migrate {shown}: {e}")))?;
+            .map_err(|e| StoreError::Database(e.to_string()))?;
+        let shown = redacted(url);
         check_log_format(&pool, &shown).await?;
         let sealer = Sealer::load_or_create(secret_key)?;
         Ok(Self { pool, sealer })
@@ -153,33 +112,6 @@ impl Claim {
         let _ = sqlx::Connection::close(self.conn).await;
         Ok(())
     }
-}
-
-/// `url` without its password, fit for errors and logs.
-pub fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    // A password may also come as a parameter: then no parameter shows.
-    let rest = match rest.split_once('?') {
-        Some((head, query)) if query.contains("password") => head,
-        _ => rest,
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((user, host)) => {
-            let user = user.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}@{host}{path}")
-        }
-        None => format!("{scheme}://{rest}"),
-    }
-}
-
-/// Whether connecting failed because the database does not exist (3D000).
-fn is_missing_database(e: &sqlx::Error) -> bool {
-    e.as_database_error()
-        .and_then(|d| d.code())
-        .is_some_and(|code| code == "3D000")
 }
 
 /// Refuses a database whose log a newer Gantry wrote (see the SQLite store's).
@@ -270,27 +202,5 @@ impl Store for PostgresStore {
 
     async fn delete_thread(&self, id: &ThreadId) -> Result<bool, StoreError> {
         delete::delete_thread(&self.pool, id).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redacted;
-
-    #[test]
-    fn passwords_never_show() {
-        assert_eq!(
-            redacted("postgres://gantry:s3cret@db:5432/gantry"),
-            "postgres://gantry@db:5432/gantry"
-        );
-        assert_eq!(
-            redacted("postgres://postgres@127.0.0.1/x"),
-            "postgres://postgres@127.0.0.1/x"
-        );
-        assert_eq!(
-            redacted("postgres://h/x?sslmode=disable"),
-            "postgres://h/x?sslmode=disable"
-        );
-        assert_eq!(redacted("postgres://h/x?password=s3cret"), "postgres://h/x");
     }
 }

@@ -20,6 +20,7 @@ pub(crate) const ENGINE: &[&str] = &[
     "gantry-tools",
     "gantry-store",
     "gantry-sqlite",
+    "gantry-postgres",
 ];
 
 /// Wire formats and the crates that speak them.
@@ -103,14 +104,22 @@ pub(crate) const RULES: &[Rule] = &[
         why: "gantry-web is shared by the engine's HTTP API and the control plane, \
               so it pulls in neither (ARCHITECTURE.md, crates/gantry-web)",
     },
-    // 4. The testkit.
+    // 4. How the stores open their databases.
+    Rule {
+        crates: &["gantry-sqlite", "gantry-postgres"],
+        forbidden: &["gantry-*", "proto-*"],
+        why: "the database openers are shared by the engine's store and the control \
+              plane's, so they depend on neither, nor on anything else of ours \
+              (ARCHITECTURE.md, crates/gantry-sqlite)",
+    },
+    // 5. The testkit.
     Rule {
         crates: &["*"],
         forbidden: &["gantry-testkit"],
         why: "the testkit is for tests; move it to [dev-dependencies] \
               (ARCHITECTURE.md, crates/gantry-testkit)",
     },
-    // 5. The pure crates.
+    // 6. The pure crates.
     Rule {
         crates: &["gantry-policy", "gantry-types"],
         forbidden: &["tokio", "tokio-*"],
