@@ -4,27 +4,15 @@
 use gantry_testkit::postgres::TestDatabase;
 use sqlx::migrate::Migrator;
 
-/// A migrator for one table, read from a migrations folder in `dir`.
-async fn migrator(dir: &std::path::Path) -> Migrator {
-    let migrations = dir.join("migrations");
-    std::fs::create_dir_all(&migrations).unwrap();
-    std::fs::write(
-        migrations.join("0001_notes.sql"),
-        "CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL);",
-    )
-    .unwrap();
-    Migrator::new(migrations.as_path()).await.unwrap()
-}
+/// The tests' schema: one table (`migrations/`).
+static MIGRATOR: Migrator = sqlx::migrate!("tests/it/migrations");
 
 #[tokio::test]
 async fn creates_a_missing_database_with_the_schema_applied_and_reopens_it() {
     let Some(db) = TestDatabase::create_later().await else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let migrator = migrator(dir.path()).await;
-
-    let pool = gantry_postgres::open(&db.url(), &migrator).await.unwrap();
+    let pool = gantry_postgres::open(&db.url(), &MIGRATOR).await.unwrap();
     sqlx::query("INSERT INTO notes (id, body) VALUES (1, 'kept')")
         .execute(&pool)
         .await
@@ -36,7 +24,7 @@ async fn creates_a_missing_database_with_the_schema_applied_and_reopens_it() {
     assert_eq!(commit_mode, "off");
     pool.close().await;
 
-    let pool = gantry_postgres::open(&db.url(), &migrator).await.unwrap();
+    let pool = gantry_postgres::open(&db.url(), &MIGRATOR).await.unwrap();
     let body: String = sqlx::query_scalar("SELECT body FROM notes WHERE id = 1")
         .fetch_one(&pool)
         .await
@@ -47,14 +35,10 @@ async fn creates_a_missing_database_with_the_schema_applied_and_reopens_it() {
 
 #[tokio::test]
 async fn a_bad_url_is_named_without_its_password() {
-    let dir = tempfile::tempdir().unwrap();
-    let error = gantry_postgres::open(
-        "postgres://gantry:s3cret@db:not-a-port/gantry",
-        &migrator(dir.path()).await,
-    )
-    .await
-    .unwrap_err()
-    .to_string();
+    let error = gantry_postgres::open("postgres://gantry:s3cret@db:not-a-port/gantry", &MIGRATOR)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("postgres://gantry@db:not-a-port/gantry"),
         "{error}"

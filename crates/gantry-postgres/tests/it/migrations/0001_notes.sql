@@ -1,0 +1,2 @@
+-- The one table of the tests' schema.
+CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL);
