@@ -8,6 +8,10 @@
 
 #![warn(missing_docs)]
 
+// First: the macros both SQL stores expand (`sqlite`, `postgres`).
+#[macro_use]
+mod shared;
+
 mod codec;
 mod jobs;
 mod memories;

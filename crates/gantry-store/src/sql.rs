@@ -1,7 +1,7 @@
 //! The SQL the stores run. Portable on purpose (`$n` placeholders, BIGINT,
 //! TEXT, `ON CONFLICT ... DO UPDATE`): the PostgreSQL store runs the same
 //! text, except its commit, one statement of its own (`postgres/write.rs`),
-//! and its memory search (`tsvector` instead of FTS5).
+//! and its memories' full-text index (`tsvector` instead of FTS5).
 
 use std::sync::OnceLock;
 
@@ -174,6 +174,32 @@ pub(crate) const UPSERT_AGENT: &str = "INSERT INTO agents (id, data) VALUES ($1,
      ON CONFLICT (id) DO UPDATE SET data = excluded.data";
 /// Deletes an agent.
 pub(crate) const DELETE_AGENT: &str = "DELETE FROM agents WHERE id = $1";
+
+/// The head of every memory search, up to the tables it reads (`m` is
+/// `memories`): each memory's columns (`shared::memories::MemoryRow`) and
+/// how many matched in all.
+pub(crate) const SEARCH_MEMORIES: &str = "SELECT m.id, m.scope, m.memory_type, m.importance, \
+     m.created_at, m.access_count, m.last_accessed, m.content, m.tags, m.metadata, \
+     COUNT(*) OVER () AS total FROM ";
+/// A memory's columns, for `RETURNING` (see [`SEARCH_MEMORIES`]).
+pub(crate) const MEMORY_RETURNING: &str = "id, scope, memory_type, importance, created_at, \
+     access_count, last_accessed, content, tags, metadata";
+/// What writing a memory needs of the one stored with its id, if any.
+pub(crate) const MEMORY_BY_ID: &str =
+    "SELECT pk, scope, access_count, last_accessed FROM memories WHERE id = $1";
+/// Replaces a memory's content (its scope, id and access counts stay).
+pub(crate) const UPDATE_MEMORY: &str = "UPDATE memories SET memory_type = $1, importance = $2, \
+     created_at = $3, content = $4, tags = $5, metadata = $6 WHERE pk = $7";
+/// Inserts a memory, returning its `pk` (PostgreSQL's has its search vector
+/// too: `postgres/memories.rs`).
+pub(crate) const INSERT_MEMORY: &str = "INSERT INTO memories (id, scope, memory_type, \
+     importance, created_at, access_count, last_accessed, content, tags, metadata) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING pk";
+/// Deletes a memory's tags.
+pub(crate) const DELETE_MEMORY_TAGS: &str = "DELETE FROM memory_tags WHERE memory_pk = $1";
+/// Tags a memory.
+pub(crate) const INSERT_MEMORY_TAG: &str =
+    "INSERT INTO memory_tags (memory_pk, tag) VALUES ($1, $2) ON CONFLICT DO NOTHING";
 
 #[cfg(test)]
 mod tests {

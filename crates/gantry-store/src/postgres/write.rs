@@ -7,12 +7,10 @@
 //! it (in order). A reader therefore never sees cursor N + 1 without N,
 //! which is what lets an all-threads feed resume from a cursor.
 
-use sqlx::PgPool;
-
-use super::db_error;
-use crate::codec::{EventRow, ThreadRow, encode_event, encode_thread};
-use crate::secrets::Sealer;
-use crate::{Commit, StoreError};
+use super::PostgresStore;
+use crate::codec::{EventRow, ThreadRow};
+use crate::shared::{db_error, sealed_rows};
+use crate::{Commit, Store, StoreError};
 
 /// The whole commit in one statement, so in one round trip and one
 /// implicit transaction: take `cardinality($1)` cursors from the counter
@@ -40,32 +38,11 @@ const COMMIT: &str = "WITH cursors AS (\
 
 /// Applies `commit` atomically: on any error nothing of it is written.
 /// Returns the cursor of the last event stored.
-pub(super) async fn commit(
-    pool: &PgPool,
-    sealer: &Sealer,
-    commit: &Commit,
-) -> Result<u64, StoreError> {
-    // Encode and seal first: the statement holds the cursor row only for I/O.
-    let events = commit
-        .events
-        .iter()
-        .map(|e| {
-            let mut row = encode_event(e)?;
-            row.payload = sealer.seal_json(row.payload)?;
-            Ok(row)
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
-    let threads = commit
-        .threads
-        .iter()
-        .map(|t| {
-            let mut row = encode_thread(t)?;
-            row.data = sealer.seal_json(row.data)?;
-            Ok(row)
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
+pub(super) async fn commit(store: &PostgresStore, commit: &Commit) -> Result<u64, StoreError> {
+    // Sealed first: the statement holds the cursor row only for I/O.
+    let (events, threads) = sealed_rows(commit, &store.sealer)?;
     if events.is_empty() && threads.is_empty() {
-        return super::read::last_cursor(pool).await;
+        return store.last_cursor().await;
     }
     let events = EventColumns::from(events);
     let threads = ThreadColumns::from(last_of_each(threads));
@@ -83,7 +60,7 @@ pub(super) async fn commit(
         .bind(threads.archived)
         .bind(threads.status)
         .bind(threads.data)
-        .fetch_one(pool)
+        .fetch_one(&store.pool)
         .await
         .map_err(db_error("commit"))?;
     Ok(u64::try_from(end).unwrap_or(0))

@@ -2,24 +2,19 @@
 //! and full-text index rows) in one transaction.
 
 use gantry_types::ThreadId;
-use gantry_types::memory::MemoryScope;
-use sqlx::{SqliteConnection, SqlitePool};
+use sqlx::SqliteConnection;
 
-use super::db_error;
-use crate::StoreError;
-use crate::sql::{self, ThreadKey};
+use super::SqliteStore;
+use crate::shared::db_error;
+use crate::{StoreError, sql};
 
 /// Deletes the thread `id`; false if nothing of it was stored. The last
 /// cursor given is remembered first, so the cursors of the deleted events
 /// (the newest ones, maybe) are never given again, even after a restart.
-pub(super) async fn delete_thread(
-    pool: &SqlitePool,
-    writer: &super::WriteLock,
-    id: &ThreadId,
-) -> Result<bool, StoreError> {
+pub(super) async fn delete_thread(store: &SqliteStore, id: &ThreadId) -> Result<bool, StoreError> {
     // Taken like a commit: no commit runs meanwhile.
-    let _writer = writer.lock().await;
-    let mut conn = pool.acquire().await.map_err(db_error("connect"))?;
+    let _writes = store.lock_writes().await;
+    let mut conn = store.pool.acquire().await.map_err(db_error("connect"))?;
     let deleted = async {
         sqlx::query("BEGIN IMMEDIATE")
             .execute(&mut *conn)
@@ -42,35 +37,11 @@ pub(super) async fn delete_thread(
     deleted
 }
 
+/// The thread's rows, its memories' FTS5 rows among them.
 async fn delete_rows(conn: &mut SqliteConnection, id: &ThreadId) -> Result<bool, StoreError> {
     let (last,): (i64,) = sqlx::query_as(sql::LAST_CURSOR)
         .fetch_one(&mut *conn)
         .await
         .map_err(db_error("read the last cursor"))?;
-    sqlx::query(sql::UPSERT_SETTING)
-        .bind(sql::DELETED_CURSOR)
-        .bind(last.to_string())
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error("remember the last cursor"))?;
-    let scope = MemoryScope::Thread(id.clone()).key();
-    sqlx::query(sql::DELETE_THREAD_FTS)
-        .bind(&scope)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error("delete the thread's memory index"))?;
-    let mut found = false;
-    for (statement, key) in sql::DELETE_THREAD {
-        let value = match key {
-            ThreadKey::Scope => scope.as_str(),
-            ThreadKey::Id => id.as_str(),
-        };
-        let done = sqlx::query(statement)
-            .bind(value)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_error("delete thread"))?;
-        found |= matches!(key, ThreadKey::Id) && done.rows_affected() > 0;
-    }
-    Ok(found)
+    SqliteStore::forget_thread(conn, id, last, Some(sql::DELETE_THREAD_FTS)).await
 }

@@ -1,30 +1,31 @@
-//! [`SqliteStore`]: the [`Store`] port on a SQLite file (WAL mode).
+//! [`SqliteStore`]: the [`Store`](crate::Store) port on a SQLite file (WAL mode).
 //!
 //! One pool: commits are serialized in-process by a mutex and run as one
 //! transaction each; reads run concurrently on the other connections, which
-//! WAL lets proceed while a commit is writing.
+//! WAL lets proceed while a commit is writing. The queries are the ones
+//! every SQL store runs (`shared/`); what is SQLite's own: the commit
+//! (`write.rs`), deleting a thread (`delete.rs`) and the FTS5 index of
+//! memories (`memories.rs`).
 
-mod agents;
 mod delete;
-mod jobs;
 mod memories;
-mod read;
-mod settings;
 mod write;
 
 use std::path::Path;
 
-use async_trait::async_trait;
-use gantry_types::{Agent, AgentId, Event, ProviderConfig, Thread, ThreadId};
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::SqlitePool;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, MutexGuard};
 
 use crate::secrets::Sealer;
-use crate::{Commit, Store, StoreError, ThreadPage, ThreadQuery};
+use crate::shared::check_log_format;
+use crate::{Store, StoreError};
 
 /// The schema migrations, embedded at compile time from `migrations/`.
 pub static MIGRATOR: Migrator = sqlx::migrate!();
+
+type Db = sqlx::Sqlite;
+type Conn = sqlx::SqliteConnection;
 
 /// Serializes commits and holds the last commit cursor given (`None` until
 /// the first commit reads it from the file).
@@ -34,7 +35,7 @@ pub(crate) type WriteLock = Mutex<Option<u64>>;
 #[derive(Debug)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    /// Serializes commits (a second in-process writer would only spin on
+    /// Serializes writes (a second in-process writer would only spin on
     /// SQLite's busy handler) and holds the last commit cursor given; `None`
     /// until the first commit reads it from the file.
     writer: WriteLock,
@@ -53,18 +54,25 @@ impl SqliteStore {
         let pool = gantry_sqlite::open(path, &MIGRATOR)
             .await
             .map_err(|e| StoreError::Database(e.to_string()))?;
-        check_log_format(&pool, path).await?;
         let sealer = Sealer::load_or_create(&path.with_file_name(SECRET_KEY_FILE))?;
-        Ok(Self {
+        let store = Self {
             pool,
             writer: Mutex::new(None),
             sealer,
-        })
+        };
+        let version = store.setting("log_format_version").await?;
+        check_log_format(version.as_deref(), &path.display().to_string())?;
+        Ok(store)
     }
 
     /// Closes every connection, waiting for them to finish (checkpointing the WAL).
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+
+    /// Held across every write: one writer at a time in this process.
+    async fn lock_writes(&self) -> MutexGuard<'_, Option<u64>> {
+        self.writer.lock().await
     }
 }
 
@@ -72,95 +80,6 @@ impl SqliteStore {
 /// (the `log_format_version` setting, set by the migrations).
 pub const LOG_FORMAT_VERSION: u32 = 1;
 
-/// Refuses a database whose log a newer Gantry wrote in a format this one
-/// does not know: reading it could misread events, writing could mix formats.
-async fn check_log_format(pool: &SqlitePool, path: &Path) -> Result<(), StoreError> {
-    let stored = settings::setting(pool, "log_format_version").await?;
-    let version = stored
-        .as_deref()
-        .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(0);
-    if version > LOG_FORMAT_VERSION {
-        return Err(StoreError::Database(format!(
-            "{}: its event log has format version {version}, newer than this Gantry reads ({LOG_FORMAT_VERSION}); use a newer Gantry",
-            path.display()
-        )));
-    }
-    Ok(())
-}
-
-/// Maps a driver error, naming the operation that failed.
-fn db_error(what: &str) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
-    move |e| StoreError::Database(format!("{what}: {e}"))
-}
-
-#[async_trait]
-impl Store for SqliteStore {
-    async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
-        write::commit(&self.pool, &self.writer, &self.sealer, commit).await
-    }
-
-    async fn events(&self, thread: &ThreadId, from_seq: u64) -> Result<Vec<Event>, StoreError> {
-        read::events(&self.pool, &self.sealer, thread, from_seq).await
-    }
-
-    async fn events_after(&self, after: u64, limit: usize) -> Result<Vec<Event>, StoreError> {
-        read::events_after(&self.pool, &self.sealer, after, limit).await
-    }
-
-    async fn last_cursor(&self) -> Result<u64, StoreError> {
-        read::last_cursor(&self.pool).await
-    }
-
-    async fn thread(&self, id: &ThreadId) -> Result<Option<Thread>, StoreError> {
-        read::thread(&self.pool, &self.sealer, id).await
-    }
-
-    async fn list_threads(&self, query: &ThreadQuery) -> Result<ThreadPage, StoreError> {
-        read::list_threads(&self.pool, &self.sealer, query).await
-    }
-
-    async fn running_threads(&self) -> Result<Vec<ThreadId>, StoreError> {
-        read::running_threads(&self.pool).await
-    }
-
-    async fn providers(&self) -> Result<Vec<ProviderConfig>, StoreError> {
-        settings::providers(&self.pool, &self.sealer).await
-    }
-
-    async fn put_provider(&self, provider: &ProviderConfig) -> Result<(), StoreError> {
-        settings::put_provider(&self.pool, &self.writer, &self.sealer, provider).await
-    }
-
-    async fn delete_provider(&self, name: &str) -> Result<bool, StoreError> {
-        settings::delete_provider(&self.pool, &self.writer, name).await
-    }
-
-    async fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
-        settings::setting(&self.pool, key).await
-    }
-
-    async fn put_setting(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        settings::put_setting(&self.pool, &self.writer, key, value).await
-    }
-
-    async fn agents(&self) -> Result<Vec<Agent>, StoreError> {
-        agents::agents(&self.pool).await
-    }
-
-    async fn agent(&self, id: &AgentId) -> Result<Option<Agent>, StoreError> {
-        agents::agent(&self.pool, id).await
-    }
-
-    async fn put_agent(&self, agent: &Agent) -> Result<(), StoreError> {
-        agents::put_agent(&self.pool, &self.writer, agent).await
-    }
-
-    async fn delete_agent(&self, id: &AgentId) -> Result<bool, StoreError> {
-        agents::delete_agent(&self.pool, &self.writer, id).await
-    }
-
-    async fn delete_thread(&self, id: &ThreadId) -> Result<bool, StoreError> {
-        delete::delete_thread(&self.pool, &self.writer, id).await
-    }
-}
+impl_store!(SqliteStore);
+impl_job_storage!(SqliteStore);
+impl_memory_storage!(SqliteStore);

@@ -1,45 +1,20 @@
 //! The write path: one transaction per commit, events in multi-row inserts.
 
-use sqlx::{SqliteConnection, SqlitePool};
+use sqlx::SqliteConnection;
 
-use super::db_error;
-use crate::codec::{EventRow, ThreadRow, encode_event, encode_thread};
-use crate::secrets::Sealer;
-use crate::{Commit, StoreError, sql};
+use super::SqliteStore;
+use crate::codec::{EventRow, ThreadRow};
+use crate::shared::{db_error, sealed_rows};
+use crate::{Commit, Store, StoreError, sql};
 
 /// Applies `commit` atomically: on any error nothing of it is written.
 /// Returns the cursor of the last event stored.
-pub(super) async fn commit(
-    pool: &SqlitePool,
-    writer: &super::WriteLock,
-    sealer: &Sealer,
-    commit: &Commit,
-) -> Result<u64, StoreError> {
-    // Encode before taking the lock so the transaction only does I/O.
-    // Keys are sealed here, so no plaintext key reaches the file or its WAL.
-    let events = commit
-        .events
-        .iter()
-        .map(|e| {
-            let mut row = encode_event(e)?;
-            row.payload = sealer.seal_json(row.payload)?;
-            Ok(row)
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
-    let threads = commit
-        .threads
-        .iter()
-        .map(|t| {
-            let mut row = encode_thread(t)?;
-            row.data = sealer.seal_json(row.data)?;
-            Ok(row)
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
-
-    let mut last = writer.lock().await;
+pub(super) async fn commit(store: &SqliteStore, commit: &Commit) -> Result<u64, StoreError> {
+    let (events, threads) = sealed_rows(commit, &store.sealer)?;
+    let mut last = store.lock_writes().await;
     let base = match *last {
         Some(cursor) => cursor,
-        None => super::read::last_cursor(pool).await?,
+        None => store.last_cursor().await?,
     };
     if events.is_empty() && threads.is_empty() {
         *last = Some(base);
@@ -51,7 +26,7 @@ pub(super) async fn commit(
         row.pos = i64::try_from(pos)
             .map_err(|_| StoreError::Database(format!("commit cursor {pos} exceeds BIGINT")))?;
     }
-    let mut conn = pool.acquire().await.map_err(db_error("connect"))?;
+    let mut conn = store.pool.acquire().await.map_err(db_error("connect"))?;
     let written = async {
         sqlx::query("BEGIN IMMEDIATE")
             .execute(&mut *conn)
