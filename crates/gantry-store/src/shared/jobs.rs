@@ -1,4 +1,4 @@
-//! [`impl_job_storage`]: [`JobStorage`](crate::JobStorage) on a SQL store,
+//! `impl_job_storage!`: [`JobStorage`](crate::JobStorage) on a SQL store,
 //! one JSON row per job and per execution, with the columns that queries
 //! filter on (name, job, start, status) beside it.
 

@@ -1,4 +1,4 @@
-//! [`impl_memory_storage`]: [`MemoryStorage`](crate::MemoryStorage) on a
+//! `impl_memory_storage!`: [`MemoryStorage`](crate::MemoryStorage) on a
 //! SQL store: a `memories` table and its tags, searched by the backend's own
 //! full-text index (SQLite's FTS5 table ranked by `bm25()`, PostgreSQL's
 //! `tsvector` column ranked by `ts_rank`), which it keeps in the same

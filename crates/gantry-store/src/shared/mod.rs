@@ -11,7 +11,7 @@
 //! itself); the type aliases `Db` (its `sqlx::Database`) and `Conn` (its
 //! connection); the modules `write` (`commit`) and `delete`
 //! (`delete_thread`), which differ; and its full-text index (see
-//! [`impl_memory_storage`]).
+//! `impl_memory_storage!`).
 
 #[macro_use]
 mod jobs;

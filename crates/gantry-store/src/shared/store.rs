@@ -1,4 +1,4 @@
-//! [`impl_store`]: the [`Store`](crate::Store) port's reads and its small
+//! `impl_store!`: the [`Store`](crate::Store) port's reads and its small
 //! writes (providers, settings, agents), one statement each.
 
 /// `impl Store for $store`: every method but `commit` and `delete_thread`,
