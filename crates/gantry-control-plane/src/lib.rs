@@ -259,6 +259,11 @@ impl ControlPlane {
         http::router(self.clone(), access).merge(probes::router(self.clone()))
     }
 
+    /// Cancelled when the control plane stops: live streams end with it.
+    pub(crate) fn stopping(&self) -> CancellationToken {
+        self.inner.stop.clone()
+    }
+
     /// Whether a stop has begun ([`ControlPlane::drain`]).
     pub fn is_draining(&self) -> bool {
         self.inner.draining.is_cancelled()

@@ -8,6 +8,7 @@ mod events;
 mod guard;
 mod handlers;
 mod openapi;
+mod sse;
 
 use std::sync::Arc;
 
@@ -19,13 +20,14 @@ pub(crate) use guard::{Access, access};
 use super::ControlPlane;
 
 /// Every route of the API, behind the [`guard`] checks (host, origin,
-/// token, content type), which also cover unknown paths.
+/// token, content type), which also cover unknown paths. A test reads this
+/// function's text: each `.route` here must be in the OpenAPI document.
 pub(super) fn router(cp: ControlPlane, access: Access) -> Router {
     let guard = axum::middleware::from_fn_with_state((cp.clone(), Arc::new(access)), guard::guard);
     Router::new()
         .route("/", get(dashboard::index))
         .route("/assets/{file}", get(dashboard::asset))
-        .route("/openapi.json", get(openapi::document))
+        .route("/openapi.json", get(openapi::serve))
         .route("/v1/runners", get(handlers::runners))
         .route(
             "/v1/agents",
