@@ -238,12 +238,14 @@ impl ControlPlane {
         RunnerService::new(ControlService::new(self.clone()))
     }
 
-    /// Creates an HTTP API token; returns it with the token, shown this once.
+    /// Creates an HTTP API token, which may only read (`GET`, `HEAD`) when
+    /// `read_only`; returns it with the token, shown this once.
     pub async fn create_api_token(
         &self,
         name: &str,
+        read_only: bool,
     ) -> Result<(ApiTokenRecord, String), ApiTokenError> {
-        create_api_token(self.inner.store.as_ref(), name).await
+        create_api_token(self.inner.store.as_ref(), name, read_only).await
     }
 
     /// Whether any HTTP API token exists (then every call needs one).

@@ -198,6 +198,7 @@ async fn api_tokens_are_added_listed_by_age_and_revoked_by_name(at: StoreAt) {
         name: name.into(),
         token_hash: format!("hash-{id}"),
         created_at: at,
+        read_only: name == "ci",
     };
     store.add_api_token(&token("k2", "ci", 2)).await.unwrap();
     store.add_api_token(&token("k1", "alice", 1)).await.unwrap();
