@@ -30,6 +30,7 @@ mod choose;
 mod dispatch;
 mod error;
 mod follow;
+mod follow_all;
 pub mod github;
 mod http;
 mod liveness;
@@ -164,6 +165,9 @@ struct Inner {
     drain: Duration,
     metrics: metrics::Metrics,
     cluster: Option<Cluster>,
+    /// Bumped for every thread update a replica announces on JetStream:
+    /// wakes the followers of every thread (`follow_all.rs`).
+    announced: tokio::sync::watch::Sender<()>,
     /// Cancelled when a stop begins: no new runner channel is taken.
     draining: CancellationToken,
     /// Cancelled by [`ControlPlane::shutdown`]: ends channels and live streams.
@@ -196,6 +200,7 @@ impl ControlPlane {
                 drain: options.drain,
                 metrics: metrics::Metrics::default(),
                 cluster: options.cluster,
+                announced: tokio::sync::watch::Sender::new(()),
                 draining: CancellationToken::new(),
                 stop: CancellationToken::new(),
             }),

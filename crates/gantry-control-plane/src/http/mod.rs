@@ -1,7 +1,9 @@
 //! The user-facing HTTP JSON API: runners, agents, threads, messages, a
-//! thread's updates live over SSE, the OpenAPI document describing it, and
+//! thread's or every thread's updates live over SSE, the OpenAPI document
+//! describing it, and
 //! the dashboard over it (shared with `gantry serve`, from `gantry-web`).
 
+mod all_events;
 mod dashboard;
 mod error;
 mod events;
@@ -49,6 +51,7 @@ pub(super) fn router(cp: ControlPlane, access: Access) -> Router {
         .route("/v1/threads/{id}/messages", post(handlers::send_message))
         .route("/v1/threads/{id}/interrupt", post(handlers::interrupt))
         .route("/v1/threads/{id}/events", get(events::follow))
+        .route("/v1/events", get(all_events::follow_all))
         .fallback(error::no_route)
         .with_state(cp)
         .layer(guard)

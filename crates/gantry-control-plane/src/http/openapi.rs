@@ -11,7 +11,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use super::{error, events, handlers};
+use super::{all_events, error, events, handlers};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -36,10 +36,10 @@ use super::{error, events, handlers};
         handlers::agents, handlers::create_agent, handlers::agent, handlers::delete_agent,
         handlers::install_skill, handlers::agent_threads, handlers::create_thread,
         handlers::thread, handlers::delete_thread, handlers::send_message, handlers::interrupt,
-        events::follow,
+        events::follow, all_events::follow_all,
         openapi_path, dashboard_index, dashboard_asset,
     ),
-    components(schemas(events::ThreadEvent)),
+    components(schemas(events::ThreadEvent, all_events::ThreadsEvent)),
     modifiers(&Guarded),
     security(("bearer" = [])),
 )]
@@ -251,7 +251,13 @@ mod tests {
         assert!(forbidden.contains("read-only"), "{forbidden}");
         let read = &doc["paths"]["/v1/agents"]["get"]["responses"]["403"]["description"];
         assert!(!read.as_str().unwrap_or_default().contains("read-only"));
-        for schema in ["ErrorBody", "ThreadDetail", "NewThread", "ThreadEvent"] {
+        for schema in [
+            "ErrorBody",
+            "ThreadDetail",
+            "NewThread",
+            "ThreadEvent",
+            "ThreadsEvent",
+        ] {
             assert!(
                 doc["components"]["schemas"][schema].is_object(),
                 "{schema} is in the document"

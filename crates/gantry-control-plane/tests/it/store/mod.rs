@@ -12,6 +12,8 @@ use gantry_control_plane::store::{
 
 use crate::support::{StoreAt, on_both_backends};
 
+mod log;
+
 on_both_backends!(
     each_thread_change_gets_the_next_dense_seq_and_survives_a_reopen,
     a_request_is_linked_to_its_thread_and_turn_once,
