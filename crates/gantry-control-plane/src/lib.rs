@@ -168,6 +168,9 @@ struct Inner {
     /// Bumped for every thread update a replica announces on JetStream:
     /// wakes the followers of every thread (`follow_all.rs`).
     announced: tokio::sync::watch::Sender<()>,
+    /// Bumped when this process created, deleted or changed an agent (a
+    /// hint on `GET /v1/events`: agents are in no thread's log).
+    agents_changed: tokio::sync::watch::Sender<()>,
     /// Cancelled when a stop begins: no new runner channel is taken.
     draining: CancellationToken,
     /// Cancelled by [`ControlPlane::shutdown`]: ends channels and live streams.
@@ -201,6 +204,7 @@ impl ControlPlane {
                 metrics: metrics::Metrics::default(),
                 cluster: options.cluster,
                 announced: tokio::sync::watch::Sender::new(()),
+                agents_changed: tokio::sync::watch::Sender::new(()),
                 draining: CancellationToken::new(),
                 stop: CancellationToken::new(),
             }),
@@ -264,6 +268,15 @@ impl ControlPlane {
     pub fn http_router(&self, listen: SocketAddr) -> axum::Router {
         let access = http::access(listen, &self.inner.allowed_hosts);
         http::router(self.clone(), access).merge(probes::router(self.clone()))
+    }
+
+    /// What the runners page shows changed: a runner or an agent (which
+    /// are in no thread's log). Wakes once per change seen, coalesced.
+    pub(crate) fn watch_directory(&self) -> [tokio::sync::watch::Receiver<()>; 2] {
+        [
+            self.inner.registry.watch(),
+            self.inner.agents_changed.subscribe(),
+        ]
     }
 
     /// Cancelled when the control plane stops: live streams end with it.

@@ -5,13 +5,19 @@
 //! and no duplicate; without either the stream starts from now on (on
 //! PostgreSQL perhaps with a few updates committed just before, while an
 //! older transaction of the server was still running: never fewer).
+//!
+//! Runners and agents are in no thread's log: when what `GET /v1/runners`
+//! or `GET /v1/agents` shows changes, the stream says `event: runners`
+//! with `{}` and no `id:` (a hint to read them again; resuming is
+//! unchanged), as `gantry serve` says a deleted thread.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
 use axum::response::sse::Event;
-use futures_util::StreamExt;
+use futures_util::stream::{self, Stream, StreamExt};
 use serde::Serialize;
+use tokio::sync::watch;
 use utoipa::ToSchema;
 
 use super::error::ErrorBody;
@@ -46,7 +52,7 @@ pub(super) struct ThreadsEvent {
         ("after" = Option<String>, Query, description = "Start after this cursor (without Last-Event-ID); default: from now on"),
         ("Last-Event-ID" = Option<String>, Header, description = "Resume after this cursor: the missed updates of every thread are replayed, then live ones follow, with no gap and no duplicate")),
     responses(
-        (status = 200, description = "Server-Sent Events in commit order: `id:` the cursor, `event:` the kind, `data:` a ThreadsEvent; a comment at once and every 15 s", content_type = "text/event-stream", body = ThreadsEvent),
+        (status = 200, description = "Server-Sent Events in commit order: `id:` the cursor, `event:` the kind, `data:` a ThreadsEvent; a comment at once and every 15 s; and, with no `id:`, `event: runners` with `{}` when runners or agents change (read them again)", content_type = "text/event-stream", body = ThreadsEvent),
         (status = 400, description = "A bad cursor or query parameter", body = ErrorBody),
         (status = 503, description = "The store cannot be read", body = ErrorBody)))]
 pub(super) async fn follow_all(
@@ -62,8 +68,28 @@ pub(super) async fn follow_all(
         Some(after) => after,
         None => cp.log_head().await?,
     };
-    let events = cp.follow_all(after).map(event);
+    let log = cp.follow_all(after).map(event);
+    // Ends with the log's stream (its follower stops on a store error).
+    let events = stream::select(
+        log.map(Some).chain(stream::once(async { None })),
+        hints(cp.watch_directory()).map(Some),
+    )
+    .take_while(|event| std::future::ready(event.is_some()))
+    .filter_map(std::future::ready);
     Ok(sse::respond(events, cp.stopping()))
+}
+
+/// `event: runners` each time the runners or agents change (coalesced).
+fn hints(watches: [watch::Receiver<()>; 2]) -> impl Stream<Item = Event> + Send {
+    stream::unfold(watches, |[mut runners, mut agents]| async move {
+        let changed = tokio::select! {
+            changed = runners.changed() => changed,
+            changed = agents.changed() => changed,
+        };
+        changed.ok()?;
+        let hint = Event::default().event("runners").data("{}");
+        Some((hint, [runners, agents]))
+    })
 }
 
 /// The SSE event of one entry.

@@ -41,6 +41,7 @@ pub(super) async fn create_agent(
 ) -> Created<AgentView> {
     let new = optional_body(&bytes)?;
     let agent = cp.create_agent(new).await?;
+    cp.agents_changed();
     Ok((StatusCode::CREATED, Json(agent)))
 }
 
@@ -76,7 +77,9 @@ pub(super) async fn delete_agent(
     State(cp): State<ControlPlane>,
     Path(id): Path<String>,
 ) -> Answer<AgentView> {
-    cp.delete_agent(&id).await.map(Json)
+    let agent = cp.delete_agent(&id).await?;
+    cp.agents_changed();
+    Ok(Json(agent))
 }
 
 /// `POST /v1/agents/{id}/skills`.
@@ -97,6 +100,7 @@ pub(super) async fn install_skill(
 ) -> Created<SkillView> {
     let new = body(&bytes)?;
     let skill = cp.install_skill(&id, new).await?;
+    cp.agents_changed();
     Ok((StatusCode::CREATED, Json(skill)))
 }
 

@@ -149,3 +149,35 @@ async fn every_threads_updates_come_in_commit_order_and_resume_with_nothing_miss
     );
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runners_and_agents_changing_is_said_with_no_cursor() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Harness::start(dir.path(), TIMEOUT).await;
+    let mut events = h.follow_all(None).await;
+
+    // A runner connects: a hint, no id (resuming is unchanged).
+    let (_, token) = h.add_runner("r1").await;
+    let runner =
+        support::FakeRunner::connect(h.grpc, &token, support::offering("gantry", &["m1"])).await;
+    let hint = guarded("an SSE event", events.next()).await.unwrap();
+    assert_eq!((hint.event.as_str(), hint.id.as_str()), ("runners", ""));
+    let (_, runners) = h.get("/v1/runners").await;
+    assert_eq!(runners[0]["connected"], true, "{runners}");
+
+    // An agent is made: the same hint, once it is listed.
+    let _answering = runner.answer_everything();
+    let (status, agent) = h.post("/v1/agents", json!({})).await;
+    assert_eq!(status, 201, "{agent}");
+    loop {
+        let event = guarded("an SSE event", events.next()).await.unwrap();
+        if event.event == "runners" {
+            assert_eq!(event.id, "");
+            break;
+        }
+    }
+    let (_, agents) = h.get("/v1/agents").await;
+    assert_eq!(agents[0]["id"], agent["id"], "{agents}");
+    drop(events);
+    h.stop().await;
+}

@@ -1,7 +1,9 @@
 // The control plane's pages (loaded before app.js, whose helpers they use
 // when called): runners with their SDKs, models and load; agents and their
-// threads; a thread's turns and items, live. The control plane has no
-// all-threads stream, so the runners page reads the API again every 2 s.
+// threads; a thread's turns and items, live. The runners page follows every
+// thread's stream (/v1/events, which also says when runners or agents
+// change) and reads the API again after what it says, and whenever the
+// stream (re)opens, since hints of runners are not replayed.
 "use strict";
 
 function cpNav() {
@@ -58,8 +60,13 @@ async function runnersPage(signal) {
     setConn("live");
   };
   await refresh();
-  const timer = setInterval(() => refresh().catch(() => setConn("reconnecting")), 2000);
-  signal.addEventListener("abort", () => clearInterval(timer));
+  let pending = null;
+  const later = () => {
+    clearTimeout(pending);
+    pending = setTimeout(() => refresh().catch(() => setConn("reconnecting")), 100);
+  };
+  signal.addEventListener("abort", () => clearTimeout(pending));
+  follow("/v1/events", later, signal, later);
 }
 
 function cpItem(item) {
