@@ -18,14 +18,17 @@ type Answer<T> = Result<Json<T>, ApiError>;
 /// What a creating route answers: `201` and the new thing.
 type Created<T> = Result<(StatusCode, Json<T>), ApiError>;
 
-/// `GET /v1/runners`.
+/// List runners, connected or not, with what they offer and their load.
 #[utoipa::path(get, path = "/v1/runners", tag = "runners",
     responses((status = 200, description = "Runners, connected or not, with what they offer and their load", body = Vec<RunnerView>)))]
 pub(super) async fn runners(State(cp): State<ControlPlane>) -> Answer<Vec<RunnerView>> {
     cp.runners().await.map(Json)
 }
 
-/// `POST /v1/agents`.
+/// Create an agent.
+///
+/// On the runner given, else on the least loaded connected runner
+/// offering the sdk (and model).
 #[utoipa::path(post, path = "/v1/agents", tag = "agents",
     request_body(content = Option<NewAgent>, description = "Every field optional; an empty body is `{}`"),
     responses((status = 201, description = "Created on a chosen runner, or on the least loaded connected runner offering the sdk (and model)", body = AgentView),
@@ -45,14 +48,14 @@ pub(super) async fn create_agent(
     Ok((StatusCode::CREATED, Json(agent)))
 }
 
-/// `GET /v1/agents`.
+/// List agents that are not deleted.
 #[utoipa::path(get, path = "/v1/agents", tag = "agents",
     responses((status = 200, description = "Agents that are not deleted", body = Vec<AgentView>)))]
 pub(super) async fn agents(State(cp): State<ControlPlane>) -> Answer<Vec<AgentView>> {
     cp.agents().await.map(Json)
 }
 
-/// `GET /v1/agents/{id}`.
+/// Get an agent.
 #[utoipa::path(get, path = "/v1/agents/{id}", tag = "agents",
     params(("id" = String, Path, description = "Agent id")),
     responses((status = 200, body = AgentView),
@@ -64,7 +67,7 @@ pub(super) async fn agent(
     cp.agent(&id).await.map(Json)
 }
 
-/// `DELETE /v1/agents/{id}`.
+/// Delete an agent on its runner.
 #[utoipa::path(delete, path = "/v1/agents/{id}", tag = "agents",
     params(("id" = String, Path, description = "Agent id")),
     responses((status = 200, description = "Deleted on its runner", body = AgentView),
@@ -82,7 +85,7 @@ pub(super) async fn delete_agent(
     Ok(Json(agent))
 }
 
-/// `POST /v1/agents/{id}/skills`.
+/// Install a skill package into an agent.
 #[utoipa::path(post, path = "/v1/agents/{id}/skills", tag = "agents",
     params(("id" = String, Path, description = "Agent id")),
     request_body = NewSkill,
@@ -104,7 +107,7 @@ pub(super) async fn install_skill(
     Ok((StatusCode::CREATED, Json(skill)))
 }
 
-/// `POST /v1/agents/{id}/threads`.
+/// Create a thread of an agent, on the agent's runner.
 #[utoipa::path(post, path = "/v1/agents/{id}/threads", tag = "threads",
     params(("id" = String, Path, description = "Agent id")),
     request_body(content = Option<NewThread>, description = "Every field optional; an empty body is `{}`"),
@@ -125,7 +128,7 @@ pub(super) async fn create_thread(
     Ok((StatusCode::CREATED, Json(thread)))
 }
 
-/// `GET /v1/agents/{id}/threads`.
+/// List an agent's threads.
 #[utoipa::path(get, path = "/v1/agents/{id}/threads", tag = "threads",
     params(("id" = String, Path, description = "Agent id")),
     responses((status = 200, description = "The agent's threads, oldest first", body = Vec<ThreadView>),
@@ -137,7 +140,7 @@ pub(super) async fn agent_threads(
     cp.agent_threads(&id).await.map(Json)
 }
 
-/// `GET /v1/threads/{id}`.
+/// Get a thread with its turns and their items.
 #[utoipa::path(get, path = "/v1/threads/{id}", tag = "threads",
     params(("id" = String, Path, description = "Thread id")),
     responses((status = 200, description = "The thread with its turns and their items", body = ThreadDetail),
@@ -149,7 +152,7 @@ pub(super) async fn thread(
     cp.thread(&id).await.map(Json)
 }
 
-/// `DELETE /v1/threads/{id}`.
+/// Delete a thread on its runner.
 #[utoipa::path(delete, path = "/v1/threads/{id}", tag = "threads",
     params(("id" = String, Path, description = "Thread id")),
     responses((status = 200, description = "Deleted on its runner", body = ThreadView),
@@ -165,8 +168,10 @@ pub(super) async fn delete_thread(
     cp.delete_thread(&id).await.map(Json)
 }
 
-/// `POST /v1/threads/{id}/messages`: `202` once the runner started (or
-/// steered) a turn; the turn goes on, followed over the events route.
+/// Send a user message.
+///
+/// `202` once the runner started a turn (or steered the running one, with
+/// `allow_steer`); the turn goes on, followed over the events routes.
 #[utoipa::path(post, path = "/v1/threads/{id}/messages", tag = "threads",
     params(("id" = String, Path, description = "Thread id")),
     request_body = NewMessage,
@@ -187,8 +192,10 @@ pub(super) async fn send_message(
     Ok((StatusCode::ACCEPTED, Json(accepted)))
 }
 
-/// `POST /v1/threads/{id}/interrupt`: `202` once the interrupt went to the
-/// runner (0.7.0); the turn's end comes over the events route.
+/// Interrupt the thread's running turn.
+///
+/// `202` once the interrupt went to the runner (0.7.0; 0.2.0 has none);
+/// the turn's end comes over the events routes.
 #[utoipa::path(post, path = "/v1/threads/{id}/interrupt", tag = "threads",
     params(("id" = String, Path, description = "Thread id")),
     responses((status = 202, description = "The interrupt went to the runner (protocol 0.7; 0.2 has none); the turn's end comes over the events", body = InterruptSent),
