@@ -168,6 +168,9 @@ struct Inner {
     /// Bumped for every thread update a replica announces on JetStream:
     /// wakes the followers of every thread (`follow_all.rs`).
     announced: tokio::sync::watch::Sender<()>,
+    /// The pages of every thread's log the tail reads for all followers
+    /// (`follow_all.rs`), once someone follows.
+    tail: std::sync::OnceLock<tokio::sync::broadcast::Sender<follow_all::TailPage>>,
     /// Bumped when this process created, deleted or changed an agent (a
     /// hint on `GET /v1/events`: agents are in no thread's log).
     agents_changed: tokio::sync::watch::Sender<()>,
@@ -204,6 +207,7 @@ impl ControlPlane {
                 metrics: metrics::Metrics::default(),
                 cluster: options.cluster,
                 announced: tokio::sync::watch::Sender::new(()),
+                tail: std::sync::OnceLock::new(),
                 agents_changed: tokio::sync::watch::Sender::new(()),
                 draining: CancellationToken::new(),
                 stop: CancellationToken::new(),

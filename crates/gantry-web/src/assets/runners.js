@@ -60,13 +60,23 @@ async function runnersPage(signal) {
     setConn("live");
   };
   await refresh();
-  let pending = null;
+  // At most one read at a time, 100 ms after the first event that asks for
+  // one (a busy control plane sends events faster than that).
+  let timer = null, reading = false, again = false;
   const later = () => {
-    clearTimeout(pending);
-    pending = setTimeout(() => refresh().catch(() => setConn("reconnecting")), 100);
+    if (reading) { again = true; return; }
+    if (timer) return;
+    timer = setTimeout(async () => {
+      timer = null;
+      reading = true;
+      try { await refresh(); } catch (e) { setConn("reconnecting"); }
+      reading = false;
+      if (again && !signal.aborted) { again = false; later(); }
+    }, 100);
   };
-  signal.addEventListener("abort", () => clearTimeout(pending));
-  follow("/v1/events", later, signal, later);
+  signal.addEventListener("abort", () => clearTimeout(timer));
+  // Items and usage change nothing this page shows.
+  follow("/v1/events", (type) => { if (type !== "item" && type !== "usage") later(); }, signal, later);
 }
 
 function cpItem(item) {
