@@ -42,11 +42,13 @@ Examples:
   curl -s -H \"$J\" localhost:7401/v1/agents/AGENT/threads -d '{}'
   curl -s -H \"$J\" localhost:7401/v1/threads/THREAD/messages -d '{\"text\": \"fix the build\"}'
   curl -N localhost:7401/v1/threads/THREAD/events
+  curl -N localhost:7401/v1/events
   curl -s localhost:7401/openapi.json
 
   # API tokens: once one exists (and always when the API listens beyond
   # loopback), every call but /openapi.json needs one.
   gantry control-plane create-token --name alice > alice.token
+  gantry control-plane create-token --name dashboard --read-only > dashboard.token
   curl -s -H \"authorization: Bearer $(cat alice.token)\" localhost:7401/v1/runners
   gantry control-plane list-tokens
   gantry control-plane revoke-token alice
@@ -107,11 +109,12 @@ pub(crate) enum ControlPlaneCommand {
     /// its hash is kept). Once any token exists, every API call but
     /// `GET /openapi.json` needs one (`Authorization: Bearer <token>`).
     #[command(
-        after_help = "Example:\n  gantry control-plane create-token --name alice > alice.token"
+        after_help = "Example:\n  gantry control-plane create-token --name alice > alice.token\n  \
+                      gantry control-plane create-token --name dashboard --read-only > dashboard.token"
     )]
     CreateToken(CreateTokenArgs),
-    /// List the HTTP API's tokens (names and dates; the tokens themselves
-    /// are not kept).
+    /// List the HTTP API's tokens (names, ids, read-only or not, dates;
+    /// the tokens themselves are not kept).
     ListTokens,
     /// Revoke an HTTP API token by name; a running server refuses it from
     /// its next request on.
@@ -124,6 +127,9 @@ pub(crate) struct CreateTokenArgs {
     /// A unique name for the token (who or what uses it).
     #[arg(long)]
     pub name: String,
+    /// It may only read (`GET`, `HEAD`: list and follow, not act): else 403.
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 /// `gantry control-plane revoke-token`.
@@ -248,7 +254,9 @@ pub(crate) async fn run(data_dir: PathBuf, args: ControlPlaneArgs) -> Result<Exi
         ControlPlaneCommand::AddRunner(args) => {
             add_runner(store.as_ref(), &args.name, args.protocol).await
         }
-        ControlPlaneCommand::CreateToken(args) => create_token(store.as_ref(), &args.name).await,
+        ControlPlaneCommand::CreateToken(args) => {
+            create_token(store.as_ref(), &args.name, args.read_only).await
+        }
         ControlPlaneCommand::ListTokens => list_tokens(store.as_ref()).await,
         ControlPlaneCommand::RevokeToken(args) => revoke_token(store.as_ref(), &args.name).await,
     };
@@ -356,18 +364,29 @@ async fn add_runner(
 }
 
 /// Creates an API token and prints it, and nothing else, on stdout.
-async fn create_token(store: &dyn ControlPlaneStore, name: &str) -> Result<ExitCode> {
-    let (record, token) = control_plane::create_api_token(store, name).await?;
+async fn create_token(
+    store: &dyn ControlPlaneStore,
+    name: &str,
+    read_only: bool,
+) -> Result<ExitCode> {
+    let (record, token) = control_plane::create_api_token(store, name, read_only).await?;
     println!("{token}");
     eprintln!(
-        "gantry: created API token {} ({}); it is shown only this once. Every HTTP API call \
+        "gantry: created {} API token {} ({}); it is shown only this once. Every HTTP API call \
          now needs a token: `Authorization: Bearer <token>`",
-        record.name, record.id
+        access(record.read_only),
+        record.name,
+        record.id
     );
     Ok(ExitCode::SUCCESS)
 }
 
-/// Lists the API tokens: name, id, creation time (UTC).
+/// What a token may do, as said to people.
+fn access(read_only: bool) -> &'static str {
+    if read_only { "read-only" } else { "read-write" }
+}
+
+/// Lists the API tokens: name, id, access, creation time (UTC).
 async fn list_tokens(store: &dyn ControlPlaneStore) -> Result<ExitCode> {
     let tokens = store
         .api_tokens()
@@ -379,7 +398,8 @@ async fn list_tokens(store: &dyn ControlPlaneStore) -> Result<ExitCode> {
     for token in tokens {
         let created = chrono::DateTime::from_timestamp_millis(token.created_at)
             .map_or_else(|| token.created_at.to_string(), |t| t.to_rfc3339());
-        println!("{}\t{}\t{created}", token.name, token.id);
+        let access = access(token.read_only);
+        println!("{}\t{}\t{access}\t{created}", token.name, token.id);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,7 @@
 //! tokens, of which only the SHA-256 is stored, made and revoked by
 //! `gantry control-plane create-token` / `revoke-token` (another process
 //! than the server, so the server reads them from the store per request).
+//! A read-only token (`create-token --read-only`) may only read.
 
 use crate::auth::{hash, new_token, same};
 use crate::now_ms;
@@ -27,11 +28,13 @@ pub enum ApiTokenError {
     Store(#[from] StoreError),
 }
 
-/// Creates an HTTP API token named `name` in `store`; returns it with the
-/// token, which is shown this once: only its hash is kept.
+/// Creates an HTTP API token named `name` in `store`, which may only read
+/// (`GET`, `HEAD`) when `read_only`; returns it with the token, which is
+/// shown this once: only its hash is kept.
 pub async fn create_api_token(
     store: &dyn ControlPlaneStore,
     name: &str,
+    read_only: bool,
 ) -> Result<(ApiTokenRecord, String), ApiTokenError> {
     if name.trim().is_empty() || name.len() > MAX_NAME_LEN || name.chars().any(char::is_control) {
         return Err(ApiTokenError::BadName(name.to_owned()));
@@ -45,6 +48,7 @@ pub async fn create_api_token(
         name: name.to_owned(),
         token_hash: hex::encode(hash(&token)),
         created_at: now_ms(),
+        read_only,
     };
     store.add_api_token(&record).await?;
     Ok((record, token))
@@ -88,6 +92,7 @@ mod tests {
             name: name.into(),
             token_hash: hex::encode(hash(token)),
             created_at: 0,
+            read_only: false,
         }
     }
 

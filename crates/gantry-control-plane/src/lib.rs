@@ -30,6 +30,7 @@ mod choose;
 mod dispatch;
 mod error;
 mod follow;
+mod follow_all;
 pub mod github;
 mod http;
 mod liveness;
@@ -164,6 +165,15 @@ struct Inner {
     drain: Duration,
     metrics: metrics::Metrics,
     cluster: Option<Cluster>,
+    /// Bumped for every thread update a replica announces on JetStream:
+    /// wakes the followers of every thread (`follow_all.rs`).
+    announced: tokio::sync::watch::Sender<()>,
+    /// The pages of every thread's log the tail reads for all followers
+    /// (`follow_all.rs`), once someone follows.
+    tail: std::sync::OnceLock<tokio::sync::broadcast::Sender<follow_all::TailPage>>,
+    /// Bumped when this process created, deleted or changed an agent (a
+    /// hint on `GET /v1/events`: agents are in no thread's log).
+    agents_changed: tokio::sync::watch::Sender<()>,
     /// Cancelled when a stop begins: no new runner channel is taken.
     draining: CancellationToken,
     /// Cancelled by [`ControlPlane::shutdown`]: ends channels and live streams.
@@ -196,6 +206,9 @@ impl ControlPlane {
                 drain: options.drain,
                 metrics: metrics::Metrics::default(),
                 cluster: options.cluster,
+                announced: tokio::sync::watch::Sender::new(()),
+                tail: std::sync::OnceLock::new(),
+                agents_changed: tokio::sync::watch::Sender::new(()),
                 draining: CancellationToken::new(),
                 stop: CancellationToken::new(),
             }),
@@ -238,12 +251,14 @@ impl ControlPlane {
         RunnerService::new(ControlService::new(self.clone()))
     }
 
-    /// Creates an HTTP API token; returns it with the token, shown this once.
+    /// Creates an HTTP API token, which may only read (`GET`, `HEAD`) when
+    /// `read_only`; returns it with the token, shown this once.
     pub async fn create_api_token(
         &self,
         name: &str,
+        read_only: bool,
     ) -> Result<(ApiTokenRecord, String), ApiTokenError> {
-        create_api_token(self.inner.store.as_ref(), name).await
+        create_api_token(self.inner.store.as_ref(), name, read_only).await
     }
 
     /// Whether any HTTP API token exists (then every call needs one).
@@ -257,6 +272,20 @@ impl ControlPlane {
     pub fn http_router(&self, listen: SocketAddr) -> axum::Router {
         let access = http::access(listen, &self.inner.allowed_hosts);
         http::router(self.clone(), access).merge(probes::router(self.clone()))
+    }
+
+    /// What the runners page shows changed: a runner or an agent (which
+    /// are in no thread's log). Wakes once per change seen, coalesced.
+    pub(crate) fn watch_directory(&self) -> [tokio::sync::watch::Receiver<()>; 2] {
+        [
+            self.inner.registry.watch(),
+            self.inner.agents_changed.subscribe(),
+        ]
+    }
+
+    /// Cancelled when the control plane stops: live streams end with it.
+    pub(crate) fn stopping(&self) -> CancellationToken {
+        self.inner.stop.clone()
     }
 
     /// Whether a stop has begun ([`ControlPlane::drain`]).

@@ -5,9 +5,10 @@
 
 use gantry_runner_protocol::messages::{AgentSdk, AgentSdkStatus, Registration};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// An agent SDK a runner runs, and its models.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SdkOffer {
     /// SDK name (e.g. `gantry`).
     pub name: String,
@@ -32,7 +33,7 @@ impl SdkOffer {
 const READY: &str = "ready";
 
 /// A model, and the reasoning levels it supports (empty: default only).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ModelOffer {
     /// Model name.
     pub name: String,

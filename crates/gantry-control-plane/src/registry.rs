@@ -38,6 +38,10 @@ pub(crate) type Outbox = mpsc::Sender<ServerMessage>;
 #[derive(Default)]
 pub(crate) struct Registry {
     state: Mutex<State>,
+    /// Bumped when what `GET /v1/runners` shows changes (a channel opened
+    /// or ended, health, offers, another replica's runners), for the
+    /// dashboard's live view; never by heartbeats that change nothing.
+    changes: tokio::sync::watch::Sender<()>,
 }
 
 #[derive(Default)]
@@ -105,9 +109,20 @@ impl Registry {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Tells whoever watches the runners that they changed.
+    fn changed(&self) {
+        self.changes.send_replace(());
+    }
+
+    /// Wakes when the runners change (see `changes`).
+    pub(crate) fn watch(&self) -> tokio::sync::watch::Receiver<()> {
+        self.changes.subscribe()
+    }
+
     /// Records what a runner offers.
     pub(crate) fn set_offers(&self, runner_id: &str, offers: Vec<SdkOffer>) {
         self.state().offers.insert(runner_id.to_owned(), offers);
+        self.changed();
     }
 
     /// Records the version a runner registered with.
@@ -139,10 +154,12 @@ impl Registry {
         let mut state = self.state();
         state.heard.insert(runner_id.to_owned(), Instant::now());
         if state.unhealthy.remove(runner_id) {
+            drop(state);
             tracing::info!(
                 runner = runner_id,
                 "runner answers heartbeats again: healthy"
             );
+            self.changed();
         }
     }
 
@@ -153,7 +170,11 @@ impl Registry {
 
     /// Marks a runner unhealthy (it gets no new work); true if it was healthy.
     pub(crate) fn mark_unhealthy(&self, runner_id: &str) -> bool {
-        self.state().unhealthy.insert(runner_id.to_owned())
+        let was_healthy = self.state().unhealthy.insert(runner_id.to_owned());
+        if was_healthy {
+            self.changed();
+        }
+        was_healthy
     }
 
     /// Whether a runner is connected and not marked unhealthy.
@@ -213,6 +234,8 @@ impl Registry {
                             ended: ended.clone(),
                         };
                         state.channels.insert(runner_id.to_owned(), channel);
+                        drop(state);
+                        self.changed();
                         return Ok(Opened { id, ended });
                     }
                 }
@@ -251,7 +274,9 @@ impl Registry {
             .is_some_and(|c| c.id == channel)
             && let Some(channel) = state.channels.remove(runner_id)
         {
+            drop(state);
             channel.ended.cancel();
+            self.changed();
             return true;
         }
         false

@@ -2,12 +2,13 @@
 //! the store's records.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::offers::SdkOffer;
 use crate::store::{AgentRecord, ItemRecord, RunnerRecord, SkillRecord, ThreadRecord, TurnRecord};
 
 /// A runner, as `GET /v1/runners` lists it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct RunnerView {
     pub id: String,
     pub name: String,
@@ -51,7 +52,7 @@ impl RunnerView {
 }
 
 /// An agent and its skills.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct AgentView {
     pub id: String,
     pub runner_id: String,
@@ -80,7 +81,7 @@ impl AgentView {
 }
 
 /// A skill package of an agent.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct SkillView {
     pub package_name: String,
     pub status: String,
@@ -98,7 +99,7 @@ impl From<SkillRecord> for SkillView {
 }
 
 /// A thread, without its turns.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct ThreadView {
     pub id: String,
     pub agent_id: String,
@@ -111,6 +112,7 @@ pub(crate) struct ThreadView {
     pub name: Option<String>,
     /// Its token usage, as its (0.7.0) runner last said.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub token_usage: Option<serde_json::Value>,
     /// Its MCP servers (0.7.0), without secret values.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -120,7 +122,7 @@ pub(crate) struct ThreadView {
 }
 
 /// A thread's token usage (`ThreadTokenUsageUpdate`).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub(crate) struct UsageView {
     /// The turn of the last model call.
     pub turn_id: String,
@@ -133,7 +135,7 @@ pub(crate) struct UsageView {
 }
 
 /// Token counts.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub(crate) struct TokensView {
     pub input_tokens: i64,
     pub cached_input_tokens: i64,
@@ -186,7 +188,7 @@ impl From<&ThreadRecord> for ThreadView {
 }
 
 /// A turn, without its items.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct TurnView {
     pub id: String,
     /// The request that started it.
@@ -209,7 +211,7 @@ impl From<&TurnRecord> for TurnView {
 }
 
 /// An item, latest state.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct ItemView {
     pub id: String,
     pub turn_id: Option<String>,
@@ -238,7 +240,7 @@ impl From<&ItemRecord> for ItemView {
 }
 
 /// A command execution; also the JSON kept in the item's `command` column.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub(crate) struct CommandView {
     pub command: String,
     pub cwd: String,
@@ -263,7 +265,7 @@ pub(crate) struct ErrorView<'a> {
 }
 
 /// A thread with its turns and their items, as `GET /v1/threads/{id}` shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct ThreadDetail {
     #[serde(flatten)]
     pub thread: ThreadView,
@@ -274,7 +276,7 @@ pub(crate) struct ThreadDetail {
 }
 
 /// A turn and its items.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct TurnDetail {
     #[serde(flatten)]
     pub turn: TurnView,

@@ -533,13 +533,48 @@ fn api_tokens_are_created_listed_and_revoked_from_the_cli_while_the_server_runs(
         200
     );
 
+    // A read-only token reads, and is refused anything else (403).
+    let out = control_plane_cli(
+        &home,
+        &data,
+        &["create-token", "--name", "viewer", "--read-only"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let viewer = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert_eq!(curl_status(&runners, Some(&viewer)), 200);
+    let out = Command::new("curl")
+        .args(["-s", "-w", "\n%{http_code}"])
+        .args(["-H", &format!("authorization: Bearer {viewer}")])
+        .args(["-H", "content-type: application/json", "-d", "{}"])
+        .arg(format!("http://{}/v1/agents", cp.http))
+        .output()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(answer.ends_with("\n403"), "{answer}");
+    assert!(answer.contains(r#""code":"forbidden""#), "{answer}");
+    assert!(answer.contains("read-only"), "{answer}");
+
     let out = control_plane_cli(&home, &data, &["list-tokens"]);
     let listed = String::from_utf8(out.stdout).unwrap();
-    let names: Vec<&str> = listed
+    let rows: Vec<(&str, &str)> = listed
         .lines()
-        .filter_map(|l| l.split('\t').next())
+        .map(|l| {
+            let fields: Vec<&str> = l.split('\t').collect();
+            (fields[0], fields[2])
+        })
         .collect();
-    assert_eq!(names, ["alice", "ci"]);
+    assert_eq!(
+        rows,
+        [
+            ("alice", "read-write"),
+            ("ci", "read-write"),
+            ("viewer", "read-only")
+        ]
+    );
     assert!(!listed.contains(&tokens[0]), "tokens are not kept");
 
     let out = control_plane_cli(&home, &data, &["revoke-token", "alice"]);

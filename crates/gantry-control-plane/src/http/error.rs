@@ -7,7 +7,9 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
+use utoipa::ToSchema;
 
 use crate::error::ApiError;
 
@@ -26,9 +28,36 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Every error answer: `{"error": {...}}`.
+#[derive(Serialize, ToSchema)]
+pub(super) struct ErrorBody {
+    /// What went wrong.
+    error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Serialize, ToSchema)]
+struct ErrorDetail {
+    /// Stable, machine-readable: `bad_request`, `unauthorized`, `forbidden`,
+    /// `not_found`, `misdirected`, `conflict`, `unsupported_media_type`,
+    /// `unavailable`, `timeout`, `bad_gateway`, `internal`.
+    code: String,
+    /// For a human.
+    message: String,
+    /// More, by code (empty so far).
+    #[schema(value_type = Object)]
+    details: serde_json::Value,
+}
+
 /// The error body: `{"error": {"code", "message", "details"}}`.
-pub(super) fn error_body(code: &str, message: &str) -> serde_json::Value {
-    serde_json::json!({ "error": { "code": code, "message": message, "details": {} } })
+pub(super) fn error_body(code: &str, message: &str) -> ErrorBody {
+    ErrorBody {
+        error: ErrorDetail {
+            code: code.to_owned(),
+            message: message.to_owned(),
+            details: serde_json::json!({}),
+        },
+    }
 }
 
 /// The JSON body as `T`; serde's message names the missing, unknown or

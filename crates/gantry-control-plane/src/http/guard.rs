@@ -4,8 +4,9 @@
 //! `--allowed-host`; every `POST` must be JSON); the tokens are the control
 //! plane's: a bearer token of `gantry control-plane create-token` is
 //! required whenever one exists or the API listens beyond loopback; else
-//! `401`. `GET /openapi.json`, a fixed public document, and the dashboard
-//! (which asks for a token when the API answers `401`) need none.
+//! `401`; a read-only token may only `GET` or `HEAD`, else `403`.
+//! `GET /openapi.json`, a fixed public document, and the dashboard (which
+//! asks for a token when the API answers `401`) need none.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -48,7 +49,8 @@ pub(super) async fn guard(
             .headers()
             .get(header::AUTHORIZATION)
             .map(|v| v.to_str().unwrap_or_default().to_owned());
-        if let Err(refusal) = check_token(&cp, &access, authorization.as_deref()).await {
+        let reads = web::reads(&request);
+        if let Err(refusal) = check_token(&cp, &access, authorization.as_deref(), reads).await {
             return respond(refusal);
         }
     }
@@ -71,11 +73,13 @@ fn respond(refusal: Refusal) -> Response {
     response
 }
 
-/// A known bearer token, when tokens exist or the API is not loopback-only.
+/// A known bearer token, when tokens exist or the API is not loopback-only;
+/// one that may write unless the request `reads`.
 async fn check_token(
     cp: &ControlPlane,
     access: &Access,
     authorization: Option<&str>,
+    reads: bool,
 ) -> Result<(), Refusal> {
     // Read per request: tokens are created and revoked by another process.
     let known = cp.inner.store.api_tokens().await.map_err(|e| {
@@ -101,10 +105,17 @@ async fn check_token(
         return Err(Refusal::new(StatusCode::UNAUTHORIZED, message));
     };
     match api_tokens::find(&known, token) {
-        Some(_) => Ok(()),
         None => Err(Refusal::new(
             StatusCode::UNAUTHORIZED,
             "unknown or revoked API token",
         )),
+        Some(record) if record.read_only && !reads => Err(Refusal::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "API token {:?} is read-only: it may only GET or HEAD",
+                record.name
+            ),
+        )),
+        Some(_) => Ok(()),
     }
 }

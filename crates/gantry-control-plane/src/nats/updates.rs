@@ -6,8 +6,9 @@
 //! there (an update whose replica died before publishing it) is in the
 //! store, which it reads when the seqs show a gap. Each replica also
 //! watches every thread's subject: an update another replica wrote makes
-//! it drop that thread from its memory, and how far behind that watch is
-//! is the NATS lag of `/metrics`.
+//! it drop that thread from its memory, wakes the followers of every thread
+//! (who read the store), and how far behind that watch is is the NATS lag
+//! of `/metrics`.
 
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -174,6 +175,8 @@ pub(super) async fn watch(cluster: Cluster, cp: ControlPlane) {
             if let Ok(info) = message.info() {
                 cluster.inner.lag.store(info.pending, Ordering::Relaxed);
             }
+            // Any replica's commit: the followers of every thread read on.
+            cp.inner.announced.send_replace(());
             let theirs = message
                 .headers
                 .as_ref()

@@ -156,6 +156,11 @@ impl ControlPlane {
         Ok(id.to_owned())
     }
 
+    /// Says an agent changed (`GET /v1/events` tells the dashboard).
+    pub(crate) fn agents_changed(&self) {
+        self.inner.agents_changed.send_replace(());
+    }
+
     /// Every agent that is not deleted.
     pub(crate) async fn agents(&self) -> Result<Vec<AgentView>, ApiError> {
         let mut views = Vec::new();

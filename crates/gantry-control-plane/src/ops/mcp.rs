@@ -12,12 +12,13 @@ use gantry_runner_protocol::v0_7::{
     ThreadMcpAuthType, ThreadMcpHeader, ThreadMcpStdioConfig, ThreadMcpStreamableHttpConfig,
 };
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::error::{ApiError, require};
 
 /// One server of `POST /v1/agents/{id}/threads`'s `mcp_servers`: exactly
 /// one of `stdio` and `streamable_http`.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewMcpServer {
     /// Its name (the `<server>` of its tools' names); unique in the thread.
@@ -31,7 +32,7 @@ pub(crate) struct NewMcpServer {
 }
 
 /// A stdio server.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewMcpStdio {
     pub command: String,
@@ -43,7 +44,7 @@ pub(crate) struct NewMcpStdio {
 }
 
 /// A streamable HTTP server.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewMcpHttp {
     pub url: String,
@@ -65,7 +66,7 @@ impl std::fmt::Debug for NewMcpServer {
 }
 
 /// What the store keeps of a thread's server and the API shows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub(crate) struct McpServerView {
     pub name: String,
     /// `stdio` or `streamable_http`.

@@ -8,6 +8,7 @@ mod runners;
 mod threads;
 
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use crate::registry::Remote;
 use crate::store::RequestRecord;
@@ -23,7 +24,7 @@ use gantry_runner_protocol::validate::Validate;
 use gantry_runner_protocol::{ProtocolVersion, map};
 
 /// `POST /v1/agents`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewAgent {
     /// Id to give the agent (default: a new UUIDv7).
@@ -37,7 +38,7 @@ pub(crate) struct NewAgent {
 }
 
 /// `POST /v1/agents/{id}/skills`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewSkill {
     /// Package coordinate the runner installs.
@@ -45,7 +46,7 @@ pub(crate) struct NewSkill {
 }
 
 /// `POST /v1/agents/{id}/threads`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewThread {
     /// Model (default: the agent's).
@@ -63,7 +64,7 @@ pub(crate) struct NewThread {
 }
 
 /// Skills from one git repository (`ThreadGitSkillPackage`).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewGitSkills {
     /// The repository.
@@ -76,7 +77,7 @@ pub(crate) struct NewGitSkills {
 }
 
 /// `POST /v1/threads/{id}/messages`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewMessage {
     /// The user's text.

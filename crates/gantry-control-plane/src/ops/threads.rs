@@ -9,6 +9,7 @@ use gantry_runner_protocol::messages::{
     UserMessage,
 };
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::{NewMessage, NewThread, Subject, unexpected};
 use crate::ControlPlane;
@@ -20,7 +21,7 @@ use crate::tracking::merge::DELETED;
 use crate::views::{ThreadDetail, ThreadView};
 
 /// `202` of `POST /v1/threads/{id}/messages`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct MessageAccepted {
     /// The request that carried the message (its items echo it).
     pub request_id: String,
@@ -230,7 +231,7 @@ impl ControlPlane {
 }
 
 /// `202` of `POST /v1/threads/{id}/interrupt`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct InterruptSent {
     /// The request that carried the interrupt.
     pub request_id: String,

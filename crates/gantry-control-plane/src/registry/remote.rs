@@ -40,6 +40,8 @@ impl Registry {
                 state.remote.remove(runner_id);
             }
         }
+        drop(state);
+        self.changed();
     }
 
     /// The replica `replica` is alive until `until`.
@@ -50,6 +52,7 @@ impl Registry {
     /// The replica `replica` stopped (its lease was deleted).
     pub(crate) fn replica_gone(&self, replica: &str) {
         self.state().replicas.remove(replica);
+        self.changed();
     }
 
     /// Forgets the runner's channel here without waiting for it to end:
@@ -57,6 +60,7 @@ impl Registry {
     pub(crate) fn drop_channel(&self, runner_id: &str) {
         if let Some(channel) = self.state().channels.remove(runner_id) {
             channel.ended.cancel();
+            self.changed();
         }
     }
 

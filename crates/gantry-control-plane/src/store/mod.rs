@@ -1,11 +1,13 @@
 //! The control plane's store: runners and their tokens' hashes, agents,
 //! threads, the requests sent to runners, turns, items, and each thread's
-//! update log. (Which replica holds a runner is in NATS KV: see
+//! update log, each entry also in the order of every thread's (`log.rs`).
+//! (Which replica holds a runner is in NATS KV: see
 //! `nats/`.) It lives in a database of its own, apart from the engine's: a SQLite file
 //! (`control-plane.db`, migrations in `migrations/` of this crate) by
 //! default, or PostgreSQL (`migrations-postgres/`), which replicas share.
 //! Both run the statements of `sql.rs` through the code of `shared.rs`.
 
+mod log;
 mod records;
 #[macro_use]
 mod shared;
@@ -17,6 +19,7 @@ use async_trait::async_trait;
 
 /// `url` without its password, fit for errors and logs.
 pub use gantry_postgres::redacted;
+pub use log::{LogCursor, LogPage, LoggedUpdate};
 pub use postgres::PostgresControlPlaneStore;
 pub use records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
@@ -127,6 +130,14 @@ pub trait ControlPlaneStore: Send + Sync {
         after: i64,
         limit: i64,
     ) -> Result<Vec<ThreadUpdateRecord>, StoreError>;
+
+    /// Where every thread's log ends now: following from here gets what is
+    /// committed from now on.
+    async fn log_head(&self) -> Result<LogCursor, StoreError>;
+
+    /// Up to `limit` entries of every thread's log after `after`, in commit
+    /// order (see [`LogCursor`]).
+    async fn log_after(&self, after: LogCursor, limit: i64) -> Result<LogPage, StoreError>;
 
     /// Closes every connection, waiting for them to finish.
     async fn close(&self);

@@ -14,6 +14,7 @@ use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::postgres::PgPool;
 use sqlx::query::Query;
 
+use super::log::{LogCursor, LogPage, LogRow, logged};
 use super::records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
     ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert, Write,
@@ -70,6 +71,51 @@ impl PostgresControlPlaneStore {
 batch_functions!();
 
 impl_control_plane_store!(PostgresControlPlaneStore, {
+    async fn log_head(&self) -> Result<LogCursor, StoreError> {
+        let (horizon,): (i64,) = sqlx::query_as(LOG_HEAD)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("read the log's end"))?;
+        Ok(LogCursor {
+            tx: horizon,
+            position: 0,
+        })
+    }
+
+    async fn log_after(&self, after: LogCursor, limit: i64) -> Result<LogPage, StoreError> {
+        let read = async {
+            // One snapshot for both reads: what is held back is judged by
+            // the horizon the page was read under.
+            let mut tx = self.pool.begin().await?;
+            sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .execute(&mut *tx)
+                .await?;
+            let rows: Vec<LogRow> = sqlx::query_as(LOG_AFTER)
+                .bind(after.tx)
+                .bind(after.position)
+                .bind(limit)
+                .fetch_all(&mut *tx)
+                .await?;
+            let full = i64::try_from(rows.len()).unwrap_or(i64::MAX) >= limit;
+            let held_back = if full {
+                false
+            } else {
+                let (held,): (bool,) = sqlx::query_as(LOG_HELD_BACK)
+                    .bind(after.tx)
+                    .bind(after.position)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                held
+            };
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(LogPage {
+                updates: rows.into_iter().map(logged).collect(),
+                held_back,
+            })
+        };
+        read.await.map_err(db_error("read every thread's log"))
+    }
+
     async fn apply(&self, change: &ThreadChange) -> Result<ThreadUpdateRecord, StoreError> {
         let mut tx = self.pool.begin().await.map_err(db_error("begin"))?;
         let locked = sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
@@ -113,3 +159,32 @@ impl_control_plane_store!(PostgresControlPlaneStore, {
         }
     }
 });
+
+/// The oldest transaction still running: every entry written before it is
+/// final (committed or rolled back), in the snapshot of the statement.
+macro_rules! horizon {
+    () => {
+        "(SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint)"
+    };
+}
+
+/// Where every thread's log ends: entries of transactions from the horizon
+/// on come after it (position 0 precedes every position).
+const LOG_HEAD: &str = concat!("SELECT ", horizon!());
+
+/// A page of every thread's log after a cursor, of transactions below the
+/// horizon only: none of those can commit later and land before the page.
+const LOG_AFTER: &str = concat!(
+    "SELECT log_tx, log_position, thread_id, seq, ts, kind, data FROM thread_updates \
+     WHERE (log_tx, log_position) > ($1, $2) AND log_tx < ",
+    horizon!(),
+    " ORDER BY log_tx, log_position LIMIT $3"
+);
+
+/// Whether committed entries after a cursor wait behind the horizon.
+const LOG_HELD_BACK: &str = concat!(
+    "SELECT EXISTS (SELECT 1 FROM thread_updates \
+     WHERE (log_tx, log_position) > ($1, $2) AND log_tx >= ",
+    horizon!(),
+    ")"
+);

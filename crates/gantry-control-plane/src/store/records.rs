@@ -32,6 +32,8 @@ pub struct ApiTokenRecord {
     pub token_hash: String,
     /// When the token was created (ms since the epoch).
     pub created_at: i64,
+    /// It may only read: `GET` and `HEAD`.
+    pub read_only: bool,
 }
 
 /// Per-runner load, for choosing where new agents go.

@@ -63,7 +63,8 @@ macro_rules! impl_control_plane_store {
                     .bind(&token.id)
                     .bind(&token.name)
                     .bind(&token.token_hash)
-                    .bind(token.created_at);
+                    .bind(token.created_at)
+                    .bind(token.read_only);
                 self.execute("add API token", query).await.map(drop)
             }
 

@@ -33,12 +33,12 @@ pub(super) const SET_RUNNER_SDKS: &str =
     "UPDATE runners SET sdks = $2, registered_at = $3 WHERE id = $1";
 
 /// Inserts an HTTP API token.
-pub(super) const INSERT_API_TOKEN: &str =
-    "INSERT INTO api_tokens (id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)";
+pub(super) const INSERT_API_TOKEN: &str = "INSERT INTO api_tokens \
+     (id, name, token_hash, created_at, read_only) VALUES ($1, $2, $3, $4, $5)";
 
 /// Every HTTP API token, oldest first.
 pub(super) const API_TOKENS: &str =
-    "SELECT id, name, token_hash, created_at FROM api_tokens ORDER BY created_at, id";
+    "SELECT id, name, token_hash, created_at, read_only FROM api_tokens ORDER BY created_at, id";
 
 /// Deletes an HTTP API token by name.
 pub(super) const DELETE_API_TOKEN: &str = "DELETE FROM api_tokens WHERE name = $1";

@@ -8,6 +8,7 @@ use sqlx::migrate::Migrator;
 use sqlx::query::Query;
 use sqlx::sqlite::SqlitePool;
 
+use super::log::{LogCursor, LogPage, LogRow, logged};
 use super::records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
     ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert, Write,
@@ -17,6 +18,14 @@ use super::{ControlPlaneStore, StoreError};
 
 /// The database's file name in the data dir.
 pub const CONTROL_PLANE_DB: &str = "control-plane.db";
+
+/// Where every thread's log ends.
+const LOG_HEAD: &str = "SELECT COALESCE(MAX(log_position), 0) FROM thread_updates";
+
+/// A page of every thread's log after a position: row ids are given in
+/// commit order (one writer at a time; no entry is ever deleted).
+const LOG_AFTER: &str = "SELECT 0, log_position, thread_id, seq, ts, kind, data \
+     FROM thread_updates WHERE log_position > $1 ORDER BY log_position LIMIT $2";
 
 /// The control plane's migrations, embedded at compile time.
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
@@ -63,6 +72,27 @@ impl SqliteControlPlaneStore {
 batch_functions!();
 
 impl_control_plane_store!(SqliteControlPlaneStore, {
+    async fn log_head(&self) -> Result<LogCursor, StoreError> {
+        let (position,): (i64,) = sqlx::query_as(LOG_HEAD)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("read the log's end"))?;
+        Ok(LogCursor { tx: 0, position })
+    }
+
+    async fn log_after(&self, after: LogCursor, limit: i64) -> Result<LogPage, StoreError> {
+        let rows: Vec<LogRow> = sqlx::query_as(LOG_AFTER)
+            .bind(after.position)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error("read every thread's log"))?;
+        Ok(LogPage {
+            updates: rows.into_iter().map(logged).collect(),
+            held_back: false,
+        })
+    }
+
     async fn apply(&self, change: &ThreadChange) -> Result<ThreadUpdateRecord, StoreError> {
         let _writer = self.writer.lock().await;
         let mut tx = self.pool.begin().await.map_err(db_error("begin"))?;

@@ -2,7 +2,8 @@
 //! chromium over WebDriver, `gantry_testkit::browser`), over a real Gantry
 //! runner: the runners page shows the runner connected with its SDK and
 //! model, its agent and that agent's thread, and the thread's page shows a
-//! turn sent from it. With `GANTRY_DASHBOARD_SCREENSHOTS=DIR` the runners
+//! turn sent from it; after a restart of the control plane the page
+//! reconnects by itself. With `GANTRY_DASHBOARD_SCREENSHOTS=DIR` the runners
 //! page is saved there (how docs/ got its screenshot).
 
 use crate::support;
@@ -10,6 +11,7 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use gantry_control_plane::ControlPlaneOptions;
 use gantry_core::{EngineBuilder, SingleModel};
 use gantry_llm::ClientConfig;
 use gantry_llm::openai_chat::OpenAiChatClient;
@@ -55,8 +57,9 @@ async fn the_runners_page_shows_a_connected_runner_its_agents_and_threads() {
     let browser = Browser::start().await;
     let home = format!("http://{}/", h.http);
     browser.goto(&home).await;
-    // The page reads the runners again every 2 s: it shows the runner
-    // connected once it dialed in, whenever that is.
+    // The page follows GET /v1/events, which says when runners change: it
+    // shows the runner connected once it dialed in, whenever that is, with
+    // no reload (and no polling).
     browser.wait_text("gantry-1").await;
     browser.wait_text("connected").await;
     let text = browser.text().await;
@@ -79,6 +82,7 @@ async fn the_runners_page_shows_a_connected_runner_its_agents_and_threads() {
         .await;
     assert_eq!(status, 201, "{thread}");
     let thread_id = thread["id"].as_str().unwrap().to_owned();
+    // The agent and then its thread appear without a reload.
     browser.wait_text(&agent_id).await;
     browser.wait_text(&thread_id).await;
     browser.wait_text(&model).await;
@@ -91,7 +95,25 @@ async fn the_runners_page_shows_a_connected_runner_its_agents_and_threads() {
     browser.click("#send").await;
     browser.wait_text(answer).await;
 
+    // A restart of the control plane: the runners page says it is
+    // reconnecting, reconnects by itself, and reads what changed meanwhile.
+    browser.click("a[href='#/']").await;
+    browser.wait_text(&thread_id).await;
+    let http = h.http.to_string();
+    h.stop().await;
+    browser.wait_text("reconnecting").await;
+    let again = Harness::start_on(
+        &dir.path().join("cp"),
+        ControlPlaneOptions::default(),
+        &http,
+    )
+    .await;
+    again.add_runner("gantry-2").await;
+    browser.wait_text("gantry-2").await;
+    browser.wait_text("live").await;
+
     stop.cancel();
     drop(browser);
     let _ = running.await;
+    again.stop().await;
 }

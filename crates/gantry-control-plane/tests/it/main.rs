@@ -1,6 +1,7 @@
 //! gantry-control-plane's integration tests, in one binary (one link, not one per file).
 
 mod agents;
+mod all_events;
 mod api;
 mod dashboard;
 mod e2e;

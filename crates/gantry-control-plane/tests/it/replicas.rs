@@ -179,6 +179,7 @@ async fn a_request_on_one_replica_reaches_the_runner_on_the_other(at: StoreAt) {
     let thread_id = agent_and_thread(&a, &mut runner, &runner_id).await;
     let mut on_a = a.follow(&thread_id, None).await;
     let mut on_b = b.follow(&thread_id, None).await;
+    let mut every_thread_on_a = a.follow_all(None).await;
     let request = start_turn(&a, &mut runner, &thread_id, "t1", 3).await;
     runner
         .send(Some(&request), turn_update("t1", TurnStatus::Completed))
@@ -193,6 +194,20 @@ async fn a_request_on_one_replica_reaches_the_runner_on_the_other(at: StoreAt) {
     let last: Value = serde_json::from_str(&seen_a[5].data).unwrap();
     assert_eq!(last["kind"], "turn", "{last}");
     assert_eq!(last["data"]["status"], "completed", "{last}");
+    // Every thread's stream on the replica that wrote none of it: the same
+    // updates from the moment it opened, woken by the writer's JetStream
+    // announcements and read from the store.
+    let every = take_events(&mut every_thread_on_a, 5).await;
+    let every: Vec<Value> = every
+        .iter()
+        .map(|e| serde_json::from_str(&e.data).unwrap())
+        .collect();
+    let of_thread: Vec<_> = every.iter().map(|e| (&e["thread_id"], &e["seq"])).collect();
+    let expected: Vec<_> = (2..=6).map(|seq| (json!(thread_id), json!(seq))).collect();
+    assert_eq!(
+        of_thread,
+        expected.iter().map(|(t, s)| (t, s)).collect::<Vec<_>>()
+    );
 
     // The replica that did not write the thread reads it as written.
     let (status, view) = a.get(&format!("/v1/threads/{thread_id}")).await;

@@ -1,13 +1,15 @@
 //! Who may drive the HTTP API: bodies must be JSON (a browser's simple
 //! cross-origin request is not), requests must name this server (DNS
 //! rebinding) and come from no foreign page, and bearer tokens are needed
-//! once any exists or whenever the API listens beyond loopback.
+//! once any exists or whenever the API listens beyond loopback; a read-only
+//! one only reads.
 
 use crate::support;
 
 use std::time::Duration;
 
 use gantry_control_plane::{ControlPlaneOptions, create_api_token, revoke_api_token};
+use gantry_runner_protocol::v0_2 as pb;
 use gantry_runner_protocol::v0_2::server_message::Request as RunnerRequest;
 use serde_json::{Value, json};
 use support::{FakeRunner, Harness, StoreAt, offering, on_both_backends, runner_with_thread};
@@ -148,6 +150,7 @@ async fn an_allowed_host_is_answered() {
 on_both_backends!(
     once_a_token_exists_every_call_but_the_document_needs_one,
     an_api_token_name_is_taken_once_and_must_be_printable,
+    a_read_only_token_reads_and_follows_but_changes_nothing,
 );
 
 async fn once_a_token_exists_every_call_but_the_document_needs_one(at: StoreAt) {
@@ -157,8 +160,10 @@ async fn once_a_token_exists_every_call_but_the_document_needs_one(at: StoreAt) 
 
     // Tokens made by another process (`gantry control-plane create-token`).
     let store = at.open().await;
-    let (alice, alice_token) = create_api_token(store.as_ref(), "alice").await.unwrap();
-    let (_, ci_token) = create_api_token(store.as_ref(), "ci").await.unwrap();
+    let (alice, alice_token) = create_api_token(store.as_ref(), "alice", false)
+        .await
+        .unwrap();
+    let (_, ci_token) = create_api_token(store.as_ref(), "ci", false).await.unwrap();
     assert_eq!(alice.name, "alice");
     assert_eq!(alice_token.len(), 64, "32 random bytes, hex");
     assert_ne!(alice.token_hash, alice_token);
@@ -219,7 +224,7 @@ async fn beyond_loopback_every_call_needs_a_token_even_before_one_exists() {
     );
     assert_eq!(h.get("/openapi.json").await.0, 200);
 
-    let (_, token) = h.cp.create_api_token("ops").await.unwrap();
+    let (_, token) = h.cp.create_api_token("ops", false).await.unwrap();
     let request = h
         .client
         .get(h.url("/v1/runners"))
@@ -231,11 +236,11 @@ async fn beyond_loopback_every_call_needs_a_token_even_before_one_exists() {
 async fn an_api_token_name_is_taken_once_and_must_be_printable(at: StoreAt) {
     let store = at.open().await;
     let store = store.as_ref();
-    create_api_token(store, "ci").await.unwrap();
-    let taken = create_api_token(store, "ci").await.unwrap_err();
+    create_api_token(store, "ci", false).await.unwrap();
+    let taken = create_api_token(store, "ci", false).await.unwrap_err();
     assert!(taken.to_string().contains("already exists"), "{taken}");
-    assert!(create_api_token(store, "").await.is_err());
-    assert!(create_api_token(store, "a\nb").await.is_err());
+    assert!(create_api_token(store, "", false).await.is_err());
+    assert!(create_api_token(store, "a\nb", false).await.is_err());
     assert!(!revoke_api_token(store, "nobody").await.unwrap());
 }
 
@@ -345,5 +350,95 @@ async fn an_sdk_or_model_no_runner_offers_is_400_and_one_offered_offline_503() {
         )
         .await;
     assert_eq!(status, 503);
+    h.stop().await;
+}
+
+async fn a_read_only_token_reads_and_follows_but_changes_nothing(at: StoreAt) {
+    let h = Harness::start_at(&at, TIMEOUT).await;
+    let (mut runner, agent, thread) = runner_with_thread(&h, "r1").await;
+    let (viewer, viewer_token) = h.cp.create_api_token("viewer", true).await.unwrap();
+    assert!(viewer.read_only);
+    let (ops, ops_token) = h.cp.create_api_token("ops", false).await.unwrap();
+    assert!(!ops.read_only);
+    let with = |request: reqwest::RequestBuilder, token: &str| {
+        request.header("authorization", format!("Bearer {token}"))
+    };
+
+    // It reads: lists, a thread, its events (headers at once), HEAD.
+    for path in [
+        "/v1/runners",
+        "/v1/agents",
+        &format!("/v1/threads/{thread}"),
+    ] {
+        let (status, body) = call(with(h.client.get(h.url(path)), &viewer_token)).await;
+        assert_eq!(status, 200, "GET {path}: {body}");
+    }
+    let events = with(
+        h.client.get(h.url(&format!("/v1/threads/{thread}/events"))),
+        &viewer_token,
+    );
+    let response = support::guarded("the events' headers", events.send())
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    drop(response);
+    let head = with(h.client.head(h.url("/v1/runners")), &viewer_token);
+    assert_eq!(head.send().await.unwrap().status().as_u16(), 200);
+
+    // It writes nothing: 403 in the API's error shape, and no request
+    // reaches the runner.
+    let json = |request: reqwest::RequestBuilder, body: Value| {
+        request
+            .header("content-type", "application/json")
+            .body(body.to_string())
+    };
+    let writes = [
+        json(h.client.post(h.url("/v1/agents")), json!({})),
+        json(
+            h.client
+                .post(h.url(&format!("/v1/threads/{thread}/messages"))),
+            json!({"text": "from the viewer"}),
+        ),
+        json(
+            h.client.post(h.url(&format!("/v1/agents/{agent}/threads"))),
+            json!({}),
+        ),
+        h.client.delete(h.url(&format!("/v1/threads/{thread}"))),
+        h.client.delete(h.url(&format!("/v1/agents/{agent}"))),
+    ];
+    for request in writes {
+        let (status, body) = call(with(request, &viewer_token)).await;
+        assert_eq!(status, 403, "{body}");
+        assert_eq!(body["error"]["code"], "forbidden", "{body}");
+        assert_eq!(body["error"]["details"], json!({}), "{body}");
+        assert_eq!(
+            error(&body),
+            "API token \"viewer\" is read-only: it may only GET or HEAD"
+        );
+    }
+    // The next request the runner gets is the read-write token's message.
+    let send = with(
+        json(
+            h.client
+                .post(h.url(&format!("/v1/threads/{thread}/messages"))),
+            json!({"text": "from ops"}),
+        ),
+        &ops_token,
+    );
+    let sent = tokio::spawn(call(send));
+    let (id, request) = runner.next_request().await;
+    let RunnerRequest::CreateUserMessageRequest(message) = request else {
+        panic!("expected the message of ops, got {request:?}");
+    };
+    assert_eq!(message.text, "from ops");
+    runner
+        .send(
+            Some(&id),
+            support::turn_update("turn-1", pb::TurnStatus::Running),
+        )
+        .await;
+    let (status, body) = sent.await.unwrap();
+    assert_eq!(status, 202, "{body}");
     h.stop().await;
 }

@@ -50,9 +50,10 @@ function setConn(state) {
   conn.className = "conn " + state;
 }
 
-// Follows an SSE route; calls onEvent(type, data, id). Reconnects with
-// Last-Event-ID after any drop (a server restart included).
-function follow(path, onEvent, signal) {
+// Follows an SSE route; calls onEvent(type, data, id), and onOpen (if
+// given) each time the stream opens. Reconnects with Last-Event-ID after
+// any drop (a server restart included).
+function follow(path, onEvent, signal, onOpen) {
   let lastId = null;
   (async () => {
     let delay = 500;
@@ -66,6 +67,7 @@ function follow(path, onEvent, signal) {
         if (resp.status === 404) { onEvent("gone", {}, null); return; }
         if (!resp.ok) throw new Error(resp.statusText);
         setConn("live");
+        if (onOpen) onOpen();
         delay = 500;
         const reader = resp.body.getReader();
         const decoder = new TextDecoder();

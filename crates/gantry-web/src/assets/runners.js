@@ -1,7 +1,9 @@
 // The control plane's pages (loaded before app.js, whose helpers they use
 // when called): runners with their SDKs, models and load; agents and their
-// threads; a thread's turns and items, live. The control plane has no
-// all-threads stream, so the runners page reads the API again every 2 s.
+// threads; a thread's turns and items, live. The runners page follows every
+// thread's stream (/v1/events, which also says when runners or agents
+// change) and reads the API again after what it says, and whenever the
+// stream (re)opens, since hints of runners are not replayed.
 "use strict";
 
 function cpNav() {
@@ -58,8 +60,23 @@ async function runnersPage(signal) {
     setConn("live");
   };
   await refresh();
-  const timer = setInterval(() => refresh().catch(() => setConn("reconnecting")), 2000);
-  signal.addEventListener("abort", () => clearInterval(timer));
+  // At most one read at a time, 100 ms after the first event that asks for
+  // one (a busy control plane sends events faster than that).
+  let timer = null, reading = false, again = false;
+  const later = () => {
+    if (reading) { again = true; return; }
+    if (timer) return;
+    timer = setTimeout(async () => {
+      timer = null;
+      reading = true;
+      try { await refresh(); } catch (e) { setConn("reconnecting"); }
+      reading = false;
+      if (again && !signal.aborted) { again = false; later(); }
+    }, 100);
+  };
+  signal.addEventListener("abort", () => clearTimeout(timer));
+  // Items and usage change nothing this page shows.
+  follow("/v1/events", (type) => { if (type !== "item" && type !== "usage") later(); }, signal, later);
 }
 
 function cpItem(item) {

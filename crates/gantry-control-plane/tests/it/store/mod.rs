@@ -12,6 +12,8 @@ use gantry_control_plane::store::{
 
 use crate::support::{StoreAt, on_both_backends};
 
+mod log;
+
 on_both_backends!(
     each_thread_change_gets_the_next_dense_seq_and_survives_a_reopen,
     a_request_is_linked_to_its_thread_and_turn_once,
@@ -198,6 +200,7 @@ async fn api_tokens_are_added_listed_by_age_and_revoked_by_name(at: StoreAt) {
         name: name.into(),
         token_hash: format!("hash-{id}"),
         created_at: at,
+        read_only: name == "ci",
     };
     store.add_api_token(&token("k2", "ci", 2)).await.unwrap();
     store.add_api_token(&token("k1", "alice", 1)).await.unwrap();

@@ -252,6 +252,27 @@ impl Harness {
         if let Some(id) = last_event_id {
             request = request.header("last-event-id", id.to_string());
         }
+        Self::stream(request).await
+    }
+
+    /// Follows every thread's SSE stream (`GET /v1/events`), resuming after
+    /// `last_event_id` (from now on without it). The stream's headers come
+    /// at once, before any update.
+    pub(crate) async fn follow_all(
+        &self,
+        last_event_id: Option<&str>,
+    ) -> impl Stream<Item = eventsource_stream::Event> + Unpin + use<> {
+        let mut request = self.client.get(self.url("/v1/events"));
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id);
+        }
+        Self::stream(request).await
+    }
+
+    /// An SSE stream's events, once its headers said it is one.
+    async fn stream(
+        request: reqwest::RequestBuilder,
+    ) -> impl Stream<Item = eventsource_stream::Event> + Unpin + use<> {
         let response = guarded("the SSE stream", request.send()).await.unwrap();
         assert_eq!(response.status().as_u16(), 200);
         assert_eq!(
