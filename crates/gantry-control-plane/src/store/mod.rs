@@ -7,6 +7,7 @@
 //! default, or PostgreSQL (`migrations-postgres/`), which replicas share.
 //! Both run the statements of `sql.rs` through the code of `shared.rs`.
 
+mod group;
 mod log;
 mod records;
 #[macro_use]
@@ -77,19 +78,12 @@ pub trait ControlPlaneStore: Send + Sync {
     /// An agent's skills, by name.
     async fn skills(&self, agent_id: &str) -> Result<Vec<SkillRecord>, StoreError>;
 
-    /// Records a request before it is sent; an existing id is left as it is.
+    /// Records a request before it is sent; one recorded already only gains
+    /// the thread and turn it did not know yet.
     async fn put_request(&self, request: &RequestRecord) -> Result<(), StoreError>;
 
     /// The request with `id`.
     async fn request(&self, id: &str) -> Result<Option<RequestRecord>, StoreError>;
-
-    /// Fills in the thread and turn a request concerns, where still unknown.
-    async fn link_request(
-        &self,
-        id: &str,
-        thread_id: Option<&str>,
-        turn_id: Option<&str>,
-    ) -> Result<(), StoreError>;
 
     /// The thread with `id`.
     async fn thread(&self, id: &str) -> Result<Option<ThreadRecord>, StoreError>;

@@ -17,7 +17,7 @@ use sqlx::query::Query;
 use super::log::{LogCursor, LogPage, LogRow, logged};
 use super::records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
-    ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert, Write,
+    ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Write,
 };
 use super::sql;
 use super::{ControlPlaneStore, StoreError};

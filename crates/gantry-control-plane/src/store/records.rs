@@ -220,17 +220,9 @@ pub struct ThreadChange {
 /// transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Write {
-    /// Records a request ([`crate::store::ControlPlaneStore::put_request`]).
+    /// Records a request ([`crate::store::ControlPlaneStore::put_request`]),
+    /// or fills in its thread and turn where they are still unknown.
     Request(RequestRecord),
-    /// Fills in a request's thread and turn where still unknown.
-    LinkRequest {
-        /// The request.
-        id: String,
-        /// Its thread, if now known.
-        thread_id: Option<String>,
-        /// Its turn, if now known.
-        turn_id: Option<String>,
-    },
     /// Inserts or updates an agent.
     Agent(AgentRecord),
     /// Inserts or updates a skill of an agent.

@@ -88,9 +88,9 @@ macro_rules! impl_control_plane_store {
             }
 
             async fn put_agent(&self, agent: &AgentRecord) -> Result<(), StoreError> {
-                self.execute("write agent", agent_query(agent))
-                    .await
-                    .map(drop)
+                let mut query =
+                    rows_query(&sql::AGENT_ROWS, std::slice::from_ref(agent), bind_agent);
+                self.execute("write agent", query.build()).await.map(drop)
             }
 
             async fn agent(&self, id: &str) -> Result<Option<AgentRecord>, StoreError> {
@@ -109,9 +109,9 @@ macro_rules! impl_control_plane_store {
             }
 
             async fn put_skill(&self, skill: &SkillRecord) -> Result<(), StoreError> {
-                self.execute("write skill", skill_query(skill))
-                    .await
-                    .map(drop)
+                let mut query =
+                    rows_query(&sql::SKILL_ROWS, std::slice::from_ref(skill), bind_skill);
+                self.execute("write skill", query.build()).await.map(drop)
             }
 
             async fn skills(&self, agent_id: &str) -> Result<Vec<SkillRecord>, StoreError> {
@@ -123,9 +123,9 @@ macro_rules! impl_control_plane_store {
             }
 
             async fn put_request(&self, request: &RequestRecord) -> Result<(), StoreError> {
-                self.execute("write request", request_query(request))
-                    .await
-                    .map(drop)
+                let mut query =
+                    rows_query(&sql::REQUEST_ROWS, std::slice::from_ref(request), bind_request);
+                self.execute("write request", query.build()).await.map(drop)
             }
 
             async fn request(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
@@ -134,19 +134,6 @@ macro_rules! impl_control_plane_store {
                     .fetch_optional(&self.pool)
                     .await
                     .map_err(db_error("read request"))
-            }
-
-            async fn link_request(
-                &self,
-                id: &str,
-                thread_id: Option<&str>,
-                turn_id: Option<&str>,
-            ) -> Result<(), StoreError> {
-                let query = sqlx::query(sql::LINK_REQUEST)
-                    .bind(id)
-                    .bind(thread_id)
-                    .bind(turn_id);
-                self.execute("link request", query).await.map(drop)
             }
 
             async fn thread(&self, id: &str) -> Result<Option<ThreadRecord>, StoreError> {
@@ -256,38 +243,132 @@ macro_rules! impl_control_plane_store {
 /// module level.
 macro_rules! batch_functions {
     () => {
-        /// Records a request; an existing id is left as it is.
-        fn request_query(request: &RequestRecord) -> Query<'_, Db, Args> {
-            sqlx::query(sql::INSERT_REQUEST)
-                .bind(&request.id)
-                .bind(&request.runner_id)
-                .bind(&request.kind)
-                .bind(&request.agent_id)
-                .bind(&request.thread_id)
-                .bind(&request.turn_id)
-                .bind(&request.params)
-                .bind(request.created_at)
+        /// One statement writing `rows` of a table shaped by `shape`, each
+        /// bound by `bind` (a row's values in the shape's column order).
+        /// Only a one-row statement is prepared once and kept: the text of
+        /// a many-row one varies with its length.
+        fn rows_query<T>(
+            shape: &sql::Rows,
+            rows: &[T],
+            bind: fn(&mut sqlx::query_builder::Separated<'_, Db, &'static str>, &T),
+        ) -> sqlx::QueryBuilder<Db> {
+            let mut builder = sqlx::QueryBuilder::new(shape.insert);
+            builder.push_values(rows, |mut row, value| bind(&mut row, value));
+            builder.push(shape.conflict);
+            builder
         }
 
-        /// Inserts or updates an agent.
-        fn agent_query(agent: &AgentRecord) -> Query<'_, Db, Args> {
-            sqlx::query(sql::UPSERT_AGENT)
-                .bind(&agent.id)
-                .bind(&agent.runner_id)
-                .bind(&agent.sdk)
-                .bind(&agent.model)
-                .bind(&agent.status)
-                .bind(agent.created_at)
-                .bind(agent.updated_at)
+        /// Writes `rows` with as few statements as the bind limit allows.
+        async fn write_rows<T>(
+            conn: &mut Conn,
+            what: &str,
+            shape: &sql::Rows,
+            rows: &[T],
+            bind: fn(&mut sqlx::query_builder::Separated<'_, Db, &'static str>, &T),
+        ) -> Result<(), StoreError> {
+            for chunk in rows.chunks(shape.per_statement()) {
+                rows_query(shape, chunk, bind)
+                    .build()
+                    .persistent(chunk.len() == 1)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(db_error(what))?;
+            }
+            Ok(())
         }
 
-        /// Inserts or updates a skill.
-        fn skill_query(skill: &SkillRecord) -> Query<'_, Db, Args> {
-            sqlx::query(sql::UPSERT_SKILL)
-                .bind(&skill.agent_id)
-                .bind(&skill.package_name)
-                .bind(&skill.status)
-                .bind(skill.updated_at)
+        fn bind_agent(
+            row: &mut sqlx::query_builder::Separated<'_, Db, &'static str>,
+            a: &AgentRecord,
+        ) {
+            row.push_bind(a.id.clone())
+                .push_bind(a.runner_id.clone())
+                .push_bind(a.sdk.clone())
+                .push_bind(a.model.clone())
+                .push_bind(a.status.clone())
+                .push_bind(a.created_at)
+                .push_bind(a.updated_at);
+        }
+
+        fn bind_skill(
+            row: &mut sqlx::query_builder::Separated<'_, Db, &'static str>,
+            s: &SkillRecord,
+        ) {
+            row.push_bind(s.agent_id.clone())
+                .push_bind(s.package_name.clone())
+                .push_bind(s.status.clone())
+                .push_bind(s.updated_at);
+        }
+
+        fn bind_request(
+            row: &mut sqlx::query_builder::Separated<'_, Db, &'static str>,
+            r: &RequestRecord,
+        ) {
+            row.push_bind(r.id.clone())
+                .push_bind(r.runner_id.clone())
+                .push_bind(r.kind.clone())
+                .push_bind(r.agent_id.clone())
+                .push_bind(r.thread_id.clone())
+                .push_bind(r.turn_id.clone())
+                .push_bind(r.params.clone())
+                .push_bind(r.created_at);
+        }
+
+        fn bind_thread(
+            row: &mut sqlx::query_builder::Separated<'_, Db, &'static str>,
+            t: &ThreadRecord,
+        ) {
+            row.push_bind(t.id.clone())
+                .push_bind(t.agent_id.clone())
+                .push_bind(t.runner_id.clone())
+                .push_bind(t.model.clone())
+                .push_bind(t.reasoning_level.clone())
+                .push_bind(t.status.clone())
+                .push_bind(t.created_at)
+                .push_bind(t.updated_at)
+                .push_bind(t.name.clone())
+                .push_bind(t.token_usage.clone())
+                .push_bind(t.mcp_servers.clone());
+        }
+
+        fn bind_turn(
+            row: &mut sqlx::query_builder::Separated<'_, Db, &'static str>,
+            t: &TurnRecord,
+        ) {
+            row.push_bind(t.thread_id.clone())
+                .push_bind(t.id.clone())
+                .push_bind(t.request_id.clone())
+                .push_bind(t.status.clone())
+                .push_bind(t.first_seq)
+                .push_bind(t.created_at)
+                .push_bind(t.updated_at);
+        }
+
+        fn bind_item(
+            row: &mut sqlx::query_builder::Separated<'_, Db, &'static str>,
+            i: &ItemRecord,
+        ) {
+            row.push_bind(i.thread_id.clone())
+                .push_bind(i.id.clone())
+                .push_bind(i.turn_id.clone())
+                .push_bind(i.item_type.clone())
+                .push_bind(i.status.clone())
+                .push_bind(i.text.clone())
+                .push_bind(i.command.clone())
+                .push_bind(i.first_seq)
+                .push_bind(i.created_at)
+                .push_bind(i.updated_at);
+        }
+
+        fn bind_update(
+            row: &mut sqlx::query_builder::Separated<'_, Db, &'static str>,
+            u: &ThreadUpdateRecord,
+        ) {
+            row.push_bind(u.thread_id.clone())
+                .push_bind(u.seq)
+                .push_bind(u.ts)
+                .push_bind(u.kind.clone())
+                .push_bind(u.data.clone());
         }
 
         /// Maps a driver error, naming the operation that failed.
@@ -306,120 +387,68 @@ macro_rules! batch_functions {
                 .fetch_one(&mut *conn)
                 .await
                 .map_err(db_error("read last seq"))?;
-            change_in(conn, last + 1, change).await
+            let write = Write::Change {
+                seq: last + 1,
+                change: change.clone(),
+            };
+            let mut entries = write_all_in(conn, std::slice::from_ref(&write)).await?;
+            entries
+                .pop()
+                .ok_or_else(|| StoreError::Database("a change wrote no log entry".to_owned()))
         }
 
-        /// Every write of a batch, in order, inside its transaction;
-        /// returns the log entries of its thread changes.
+        /// Every write of a batch inside its transaction, table by table
+        /// (in the order their foreign keys need), each in as few
+        /// statements as it can; returns the log entries of its thread
+        /// changes, in order.
         async fn write_all_in(
             conn: &mut Conn,
             batch: &[Write],
         ) -> Result<Vec<ThreadUpdateRecord>, StoreError> {
-            let mut entries = Vec::new();
-            for write in batch {
-                write_in(conn, write, &mut entries).await?;
-            }
-            Ok(entries)
-        }
-
-        /// One write of a batch; a thread change's log entry is added to
-        /// `entries`.
-        async fn write_in(
-            conn: &mut Conn,
-            write: &Write,
-            entries: &mut Vec<ThreadUpdateRecord>,
-        ) -> Result<(), StoreError> {
-            let (what, query) = match write {
-                Write::Change { seq, change } => {
-                    entries.push(change_in(conn, *seq, change).await?);
-                    return Ok(());
-                }
-                Write::Request(r) => ("write request", request_query(r)),
-                Write::LinkRequest {
-                    id,
-                    thread_id,
-                    turn_id,
-                } => (
-                    "link request",
-                    sqlx::query(sql::LINK_REQUEST)
-                        .bind(id)
-                        .bind(thread_id)
-                        .bind(turn_id),
-                ),
-                Write::Agent(a) => ("write agent", agent_query(a)),
-                Write::Skill(s) => ("write skill", skill_query(s)),
-            };
-            query.execute(&mut *conn).await.map_err(db_error(what))?;
-            Ok(())
-        }
-
-        /// Writes a thread change's row and its log entry with `seq`.
-        async fn change_in(
-            conn: &mut Conn,
-            seq: i64,
-            change: &ThreadChange,
-        ) -> Result<ThreadUpdateRecord, StoreError> {
-            upsert(conn, &change.upsert, seq).await?;
-            sqlx::query(sql::INSERT_UPDATE)
-                .bind(&change.thread_id)
-                .bind(seq)
-                .bind(change.ts)
-                .bind(&change.kind)
-                .bind(&change.data)
-                .execute(&mut *conn)
-                .await
-                .map_err(db_error("append thread update"))?;
-            Ok(ThreadUpdateRecord {
-                thread_id: change.thread_id.clone(),
-                seq,
-                ts: change.ts,
-                kind: change.kind.clone(),
-                data: change.data.clone(),
-            })
-        }
-
-        /// Writes the row of a change; `seq` becomes a new turn's or item's
-        /// first seq.
-        async fn upsert(conn: &mut Conn, row: &Upsert, seq: i64) -> Result<(), StoreError> {
-            let query = match row {
-                Upsert::Thread(t) => sqlx::query(sql::UPSERT_THREAD)
-                    .bind(&t.id)
-                    .bind(&t.agent_id)
-                    .bind(&t.runner_id)
-                    .bind(&t.model)
-                    .bind(&t.reasoning_level)
-                    .bind(&t.status)
-                    .bind(t.created_at)
-                    .bind(t.updated_at)
-                    .bind(&t.name)
-                    .bind(&t.token_usage)
-                    .bind(&t.mcp_servers),
-                Upsert::Turn(t) => sqlx::query(sql::UPSERT_TURN)
-                    .bind(&t.thread_id)
-                    .bind(&t.id)
-                    .bind(&t.request_id)
-                    .bind(&t.status)
-                    .bind(seq)
-                    .bind(t.created_at)
-                    .bind(t.updated_at),
-                Upsert::Item(i) => sqlx::query(sql::UPSERT_ITEM)
-                    .bind(&i.thread_id)
-                    .bind(&i.id)
-                    .bind(&i.turn_id)
-                    .bind(&i.item_type)
-                    .bind(&i.status)
-                    .bind(&i.text)
-                    .bind(&i.command)
-                    .bind(seq)
-                    .bind(i.created_at)
-                    .bind(i.updated_at),
-                Upsert::Nothing => return Ok(()),
-            };
-            query
-                .execute(&mut *conn)
-                .await
-                .map_err(db_error("write thread change"))?;
-            Ok(())
+            let rows = super::group::Grouped::of(batch);
+            write_rows(
+                conn,
+                "write agents",
+                &sql::AGENT_ROWS,
+                &rows.agents,
+                bind_agent,
+            )
+            .await?;
+            write_rows(
+                conn,
+                "write skills",
+                &sql::SKILL_ROWS,
+                &rows.skills,
+                bind_skill,
+            )
+            .await?;
+            write_rows(
+                conn,
+                "write threads",
+                &sql::THREAD_ROWS,
+                &rows.threads,
+                bind_thread,
+            )
+            .await?;
+            write_rows(
+                conn,
+                "write requests",
+                &sql::REQUEST_ROWS,
+                &rows.requests,
+                bind_request,
+            )
+            .await?;
+            write_rows(conn, "write turns", &sql::TURN_ROWS, &rows.turns, bind_turn).await?;
+            write_rows(conn, "write items", &sql::ITEM_ROWS, &rows.items, bind_item).await?;
+            write_rows(
+                conn,
+                "append thread updates",
+                &sql::UPDATE_ROWS,
+                &rows.updates,
+                bind_update,
+            )
+            .await?;
+            Ok(rows.updates)
         }
     };
 }

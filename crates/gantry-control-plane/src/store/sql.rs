@@ -2,6 +2,31 @@
 //! placeholders, BIGINT, TEXT, `ON CONFLICT ... DO UPDATE`): a PostgreSQL
 //! store runs the same text.
 
+/// Binds in one statement at most: far below every backend's limit
+/// (SQLite's 32,766, PostgreSQL's 65,535), so a statement stays small.
+const MAX_BINDS: usize = 4_000;
+
+/// A write of many rows of one table: `insert`, then `VALUES` with
+/// `columns` binds per row, then `conflict` (how a row already there
+/// changes). One statement writes many rows: per statement, not per row,
+/// is where a write's cost lies (a round trip to the database's thread or
+/// server).
+pub(super) struct Rows {
+    /// `INSERT INTO table (columns) `.
+    pub insert: &'static str,
+    /// Binds per row.
+    pub columns: usize,
+    /// ` ON CONFLICT ...`, or nothing.
+    pub conflict: &'static str,
+}
+
+impl Rows {
+    /// Rows in one statement at most.
+    pub(super) const fn per_statement(&self) -> usize {
+        MAX_BINDS / self.columns
+    }
+}
+
 /// Columns of a runner row, in [`crate::store::RunnerRecord`] order.
 macro_rules! runner_columns {
     () => {
@@ -57,12 +82,14 @@ macro_rules! agent_columns {
     };
 }
 
-/// Inserts or updates an agent (its creation time stays).
-pub(super) const UPSERT_AGENT: &str = "INSERT INTO agents \
-     (id, runner_id, sdk, model, status, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7) \
-     ON CONFLICT (id) DO UPDATE SET runner_id = excluded.runner_id, sdk = excluded.sdk, \
-     model = excluded.model, status = excluded.status, updated_at = excluded.updated_at";
+/// Inserts or updates agents (their creation time stays).
+pub(super) const AGENT_ROWS: Rows = Rows {
+    insert: "INSERT INTO agents (id, runner_id, sdk, model, status, created_at, updated_at) ",
+    columns: 7,
+    conflict: " ON CONFLICT (id) DO UPDATE SET runner_id = excluded.runner_id, \
+        sdk = excluded.sdk, model = excluded.model, status = excluded.status, \
+        updated_at = excluded.updated_at",
+};
 
 /// One agent.
 pub(super) const AGENT: &str = concat!("SELECT ", agent_columns!(), " FROM agents WHERE id = $1");
@@ -74,28 +101,32 @@ pub(super) const AGENTS: &str = concat!(
     " FROM agents ORDER BY created_at, id"
 );
 
-/// Inserts or updates a skill of an agent.
-pub(super) const UPSERT_SKILL: &str = "INSERT INTO agent_skills \
-     (agent_id, package_name, status, updated_at) VALUES ($1, $2, $3, $4) \
-     ON CONFLICT (agent_id, package_name) DO UPDATE SET \
-     status = excluded.status, updated_at = excluded.updated_at";
+/// Inserts or updates skills of agents.
+pub(super) const SKILL_ROWS: Rows = Rows {
+    insert: "INSERT INTO agent_skills (agent_id, package_name, status, updated_at) ",
+    columns: 4,
+    conflict: " ON CONFLICT (agent_id, package_name) DO UPDATE SET \
+        status = excluded.status, updated_at = excluded.updated_at",
+};
 
 /// An agent's skills, by name.
 pub(super) const SKILLS: &str = "SELECT agent_id, package_name, status, updated_at \
      FROM agent_skills WHERE agent_id = $1 ORDER BY package_name";
 
-/// Records a request; sending the same request again changes nothing.
-pub(super) const INSERT_REQUEST: &str = "INSERT INTO requests \
-     (id, runner_id, kind, agent_id, thread_id, turn_id, params, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING";
+/// Records requests; one recorded already only gains the thread and turn
+/// it did not know yet (so sending a request again changes nothing).
+pub(super) const REQUEST_ROWS: Rows = Rows {
+    insert: "INSERT INTO requests \
+        (id, runner_id, kind, agent_id, thread_id, turn_id, params, created_at) ",
+    columns: 8,
+    conflict: " ON CONFLICT (id) DO UPDATE SET \
+        thread_id = COALESCE(requests.thread_id, excluded.thread_id), \
+        turn_id = COALESCE(requests.turn_id, excluded.turn_id)",
+};
 
 /// One request.
 pub(super) const REQUEST: &str = "SELECT id, runner_id, kind, agent_id, thread_id, turn_id, \
      params, created_at FROM requests WHERE id = $1";
-
-/// Fills in the thread and turn of a request where they are still unknown.
-pub(super) const LINK_REQUEST: &str = "UPDATE requests SET \
-     thread_id = COALESCE(thread_id, $2), turn_id = COALESCE(turn_id, $3) WHERE id = $1";
 
 /// Columns of a thread row.
 macro_rules! thread_columns {
@@ -116,16 +147,17 @@ pub(super) const THREADS_OF_AGENT: &str = concat!(
     " FROM threads WHERE agent_id = $1 ORDER BY created_at, id"
 );
 
-/// Inserts or updates a thread (its creation time stays).
-pub(super) const UPSERT_THREAD: &str = "INSERT INTO threads \
-     (id, agent_id, runner_id, model, reasoning_level, status, created_at, updated_at, \
-     name, token_usage, mcp_servers) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-     ON CONFLICT (id) DO UPDATE SET agent_id = excluded.agent_id, \
-     runner_id = excluded.runner_id, model = excluded.model, \
-     reasoning_level = excluded.reasoning_level, status = excluded.status, \
-     updated_at = excluded.updated_at, name = excluded.name, \
-     token_usage = excluded.token_usage, mcp_servers = excluded.mcp_servers";
+/// Inserts or updates threads (their creation time stays).
+pub(super) const THREAD_ROWS: Rows = Rows {
+    insert: "INSERT INTO threads (id, agent_id, runner_id, model, reasoning_level, status, \
+        created_at, updated_at, name, token_usage, mcp_servers) ",
+    columns: 11,
+    conflict: " ON CONFLICT (id) DO UPDATE SET agent_id = excluded.agent_id, \
+        runner_id = excluded.runner_id, model = excluded.model, \
+        reasoning_level = excluded.reasoning_level, status = excluded.status, \
+        updated_at = excluded.updated_at, name = excluded.name, \
+        token_usage = excluded.token_usage, mcp_servers = excluded.mcp_servers",
+};
 
 /// Columns of a turn row.
 macro_rules! turn_columns {
@@ -148,13 +180,15 @@ pub(super) const TURN: &str = concat!(
     " FROM turns WHERE thread_id = $1 AND id = $2"
 );
 
-/// Inserts or updates a turn; `$5` (first seq), the starting request and
-/// the creation time are kept from the first insert.
-pub(super) const UPSERT_TURN: &str = "INSERT INTO turns \
-     (thread_id, id, request_id, status, first_seq, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7) \
-     ON CONFLICT (thread_id, id) DO UPDATE SET \
-     status = excluded.status, updated_at = excluded.updated_at";
+/// Inserts or updates turns; the first seq, the starting request and the
+/// creation time are kept from the first insert.
+pub(super) const TURN_ROWS: Rows = Rows {
+    insert: "INSERT INTO turns \
+        (thread_id, id, request_id, status, first_seq, created_at, updated_at) ",
+    columns: 7,
+    conflict: " ON CONFLICT (thread_id, id) DO UPDATE SET \
+        status = excluded.status, updated_at = excluded.updated_at",
+};
 
 /// Columns of an item row.
 macro_rules! item_columns {
@@ -177,21 +211,26 @@ pub(super) const ITEM: &str = concat!(
     " FROM items WHERE thread_id = $1 AND id = $2"
 );
 
-/// Inserts or updates an item; the first seq and creation time stay.
-pub(super) const UPSERT_ITEM: &str = "INSERT INTO items \
-     (thread_id, id, turn_id, item_type, status, text, command, first_seq, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
-     ON CONFLICT (thread_id, id) DO UPDATE SET turn_id = excluded.turn_id, \
-     item_type = excluded.item_type, status = excluded.status, text = excluded.text, \
-     command = excluded.command, updated_at = excluded.updated_at";
+/// Inserts or updates items; the first seq and creation time stay.
+pub(super) const ITEM_ROWS: Rows = Rows {
+    insert: "INSERT INTO items (thread_id, id, turn_id, item_type, status, text, command, \
+        first_seq, created_at, updated_at) ",
+    columns: 10,
+    conflict: " ON CONFLICT (thread_id, id) DO UPDATE SET turn_id = excluded.turn_id, \
+        item_type = excluded.item_type, status = excluded.status, text = excluded.text, \
+        command = excluded.command, updated_at = excluded.updated_at",
+};
 
 /// The last seq of a thread's log (0 when empty).
 pub(super) const LAST_SEQ: &str =
     "SELECT COALESCE(MAX(seq), 0) FROM thread_updates WHERE thread_id = $1";
 
-/// Appends one log entry.
-pub(super) const INSERT_UPDATE: &str =
-    "INSERT INTO thread_updates (thread_id, seq, ts, kind, data) VALUES ($1, $2, $3, $4, $5)";
+/// Appends log entries.
+pub(super) const UPDATE_ROWS: Rows = Rows {
+    insert: "INSERT INTO thread_updates (thread_id, seq, ts, kind, data) ",
+    columns: 5,
+    conflict: "",
+};
 
 /// A page of a thread's log after a seq.
 pub(super) const UPDATES_AFTER: &str = "SELECT thread_id, seq, ts, kind, data \

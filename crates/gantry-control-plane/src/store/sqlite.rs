@@ -11,7 +11,7 @@ use sqlx::sqlite::SqlitePool;
 use super::log::{LogCursor, LogPage, LogRow, logged};
 use super::records::{
     AgentRecord, ApiTokenRecord, ItemRecord, RequestRecord, RunnerLoad, RunnerRecord, SkillRecord,
-    ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Upsert, Write,
+    ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Write,
 };
 use super::sql;
 use super::{ControlPlaneStore, StoreError};

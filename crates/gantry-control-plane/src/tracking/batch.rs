@@ -145,11 +145,7 @@ impl Context<'_> {
         self.batch
             .requests
             .insert(request.id.clone(), request.clone());
-        self.batch.writes.push(Write::LinkRequest {
-            id: request.id.clone(),
-            thread_id: thread_id.map(str::to_owned),
-            turn_id: turn_id.map(str::to_owned),
-        });
+        self.batch.writes.push(Write::Request(request.clone()));
     }
 
     /// Writes `upsert` with a log entry of `kind` with the thread's next seq.

@@ -144,12 +144,16 @@ async fn a_request_is_linked_to_its_thread_and_turn_once(at: StoreAt) {
     store.put_request(&request).await.unwrap();
     // Recording it again (a re-send) changes nothing.
     store.put_request(&request).await.unwrap();
+    // Recorded again once its turn is known, then with another turn in a
+    // batch: only what it did not know is filled in.
+    let linked = |turn: &str| RequestRecord {
+        thread_id: None,
+        turn_id: Some(turn.into()),
+        ..request.clone()
+    };
+    store.put_request(&linked("turn-1")).await.unwrap();
     store
-        .link_request("q1", None, Some("turn-1"))
-        .await
-        .unwrap();
-    store
-        .link_request("q1", None, Some("turn-2"))
+        .write(&[Write::Request(linked("turn-2"))])
         .await
         .unwrap();
     let stored = store.request("q1").await.unwrap().unwrap();
@@ -237,11 +241,10 @@ async fn a_batch_is_written_whole_in_order_or_not_at_all(at: StoreAt) {
         seq: 2,
         change: change("t1", Upsert::Turn(turn("running", "q1")), "turn"),
     };
-    let link = Write::LinkRequest {
-        id: "q1".into(),
-        thread_id: None,
+    let link = Write::Request(RequestRecord {
         turn_id: Some("turn-1".into()),
-    };
+        ..request.clone()
+    });
     let entries = store
         .write(&[Write::Request(request.clone()), link, running.clone()])
         .await
