@@ -94,6 +94,9 @@ pub trait ControlPlaneStore: Send + Sync {
     /// A thread's turns, in the order they were first seen.
     async fn turns(&self, thread_id: &str) -> Result<Vec<TurnRecord>, StoreError>;
 
+    /// Up to `limit` of a thread's turn ids, in no order.
+    async fn turn_ids(&self, thread_id: &str, limit: usize) -> Result<Vec<String>, StoreError>;
+
     /// One turn of a thread.
     async fn turn(&self, thread_id: &str, id: &str) -> Result<Option<TurnRecord>, StoreError>;
 

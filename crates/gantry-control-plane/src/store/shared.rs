@@ -163,6 +163,19 @@ macro_rules! impl_control_plane_store {
                     .map_err(db_error("read turns"))
             }
 
+            async fn turn_ids(
+                &self,
+                thread_id: &str,
+                limit: usize,
+            ) -> Result<Vec<String>, StoreError> {
+                sqlx::query_scalar(sql::TURN_IDS)
+                    .bind(thread_id)
+                    .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_error("read turn ids"))
+            }
+
             async fn turn(
                 &self,
                 thread_id: &str,

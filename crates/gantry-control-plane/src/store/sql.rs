@@ -173,6 +173,9 @@ pub(super) const TURNS: &str = concat!(
     " FROM turns WHERE thread_id = $1 ORDER BY first_seq"
 );
 
+/// Up to `$2` of a thread's turn ids.
+pub(super) const TURN_IDS: &str = "SELECT id FROM turns WHERE thread_id = $1 LIMIT $2";
+
 /// One turn.
 pub(super) const TURN: &str = concat!(
     "SELECT ",

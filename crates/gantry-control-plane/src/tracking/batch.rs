@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::Context;
-use super::cache::ThreadState;
+use super::cache::{ThreadState, TurnIds};
 use crate::store::{
     AgentRecord, ItemRecord, RequestRecord, SkillRecord, StoreError, ThreadChange, ThreadRecord,
     TurnRecord, Upsert, Write,
@@ -41,9 +41,16 @@ impl Context<'_> {
                 Some(state) => state,
                 None => {
                     let store = &self.tracker.store;
+                    let last_seq = store.last_seq(thread_id).await?;
                     ThreadState {
                         record: store.thread(thread_id).await?,
-                        last_seq: store.last_seq(thread_id).await?,
+                        last_seq,
+                        // An empty log: no turn either.
+                        turn_ids: if last_seq == 0 {
+                            TurnIds::All(Default::default())
+                        } else {
+                            TurnIds::Unknown
+                        },
                         ..ThreadState::default()
                     }
                 }
@@ -79,6 +86,18 @@ impl Context<'_> {
         let state = self.state(thread_id).await?;
         if let Some(turn) = state.turn.as_ref().filter(|t| t.id == id) {
             return Ok(Some(turn.clone()));
+        }
+        if matches!(state.turn_ids, TurnIds::Unknown) {
+            // Read once per thread kept: its later new turns need no read.
+            let ids = self
+                .tracker
+                .store
+                .turn_ids(thread_id, TurnIds::MAX + 1)
+                .await?;
+            self.state(thread_id).await?.turn_ids = TurnIds::read(ids);
+        }
+        if self.state(thread_id).await?.turn_ids.is_new(id) {
+            return Ok(None);
         }
         self.tracker.store.turn(thread_id, id).await
     }
@@ -174,6 +193,7 @@ impl Context<'_> {
                     state.items.clear();
                     state.turn_born_here = new;
                 }
+                state.turn_ids.add(&turn.id);
                 state.turn = Some(turn.clone());
                 self.batch
                     .turns

@@ -5,7 +5,7 @@
 //! reply to it). Bounded: the oldest entries make way, and are read from
 //! the store again when needed.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::store::{ItemRecord, RequestRecord, ThreadRecord, TurnRecord};
@@ -31,6 +31,52 @@ pub(crate) struct ThreadState {
     /// Whether `items` are all of `turn`'s: it was first recorded here, so
     /// an item of it not in `items` is new.
     pub turn_born_here: bool,
+    /// The ids of its turns, so a new turn needs no read to tell it is new.
+    pub turn_ids: TurnIds,
+}
+
+/// What is known of a thread's turn ids.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum TurnIds {
+    /// Not read yet.
+    #[default]
+    Unknown,
+    /// Every turn of the thread: an id not among them is a new turn.
+    All(HashSet<String>),
+    /// More than are kept: the store answers.
+    TooMany,
+}
+
+impl TurnIds {
+    /// Ids kept per thread at most (a cached thread stays small).
+    pub(crate) const MAX: usize = 64;
+
+    /// From the store's list of (up to `MAX + 1`) ids.
+    pub(crate) fn read(ids: Vec<String>) -> Self {
+        if ids.len() > Self::MAX {
+            Self::TooMany
+        } else {
+            Self::All(ids.into_iter().collect())
+        }
+    }
+
+    /// A turn written.
+    pub(crate) fn add(&mut self, id: &str) {
+        if let Self::All(ids) = self
+            && !ids.contains(id)
+        {
+            if ids.len() >= Self::MAX {
+                *self = Self::TooMany;
+            } else {
+                ids.insert(id.to_owned());
+            }
+        }
+    }
+
+    /// Whether `id` is surely no turn of the thread yet.
+    pub(crate) fn is_new(&self, id: &str) -> bool {
+        matches!(self, Self::All(ids) if !ids.contains(id))
+    }
 }
 
 /// The cache; every method takes its lock briefly.
@@ -186,7 +232,24 @@ impl<V> Bounded<V> {
 
 #[cfg(test)]
 mod tests {
-    use super::Bounded;
+    use super::{Bounded, TurnIds};
+
+    #[test]
+    fn a_turn_is_new_only_while_every_turn_of_its_thread_is_known() {
+        assert!(!TurnIds::Unknown.is_new("t1"), "unknown: the store answers");
+        let mut ids = TurnIds::read(vec!["t1".to_owned()]);
+        assert!(!ids.is_new("t1"));
+        assert!(ids.is_new("t2"));
+        ids.add("t2");
+        assert!(!ids.is_new("t2"));
+        for n in 0..TurnIds::MAX {
+            ids.add(&format!("more-{n}"));
+        }
+        assert!(matches!(ids, TurnIds::TooMany));
+        assert!(!ids.is_new("t3"), "too many kept: the store answers");
+        let many = (0..=TurnIds::MAX).map(|n| n.to_string()).collect();
+        assert!(matches!(TurnIds::read(many), TurnIds::TooMany));
+    }
 
     #[test]
     fn the_oldest_entries_make_way_and_a_reinserted_key_is_new() {
