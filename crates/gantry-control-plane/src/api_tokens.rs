@@ -1,7 +1,7 @@
 //! The HTTP API's users' bearer tokens: 32 random bytes (hex) like runner
 //! tokens, of which only the SHA-256 is stored, made and revoked by
 //! `gantry control-plane create-token` / `revoke-token` (another process
-//! than the server, so the server reads them from the store per request).
+//! than the server, whose store notices the change at the next request).
 //! A read-only token (`create-token --read-only`) may only read.
 
 use crate::auth::{hash, new_token, same};

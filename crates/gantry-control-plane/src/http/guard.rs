@@ -81,7 +81,8 @@ async fn check_token(
     authorization: Option<&str>,
     reads: bool,
 ) -> Result<(), Refusal> {
-    // Read per request: tokens are created and revoked by another process.
+    // Tokens are made and revoked by another process: the store reads them
+    // again whenever any process changed them (`store/token_stamp.rs`).
     let known = cp.inner.store.api_tokens().await.map_err(|e| {
         tracing::error!(error = %e, "cannot read the API tokens");
         Refusal::new(

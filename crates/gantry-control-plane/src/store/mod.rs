@@ -15,6 +15,7 @@ mod shared;
 mod postgres;
 mod sql;
 mod sqlite;
+mod token_stamp;
 
 use async_trait::async_trait;
 

@@ -20,6 +20,7 @@ use super::records::{
     ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Write,
 };
 use super::sql;
+use super::token_stamp::TokenCache;
 use super::{ControlPlaneStore, StoreError};
 
 /// The schema migrations, embedded at compile time from `migrations-postgres/`.
@@ -38,6 +39,8 @@ const APPLY_LOCK_SPACE: i32 = 0x6370;
 #[derive(Debug)]
 pub struct PostgresControlPlaneStore {
     pool: PgPool,
+    /// Keeps nothing: another replica or machine may change the tokens.
+    tokens: TokenCache,
 }
 
 impl PostgresControlPlaneStore {
@@ -58,7 +61,10 @@ impl PostgresControlPlaneStore {
             };
             StoreError::Database(format!("{e}{hint}"))
         })?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            tokens: TokenCache::none(),
+        })
     }
 
     /// Runs one write statement; the rows it affected.

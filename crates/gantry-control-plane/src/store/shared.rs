@@ -6,7 +6,7 @@
 //!
 //! The expansion site provides: `self.pool` (the backend's pool),
 //! `self.execute(what, query)` (runs one write statement, returns the rows
-//! it affected), and the
+//! it affected), `self.tokens` (its [`super::token_stamp::TokenCache`]), and the
 //! type aliases `Db` (its database), `Conn` (its connection) and `Args`
 //! (its query arguments).
 
@@ -65,19 +65,31 @@ macro_rules! impl_control_plane_store {
                     .bind(&token.token_hash)
                     .bind(token.created_at)
                     .bind(token.read_only);
-                self.execute("add API token", query).await.map(drop)
+                self.execute("add API token", query).await?;
+                self.tokens.changed()
             }
 
             async fn api_tokens(&self) -> Result<Vec<ApiTokenRecord>, StoreError> {
-                sqlx::query_as(sql::API_TOKENS)
+                // Taken before the read: a change meanwhile shows next time.
+                let stamp = self.tokens.stamp();
+                if let Some(kept) = self.tokens.kept(stamp) {
+                    return Ok(kept);
+                }
+                let tokens: Vec<ApiTokenRecord> = sqlx::query_as(sql::API_TOKENS)
                     .fetch_all(&self.pool)
                     .await
-                    .map_err(db_error("read API tokens"))
+                    .map_err(db_error("read API tokens"))?;
+                self.tokens.keep(stamp, &tokens);
+                Ok(tokens)
             }
 
             async fn revoke_api_token(&self, name: &str) -> Result<bool, StoreError> {
                 let query = sqlx::query(sql::DELETE_API_TOKEN).bind(name);
-                Ok(self.execute("revoke API token", query).await? > 0)
+                let revoked = self.execute("revoke API token", query).await? > 0;
+                if revoked {
+                    self.tokens.changed()?;
+                }
+                Ok(revoked)
             }
 
             async fn runner_loads(&self) -> Result<Vec<RunnerLoad>, StoreError> {

@@ -14,6 +14,7 @@ use super::records::{
     ThreadChange, ThreadRecord, ThreadUpdateRecord, TurnRecord, Write,
 };
 use super::sql;
+use super::token_stamp::TokenCache;
 use super::{ControlPlaneStore, StoreError};
 
 /// The database's file name in the data dir.
@@ -41,6 +42,8 @@ pub struct SqliteControlPlaneStore {
     /// Serializes writes: seqs are computed inside the write transaction,
     /// and a second in-process writer would only spin on SQLite's lock.
     writer: tokio::sync::Mutex<()>,
+    /// The API tokens, kept until any process changes them.
+    tokens: TokenCache,
 }
 
 impl SqliteControlPlaneStore {
@@ -53,6 +56,7 @@ impl SqliteControlPlaneStore {
         Ok(Self {
             pool,
             writer: tokio::sync::Mutex::new(()),
+            tokens: TokenCache::beside(path),
         })
     }
 
