@@ -2,8 +2,10 @@
 //! checks every request passes before a route runs (`guard.rs`: host,
 //! origin, bearer syntax, JSON bodies) and the dashboard, served at `/` by
 //! `gantry serve --http-addr` and by the control plane (`dashboard.rs`,
-//! the files in `assets/`). Each API keeps its own tokens and error
+//! the files in `assets/`), and reading a router's routes from its source
+//! for the OpenAPI checks (`routes.rs`). Each API keeps its own tokens and error
 //! shape; this crate knows neither the engine nor the control plane.
 
 pub mod dashboard;
 pub mod guard;
+pub mod routes;

@@ -169,38 +169,9 @@ pub(super) async fn serve() -> impl IntoResponse {
 mod tests {
     use std::collections::BTreeSet;
 
-    /// Every `(method, path)` that `mod.rs` routes, read from its text:
-    /// `.route("PATH", get(..).post(..))`.
+    /// Every `(method, path)` that `mod.rs` serves.
     fn served() -> BTreeSet<(String, String)> {
-        let text = include_str!("mod.rs");
-        let mut routes = BTreeSet::new();
-        for chunk in text.split(".route(").skip(1) {
-            let path = chunk.split('"').nth(1).unwrap_or_default().to_owned();
-            // The handlers end where the route's parentheses close.
-            let mut depth = 1;
-            let end = chunk
-                .char_indices()
-                .find(|&(_, c)| {
-                    match c {
-                        '(' => depth += 1,
-                        ')' => depth -= 1,
-                        _ => {}
-                    }
-                    depth == 0
-                })
-                .map_or(chunk.len(), |(i, _)| i);
-            let handlers = &chunk[..end];
-            for method in ["get", "post", "put", "patch", "delete"] {
-                let called = handlers.contains(&format!(" {method}("))
-                    || handlers.contains(&format!(".{method}("))
-                    || handlers.contains(&format!("({method}("))
-                    || handlers.contains(&format!("::{method}("));
-                if called {
-                    routes.insert((method.to_owned(), path.clone()));
-                }
-            }
-        }
-        routes
+        gantry_web::routes::routed(include_str!("mod.rs"))
     }
 
     fn document() -> serde_json::Value {
