@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures_util::Stream;
 use gantry_types::{ImagePart, ToolSpec, Usage};
 
-use crate::ModelError;
+use crate::{History, ModelError};
 
 /// One message of the conversation sent to the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,8 +78,9 @@ pub struct ModelRequest {
     /// System instructions.
     pub instructions: Option<String>,
     /// The conversation so far. Shared, because the agent loop sends the
-    /// same growing history every round and must not copy it each time.
-    pub messages: Arc<Vec<Message>>,
+    /// same growing history every round and must not copy it (or serialise
+    /// it again) each time.
+    pub messages: History,
     /// Tools the model may call. Shared, because a turn offers the same
     /// tools every round and must not copy their schemas each time.
     pub tools: Arc<[ToolSpec]>,

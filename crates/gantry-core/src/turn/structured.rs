@@ -242,7 +242,7 @@ impl Loop<'_> {
                     self.em
                         .user_item(self.rounds, text.clone(), None, Vec::new())
                         .await;
-                    Arc::make_mut(&mut self.messages).push(Message::user(text));
+                    self.messages.push(Message::user(text));
                 }
             } else {
                 let mut results = Vec::with_capacity(tool_calls.len());
@@ -273,7 +273,7 @@ impl Loop<'_> {
                         output,
                     });
                 }
-                Arc::make_mut(&mut self.messages).extend(results);
+                self.messages.extend(results);
             }
             if accepted {
                 return Outcome::Completed;

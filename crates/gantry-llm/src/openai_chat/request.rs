@@ -2,19 +2,23 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::{Message, ModelRequest};
+use crate::history::Wire;
+use crate::{Message, ModelRequest, wire};
 
 /// The JSON body for `request`, always streaming with usage.
-pub(super) fn body(request: &ModelRequest) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if let Some(instructions) = &request.instructions {
-        messages.push(json!({"role": "system", "content": instructions}));
-    }
-    messages.extend(request.messages.iter().map(message));
+pub(crate) fn body(request: &ModelRequest) -> String {
+    let system = request
+        .instructions
+        .as_ref()
+        .map(|instructions| json!({"role": "system", "content": instructions}).to_string());
+    let history = request
+        .messages
+        .rendered(Wire::Chat, |m| message(m).to_string());
+    let messages = wire::array(system.as_deref().into_iter().chain(history.map(|(_, f)| f)));
 
     let mut body = Map::new();
     body.insert("model".into(), request.model.clone().into());
-    body.insert("messages".into(), messages.into());
+    body.insert("messages".into(), Value::Null);
     // Some servers reject an empty `tools` array, so it is left out.
     if !request.tools.is_empty() {
         let tools = request
@@ -39,7 +43,7 @@ pub(super) fn body(request: &ModelRequest) -> Value {
     if let Some(t) = request.temperature.filter(|_| request.reasoning.is_none()) {
         body.insert("temperature".into(), f64::from(t).into());
     }
-    Value::Object(body)
+    wire::object(&body, "messages", &messages)
 }
 
 fn message(m: &Message) -> Value {
@@ -90,6 +94,11 @@ fn message(m: &Message) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The body, parsed.
+    fn body(request: &ModelRequest) -> Value {
+        serde_json::from_str(&super::body(request)).expect("the body is JSON")
+    }
     use crate::ToolCall;
 
     #[test]

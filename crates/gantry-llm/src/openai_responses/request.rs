@@ -3,22 +3,29 @@
 use serde_json::{Map, Value, json};
 
 use super::opaque;
-use crate::{Message, ModelRequest, ReasoningBlock};
+use crate::history::Wire;
+use crate::{Message, ModelRequest, ReasoningBlock, wire};
 
 /// The JSON body for `request`: streaming, stateless (`store: false`, the
 /// whole conversation as `input` every time, no `previous_response_id`).
-pub(super) fn body(request: &ModelRequest) -> Value {
-    let mut input = Vec::with_capacity(request.messages.len() + 2);
-    for m in request.messages.iter() {
-        push_items(m, &mut input);
-    }
+pub(crate) fn body(request: &ModelRequest) -> String {
+    let input = wire::array(
+        request
+            .messages
+            .rendered(Wire::Responses, |m| {
+                let mut items = Vec::new();
+                push_items(m, &mut items);
+                wire::fragment(items)
+            })
+            .map(|(_, f)| f),
+    );
 
     let mut body = Map::new();
     body.insert("model".into(), request.model.clone().into());
     if let Some(instructions) = &request.instructions {
         body.insert("instructions".into(), instructions.clone().into());
     }
-    body.insert("input".into(), input.into());
+    body.insert("input".into(), Value::Null);
     if !request.tools.is_empty() {
         let tools = request
             .tools
@@ -49,7 +56,7 @@ pub(super) fn body(request: &ModelRequest) -> Value {
     if let Some(t) = request.temperature.filter(|_| request.reasoning.is_none()) {
         body.insert("temperature".into(), f64::from(t).into());
     }
-    Value::Object(body)
+    wire::object(&body, "input", &input)
 }
 
 /// Appends the input items of one message, in the order the API produced them.
@@ -105,6 +112,11 @@ fn reasoning_item(block: &ReasoningBlock) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The body, parsed.
+    fn body(request: &ModelRequest) -> Value {
+        serde_json::from_str(&super::body(request)).expect("the body is JSON")
+    }
     use crate::ToolCall;
 
     #[test]
