@@ -4,20 +4,11 @@
 
 use std::fmt;
 use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::Message;
-
-/// The APIs whose wire form of a message is cached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wire {
-    /// OpenAI Chat Completions.
-    Chat,
-    /// OpenAI Responses.
-    Responses,
-    /// Anthropic Messages.
-    Anthropic,
-}
+pub(crate) use crate::wire::Wire;
+use crate::wire::WireCache;
 
 /// The conversation so far: messages that can be appended, never changed in
 /// place (a changed history, e.g. after a compaction or with images left
@@ -35,10 +26,6 @@ struct Entries {
     messages: Vec<Message>,
     wire: Vec<WireCache>,
 }
-
-/// One message's JSON per API, rendered on first use.
-#[derive(Clone, Default)]
-struct WireCache([OnceLock<Box<str>>; 3]);
 
 impl History {
     /// An empty history.
@@ -61,12 +48,11 @@ impl History {
         wire: Wire,
         render: fn(&Message) -> String,
     ) -> impl Iterator<Item = (&Message, &str)> {
-        let slot = wire as usize;
         self.inner
             .messages
             .iter()
             .zip(&self.inner.wire)
-            .map(move |(m, cache)| (m, &**cache.0[slot].get_or_init(|| render(m).into())))
+            .map(move |(m, cache)| (m, cache.get(wire, || render(m))))
     }
 }
 
@@ -228,13 +214,23 @@ mod tests {
                 model: "m".into(),
                 instructions: Some("Be brief.".into()),
                 reasoning: Some("high".into()),
+                tools: vec![gantry_types::ToolSpec {
+                    name: "shell".into(),
+                    description: "Runs a command.".into(),
+                    parameters: serde_json::json!({"type": "object", "properties": {
+                        "command": {"type": "string", "description": "bash \"-c\""}}}),
+                }]
+                .into(),
                 ..crate::ModelRequest::default()
             };
             for r in 1..=4 {
                 request.messages = history.clone();
                 let cached = body(&request);
+                let cached_tools = request.tools.clone();
                 request.messages = History::from(history.to_vec());
+                request.tools = request.tools.to_vec().into();
                 let uncached = body(&request);
+                request.tools = cached_tools;
                 assert_eq!(cached, uncached, "{api}, round {r}");
                 // What serialising the whole body as one `Value` gives.
                 let value: serde_json::Value =

@@ -17,6 +17,7 @@ pub mod openai_responses;
 pub mod providers;
 mod retry;
 mod sse;
+mod tools;
 mod wire;
 
 pub use config::ClientConfig;
@@ -26,3 +27,4 @@ pub use model::{
     Message, ModelClient, ModelEvent, ModelRequest, ModelStream, REFUSAL, ReasoningBlock, ToolCall,
 };
 pub use retry::RetryPolicy;
+pub use tools::Tools;

@@ -2,7 +2,31 @@
 //! fragments go into the body as they are, in exactly the bytes serialising
 //! the whole body as one `Value` would give.
 
+use std::sync::OnceLock;
+
 use serde_json::{Map, Value};
+
+/// The APIs whose wire JSON is cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// OpenAI Chat Completions.
+    Chat,
+    /// OpenAI Responses.
+    Responses,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+/// Something's JSON per API, rendered on first use and kept.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WireCache([OnceLock<Box<str>>; 3]);
+
+impl WireCache {
+    /// The JSON for `wire`, rendered by `render` the first time.
+    pub(crate) fn get(&self, wire: Wire, render: impl FnOnce() -> String) -> &str {
+        self.0[wire as usize].get_or_init(|| render().into())
+    }
+}
 
 /// A fragment: the compact JSON of `values`, comma-separated (empty for none),
 /// ready to sit inside an array.
@@ -30,11 +54,12 @@ pub(crate) fn array<'a>(fragments: impl IntoIterator<Item = &'a str>) -> String 
     out
 }
 
-/// The object of `fields` with `raw` (valid JSON) as the value of `key`,
-/// which `fields` must hold (its value there is ignored): keys come in the
-/// map's own order, as `Value::Object(fields).to_string()` writes them.
-pub(crate) fn object(fields: &Map<String, Value>, key: &str, raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len() + 256);
+/// The object of `fields` with each of `raws`' JSON text as the value of its
+/// key, which `fields` must hold (its value there is ignored): keys come in
+/// the map's own order, as `Value::Object(fields).to_string()` writes them.
+pub(crate) fn object(fields: &Map<String, Value>, raws: &[(&str, &str)]) -> String {
+    let size: usize = raws.iter().map(|(_, raw)| raw.len()).sum();
+    let mut out = String::with_capacity(size + 256);
     out.push('{');
     for (i, (k, v)) in fields.iter().enumerate() {
         if i > 0 {
@@ -42,10 +67,9 @@ pub(crate) fn object(fields: &Map<String, Value>, key: &str, raw: &str) -> Strin
         }
         out.push_str(&Value::from(k.as_str()).to_string());
         out.push(':');
-        if k == key {
-            out.push_str(raw);
-        } else {
-            out.push_str(&v.to_string());
+        match raws.iter().find(|(key, _)| key == k) {
+            Some((_, raw)) => out.push_str(raw),
+            None => out.push_str(&v.to_string()),
         }
     }
     out.push('}');
@@ -66,12 +90,14 @@ mod tests {
             unreachable!("an object literal")
         };
         fields.insert("input".into(), Value::Null);
-        let written = object(&fields, "input", &raw);
+        fields.insert("tools".into(), Value::Null);
+        let written = object(&fields, &[("input", &raw), ("tools", "[]")]);
 
         fields.insert(
             "input".into(),
             json!([items[0].clone(), items[1].clone(), true]),
         );
+        fields.insert("tools".into(), json!([]));
         assert_eq!(written, Value::Object(fields).to_string());
     }
 

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gantry_llm::{History, Message, ModelRequest};
+use gantry_llm::{History, Message, ModelRequest, Tools};
 use gantry_types::{DeltaKind, EventPayload, Item, ItemId, TurnFailure, TurnId, TurnStatus, Usage};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -274,7 +274,7 @@ impl Loop<'_> {
             Err(reason) => return Outcome::Failed(TurnFailure::ModelUnusable, reason),
         };
         // Built once: every round sends the same specs.
-        let tools: Arc<[gantry_types::ToolSpec]> = self.tools.specs().into();
+        let tools: Tools = self.tools.specs().into();
         let max_rounds = self.shared.config.max_rounds;
         loop {
             if self.rounds >= max_rounds {
@@ -326,7 +326,7 @@ impl Loop<'_> {
         &mut self,
         client: &dyn gantry_llm::ModelClient,
         instructions: Option<String>,
-        tools: &Arc<[gantry_types::ToolSpec]>,
+        tools: &Tools,
     ) -> Result<Vec<gantry_llm::ToolCall>, Outcome> {
         self.rounds += 1;
         let request = ModelRequest {

@@ -2,6 +2,8 @@
 
 use serde_json::{Map, Value, json};
 
+use gantry_types::ToolSpec;
+
 use crate::history::{History, Wire};
 use crate::{Message, ModelRequest, ReasoningBlock, ToolCall, wire};
 
@@ -55,13 +57,9 @@ pub(crate) fn body(request: &ModelRequest) -> String {
         body.insert("system".into(), system.clone().into());
     }
     body.insert("messages".into(), Value::Null);
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-            .collect::<Vec<_>>();
-        body.insert("tools".into(), tools.into());
+    let tools = (!request.tools.is_empty()).then(|| request.tools.rendered(Wire::Anthropic, tools));
+    if tools.is_some() {
+        body.insert("tools".into(), Value::Null);
     }
     body.insert("stream".into(), true.into());
     if let Some(budget) = budget {
@@ -70,7 +68,18 @@ pub(crate) fn body(request: &ModelRequest) -> String {
             json!({"type": "enabled", "budget_tokens": budget}),
         );
     }
-    wire::object(&body, "messages", &messages(&request.messages))
+    let messages = messages(&request.messages);
+    let mut raws = vec![("messages", messages.as_str())];
+    raws.extend(tools.map(|t| ("tools", t)));
+    wire::object(&body, &raws)
+}
+
+/// The `tools` array.
+fn tools(specs: &[ToolSpec]) -> String {
+    let tools = specs.iter().map(
+        |t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}),
+    );
+    format!("[{}]", wire::fragment(tools))
 }
 
 /// The conversation as alternating `user`/`assistant` messages of content
@@ -122,7 +131,7 @@ impl Merged<'_> {
         let mut fields = Map::new();
         fields.insert("role".into(), self.role.into());
         fields.insert("content".into(), Value::Null);
-        wire::object(&fields, "content", &content)
+        wire::object(&fields, &[("content", &content)])
     }
 }
 

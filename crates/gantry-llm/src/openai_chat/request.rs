@@ -2,6 +2,8 @@
 
 use serde_json::{Map, Value, json};
 
+use gantry_types::ToolSpec;
+
 use crate::history::Wire;
 use crate::{Message, ModelRequest, wire};
 
@@ -20,17 +22,9 @@ pub(crate) fn body(request: &ModelRequest) -> String {
     body.insert("model".into(), request.model.clone().into());
     body.insert("messages".into(), Value::Null);
     // Some servers reject an empty `tools` array, so it is left out.
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.parameters,
-                }})
-            })
-            .collect::<Vec<_>>();
-        body.insert("tools".into(), tools.into());
+    let tools = (!request.tools.is_empty()).then(|| request.tools.rendered(Wire::Chat, tools));
+    if tools.is_some() {
+        body.insert("tools".into(), Value::Null);
     }
     body.insert("stream".into(), true.into());
     body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -43,7 +37,19 @@ pub(crate) fn body(request: &ModelRequest) -> String {
     if let Some(t) = request.temperature.filter(|_| request.reasoning.is_none()) {
         body.insert("temperature".into(), f64::from(t).into());
     }
-    wire::object(&body, "messages", &messages)
+    let mut raws = vec![("messages", messages.as_str())];
+    raws.extend(tools.map(|t| ("tools", t)));
+    wire::object(&body, &raws)
+}
+
+/// The `tools` array.
+fn tools(specs: &[ToolSpec]) -> String {
+    let tools = specs.iter().map(|t| {
+        json!({"type": "function", "function": {
+            "name": t.name, "description": t.description, "parameters": t.parameters,
+        }})
+    });
+    format!("[{}]", wire::fragment(tools))
 }
 
 fn message(m: &Message) -> Value {

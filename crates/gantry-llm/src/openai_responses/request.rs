@@ -2,6 +2,8 @@
 
 use serde_json::{Map, Value, json};
 
+use gantry_types::ToolSpec;
+
 use super::opaque;
 use crate::history::Wire;
 use crate::{Message, ModelRequest, ReasoningBlock, wire};
@@ -26,18 +28,9 @@ pub(crate) fn body(request: &ModelRequest) -> String {
         body.insert("instructions".into(), instructions.clone().into());
     }
     body.insert("input".into(), Value::Null);
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|t| {
-                // Not strict: strict mode rejects the optional properties
-                // most tool schemas have.
-                json!({"type": "function", "name": t.name, "description": t.description,
-                       "parameters": t.parameters, "strict": false})
-            })
-            .collect::<Vec<_>>();
-        body.insert("tools".into(), tools.into());
+    let tools = (!request.tools.is_empty()).then(|| request.tools.rendered(Wire::Responses, tools));
+    if tools.is_some() {
+        body.insert("tools".into(), Value::Null);
     }
     body.insert("stream".into(), true.into());
     // Nothing is kept server-side, so reasoning must come back encrypted to
@@ -56,7 +49,20 @@ pub(crate) fn body(request: &ModelRequest) -> String {
     if let Some(t) = request.temperature.filter(|_| request.reasoning.is_none()) {
         body.insert("temperature".into(), f64::from(t).into());
     }
-    wire::object(&body, "input", &input)
+    let mut raws = vec![("input", input.as_str())];
+    raws.extend(tools.map(|t| ("tools", t)));
+    wire::object(&body, &raws)
+}
+
+/// The `tools` array.
+fn tools(specs: &[ToolSpec]) -> String {
+    let tools = specs.iter().map(|t| {
+        // Not strict: strict mode rejects the optional properties most tool
+        // schemas have.
+        json!({"type": "function", "name": t.name, "description": t.description,
+               "parameters": t.parameters, "strict": false})
+    });
+    format!("[{}]", wire::fragment(tools))
 }
 
 /// Appends the input items of one message, in the order the API produced them.
