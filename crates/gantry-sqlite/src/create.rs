@@ -1,5 +1,6 @@
 //! Making a new database file: its schema is built in a scratch file next to
-//! it, without a sync per step, then synced once and linked into place. A
+//! it, with no journal on disk and no sync, then synced once and linked into
+//! place. A
 //! crash meanwhile leaves no database at the path (the next start makes one
 //! anew), never a half-migrated one that would be taken as complete.
 
@@ -9,8 +10,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use sqlx::migrate::Migrator;
-use sqlx::sqlite::{SqliteConnection, SqliteSynchronous};
+use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::sqlite::{SqliteConnection, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection};
 
 use crate::OpenError;
@@ -44,7 +45,10 @@ fn scratch_path(path: &Path) -> PathBuf {
 /// Migrates a new file at `scratch` on one connection. Nothing is synced: the
 /// file only counts once `place` has synced it.
 async fn build(scratch: &Path, migrator: &Migrator) -> Result<(), OpenError> {
+    // No journal on disk and no sync while the schema is built: switching a
+    // new file to WAL first would sync a rollback journal four times.
     let mut conn: SqliteConnection = crate::options(scratch)
+        .journal_mode(SqliteJournalMode::Memory)
         .synchronous(SqliteSynchronous::Off)
         .connect()
         .await
@@ -52,7 +56,15 @@ async fn build(scratch: &Path, migrator: &Migrator) -> Result<(), OpenError> {
             path: scratch.to_owned(),
             source,
         })?;
-    let migrated = migrator.run(&mut conn).await;
+    let migrated = match migrator.run(&mut conn).await {
+        // WAL is kept in the file's header, so the store opens it in WAL.
+        Ok(()) => sqlx::query("PRAGMA journal_mode = WAL")
+            .execute(&mut conn)
+            .await
+            .map(drop)
+            .map_err(MigrateError::from),
+        Err(e) => Err(e),
+    };
     // Closing checkpoints the write-ahead log into the file and removes it.
     let closed = conn.close().await;
     migrated.map_err(|source| OpenError::Migrate {
