@@ -7,8 +7,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use crate::Message;
-pub(crate) use crate::wire::Wire;
-use crate::wire::WireCache;
+use crate::wire::{Wire, WireCache};
 
 /// The conversation so far: messages that can be appended, never changed in
 /// place (a changed history, e.g. after a compaction or with images left

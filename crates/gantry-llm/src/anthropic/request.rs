@@ -4,8 +4,8 @@ use serde_json::{Map, Value, json};
 
 use gantry_types::ToolSpec;
 
-use crate::history::{History, Wire};
-use crate::{Message, ModelRequest, ReasoningBlock, ToolCall, wire};
+use crate::wire::Wire;
+use crate::{History, Message, ModelRequest, ReasoningBlock, ToolCall, wire};
 
 /// `max_tokens` when the request sets no cap (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;

@@ -4,7 +4,7 @@ use serde_json::{Map, Value, json};
 
 use gantry_types::ToolSpec;
 
-use crate::history::Wire;
+use crate::wire::Wire;
 use crate::{Message, ModelRequest, wire};
 
 /// The JSON body for `request`, always streaming with usage.
@@ -100,12 +100,12 @@ fn message(m: &Message) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ToolCall;
 
     /// The body, parsed.
     fn body(request: &ModelRequest) -> Value {
         serde_json::from_str(&super::body(request)).expect("the body is JSON")
     }
-    use crate::ToolCall;
 
     #[test]
     fn optional_fields_are_left_out() {

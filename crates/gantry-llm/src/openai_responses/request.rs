@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 use gantry_types::ToolSpec;
 
 use super::opaque;
-use crate::history::Wire;
+use crate::wire::Wire;
 use crate::{Message, ModelRequest, ReasoningBlock, wire};
 
 /// The JSON body for `request`: streaming, stateless (`store: false`, the
@@ -118,12 +118,12 @@ fn reasoning_item(block: &ReasoningBlock) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ToolCall;
 
     /// The body, parsed.
     fn body(request: &ModelRequest) -> Value {
         serde_json::from_str(&super::body(request)).expect("the body is JSON")
     }
-    use crate::ToolCall;
 
     #[test]
     fn temperature_is_sent_except_with_a_reasoning_effort() {
