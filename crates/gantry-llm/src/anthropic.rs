@@ -11,7 +11,7 @@
 //! [`ModelEvent::ReasoningEnd`]: crate::ModelEvent::ReasoningEnd
 
 mod parse;
-mod request;
+pub(crate) mod request;
 
 use std::sync::Arc;
 

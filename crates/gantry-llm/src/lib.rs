@@ -9,6 +9,7 @@ pub mod anthropic;
 pub mod catalog;
 mod config;
 mod error;
+mod history;
 mod http;
 mod model;
 pub mod openai_chat;
@@ -16,10 +17,14 @@ pub mod openai_responses;
 pub mod providers;
 mod retry;
 mod sse;
+mod tools;
+mod wire;
 
 pub use config::ClientConfig;
 pub use error::ModelError;
+pub use history::History;
 pub use model::{
     Message, ModelClient, ModelEvent, ModelRequest, ModelStream, REFUSAL, ReasoningBlock, ToolCall,
 };
 pub use retry::RetryPolicy;
+pub use tools::Tools;

@@ -1,12 +1,11 @@
 //! The provider-neutral request and stream every client speaks, and the port.
 
 use std::pin::Pin;
-use std::sync::Arc;
 
 use futures_util::Stream;
-use gantry_types::{ImagePart, ToolSpec, Usage};
+use gantry_types::{ImagePart, Usage};
 
-use crate::ModelError;
+use crate::{History, ModelError, Tools};
 
 /// One message of the conversation sent to the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,11 +77,13 @@ pub struct ModelRequest {
     /// System instructions.
     pub instructions: Option<String>,
     /// The conversation so far. Shared, because the agent loop sends the
-    /// same growing history every round and must not copy it each time.
-    pub messages: Arc<Vec<Message>>,
+    /// same growing history every round and must not copy it (or serialise
+    /// it again) each time.
+    pub messages: History,
     /// Tools the model may call. Shared, because a turn offers the same
-    /// tools every round and must not copy their schemas each time.
-    pub tools: Arc<[ToolSpec]>,
+    /// tools every round and must not copy (or serialise) their schemas
+    /// each time.
+    pub tools: Tools,
     /// Reasoning effort (`low`, `medium`, `high`, ...), if the model supports it.
     pub reasoning: Option<String>,
     /// Cap on generated tokens.

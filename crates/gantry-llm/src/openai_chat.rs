@@ -3,7 +3,7 @@
 //! any other OpenAI-compatible server.
 
 mod parse;
-mod request;
+pub(crate) mod request;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! can be replayed on the next request.
 
 mod parse;
-mod request;
+pub(crate) mod request;
 
 use std::sync::Arc;
 

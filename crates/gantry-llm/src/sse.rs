@@ -45,7 +45,7 @@ pub(crate) struct Endpoint {
     pub headers: HeaderMap,
     pub retry: RetryPolicy,
     /// The API's request body for a [`ModelRequest`].
-    pub body: fn(&ModelRequest) -> serde_json::Value,
+    pub body: fn(&ModelRequest) -> String,
 }
 
 impl Endpoint {
@@ -56,7 +56,7 @@ impl Endpoint {
         api_path: &str,
         secret: Option<(HeaderName, String)>,
         extra: &[(String, String)],
-        body: fn(&ModelRequest) -> serde_json::Value,
+        body: fn(&ModelRequest) -> String,
     ) -> Result<Arc<Self>, ModelError> {
         let url = http::endpoint(&config.base_url, api_path)?;
         let mut headers_in = extra.to_vec();
@@ -134,7 +134,7 @@ impl<P: SseParser> Run<P> {
                 }
                 Phase::Connect => {
                     if let Some(request) = self.request.take() {
-                        self.body = Bytes::from((self.endpoint.body)(&request).to_string());
+                        self.body = Bytes::from((self.endpoint.body)(&request));
                     }
                     let e = &self.endpoint;
                     match http::send(&e.http, &e.url, &e.headers, self.body.clone()).await {

@@ -1,7 +1,10 @@
 //! Opening a SQLite database file the way every Gantry store does (the
 //! engine's in `gantry-store`, the control plane's in `gantry-control-plane`):
 //! WAL, a small pool, a busy timeout for other processes' writes, the schema
-//! brought up to date by the store's own migrations.
+//! brought up to date by the store's own migrations. A new file is made
+//! whole before it appears (`create`).
+
+mod create;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -36,6 +39,14 @@ pub enum OpenError {
         /// What SQLite said.
         source: sqlx::Error,
     },
+    /// A new database could not be made and put in place.
+    #[error("create {}: {source}", path.display())]
+    Create {
+        /// The database file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
     /// A migration failed (or the file holds a newer schema than this build knows).
     #[error("migrate {}: {source}", path.display())]
     Migrate {
@@ -55,21 +66,15 @@ pub async fn open(path: &Path, migrator: &Migrator) -> Result<SqlitePool, OpenEr
             source,
         })?;
     }
-    let options = SqliteConnectOptions::new()
-        .filename(path)
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        // Under WAL, NORMAL is durable against application crashes and
-        // only risks the last commits on power loss, at a fraction of FULL's fsyncs.
-        .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(BUSY_TIMEOUT)
-        .foreign_keys(true);
+    if !path.exists() {
+        create::create(path, migrator).await?;
+    }
     let pool = SqlitePoolOptions::new()
         .max_connections(MAX_CONNECTIONS)
         .min_connections(0)
         // SQLite connections do not go stale; reopening one only costs time.
         .max_lifetime(None)
-        .connect_with(options)
+        .connect_with(options(path))
         .await
         .map_err(|source| OpenError::Open {
             path: path.to_owned(),
@@ -83,4 +88,17 @@ pub async fn open(path: &Path, migrator: &Migrator) -> Result<SqlitePool, OpenEr
             source,
         })?;
     Ok(pool)
+}
+
+/// How every connection to the database at `path` is opened.
+fn options(path: &Path) -> SqliteConnectOptions {
+    SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        // Under WAL, NORMAL is durable against application crashes and
+        // only risks the last commits on power loss, at a fraction of FULL's fsyncs.
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(BUSY_TIMEOUT)
+        .foreign_keys(true)
 }

@@ -3,7 +3,6 @@
 //! kept as a memory, as A3S's `SummarizeMemories` does.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use futures_util::StreamExt;
 use gantry_llm::{Message, ModelEvent, ModelRequest};
@@ -61,7 +60,7 @@ pub(super) async fn summarize(
     let request = ModelRequest {
         model: thread.model.clone(),
         instructions: Some(INSTRUCTIONS.to_owned()),
-        messages: Arc::new(vec![Message::user(prompt(&found))]),
+        messages: vec![Message::user(prompt(&found))].into(),
         ..ModelRequest::default()
     };
     let summary = collect_text(model.stream(request)).await?;

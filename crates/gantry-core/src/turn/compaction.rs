@@ -2,8 +2,6 @@
 //! context window, the model summarises the conversation so far, and the
 //! history becomes the most recent user messages plus that summary.
 
-use std::sync::Arc;
-
 use futures_util::StreamExt;
 use gantry_llm::{Message, ModelClient, ModelError, ModelEvent, ModelRequest};
 use gantry_types::{ItemKind, ItemStatus, ToolSpec, TurnFailure, Usage};
@@ -135,7 +133,7 @@ impl Loop<'_> {
         let after =
             self.counter
                 .request(self.spec.instructions.as_deref(), &messages, tools, false);
-        self.messages = Arc::new(messages);
+        self.messages = messages.into();
         self.known = None;
         item.kind = kind(summary, kept, after);
         self.em.complete_item(item, ItemStatus::Completed).await;
@@ -145,7 +143,7 @@ impl Loop<'_> {
     /// Asks the model for the summary; drops the oldest messages and retries
     /// while the summary request itself is too large.
     async fn summarise(&mut self, client: &dyn ModelClient, limit: u64) -> Result<String, Outcome> {
-        let mut source: Vec<Message> = self.messages.as_ref().clone();
+        let mut source: Vec<Message> = self.messages.to_vec();
         let fits = |source: &[Message]| {
             limit == 0 || self.counter.messages(source, false) + 1_000 < limit * 95 / 100
         };
@@ -158,7 +156,7 @@ impl Loop<'_> {
             let request = ModelRequest {
                 model: self.spec.model.clone(),
                 instructions: Some(SUMMARY_INSTRUCTIONS.to_owned()),
-                messages: Arc::new(messages),
+                messages: messages.into(),
                 ..ModelRequest::default()
             };
             match self.collect_text(client, request).await {

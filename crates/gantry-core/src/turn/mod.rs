@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gantry_llm::{Message, ModelRequest};
+use gantry_llm::{History, Message, ModelRequest, Tools};
 use gantry_types::{DeltaKind, EventPayload, Item, ItemId, TurnFailure, TurnId, TurnStatus, Usage};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -146,7 +146,7 @@ struct Loop<'a> {
     spec: &'a TurnSpec,
     cancel: &'a CancellationToken,
     em: &'a Emitter,
-    messages: Arc<Vec<Message>>,
+    messages: History,
     rounds: u32,
     usage: Usage,
     counter: Counter,
@@ -194,7 +194,7 @@ pub(crate) async fn run(
         spec: &spec,
         cancel: &cancel,
         em: &em,
-        messages: Arc::new(history_for_model(&shared, &spec)),
+        messages: history_for_model(&shared, &spec).into(),
         rounds: 0,
         usage: Usage::default(),
         counter: Counter::for_model(&spec.model),
@@ -274,7 +274,7 @@ impl Loop<'_> {
             Err(reason) => return Outcome::Failed(TurnFailure::ModelUnusable, reason),
         };
         // Built once: every round sends the same specs.
-        let tools: Arc<[gantry_types::ToolSpec]> = self.tools.specs().into();
+        let tools: Tools = self.tools.specs().into();
         let max_rounds = self.shared.config.max_rounds;
         loop {
             if self.rounds >= max_rounds {
@@ -309,7 +309,7 @@ impl Loop<'_> {
                 continue;
             }
             let results = self.run_tools(&tool_calls).await;
-            Arc::make_mut(&mut self.messages).extend(results);
+            self.messages.extend(results);
             if self.cancel.is_cancelled() {
                 return Outcome::Interrupted;
             }
@@ -326,7 +326,7 @@ impl Loop<'_> {
         &mut self,
         client: &dyn gantry_llm::ModelClient,
         instructions: Option<String>,
-        tools: &Arc<[gantry_types::ToolSpec]>,
+        tools: &Tools,
     ) -> Result<Vec<gantry_llm::ToolCall>, Outcome> {
         self.rounds += 1;
         let request = ModelRequest {
@@ -348,7 +348,7 @@ impl Loop<'_> {
         self.streamed_calls = answer.streamed;
         // The request (and its clone of the Arc) is gone by now, so this
         // appends in place.
-        Arc::make_mut(&mut self.messages).push(Message::Assistant {
+        self.messages.push(Message::Assistant {
             reasoning: answer.reasoning,
             text: answer.text,
             tool_calls: answer.tool_calls.clone(),
@@ -412,7 +412,7 @@ impl Loop<'_> {
             self.em
                 .user_item(self.rounds, text.clone(), key, images.clone())
                 .await;
-            Arc::make_mut(&mut self.messages).push(Message::User { text, images });
+            self.messages.push(Message::User { text, images });
             any = true;
         }
         any

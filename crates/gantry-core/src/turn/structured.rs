@@ -4,9 +4,7 @@
 //! failed, until the retry limit; the first valid one becomes a
 //! `structured_output` item and ends the turn.
 
-use std::sync::Arc;
-
-use gantry_llm::{Message, ToolCall};
+use gantry_llm::{Message, ToolCall, Tools};
 use gantry_types::{DeltaKind, ItemKind, ItemStatus, ToolCallOrigin, ToolSpec, TurnFailure};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -187,7 +185,7 @@ impl Loop<'_> {
             Ok(c) => c,
             Err(reason) => return Outcome::Failed(TurnFailure::ModelUnusable, reason),
         };
-        let tools: Arc<[ToolSpec]> = Arc::new([spec.tool.clone()]);
+        let tools: Tools = vec![spec.tool.clone()].into();
         let instructions = spec.request_instructions(self.spec.instructions.as_deref());
         // Submissions stream as partial JSON. A wrapped schema's would show
         // the `{"output": ...}` envelope, so its payload is sent whole instead.
@@ -242,7 +240,7 @@ impl Loop<'_> {
                     self.em
                         .user_item(self.rounds, text.clone(), None, Vec::new())
                         .await;
-                    Arc::make_mut(&mut self.messages).push(Message::user(text));
+                    self.messages.push(Message::user(text));
                 }
             } else {
                 let mut results = Vec::with_capacity(tool_calls.len());
@@ -273,7 +271,7 @@ impl Loop<'_> {
                         output,
                     });
                 }
-                Arc::make_mut(&mut self.messages).extend(results);
+                self.messages.extend(results);
             }
             if accepted {
                 return Outcome::Completed;

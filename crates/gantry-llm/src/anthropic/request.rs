@@ -2,7 +2,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::{Message, ModelRequest, ReasoningBlock, ToolCall};
+use gantry_types::ToolSpec;
+
+use crate::wire::Wire;
+use crate::{History, Message, ModelRequest, ReasoningBlock, ToolCall, wire};
 
 /// `max_tokens` when the request sets no cap (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
@@ -32,7 +35,7 @@ pub fn thinking_budget(effort: &str) -> Option<u32> {
 }
 
 /// The JSON body for `request`, always streaming.
-pub(super) fn body(request: &ModelRequest) -> Value {
+pub(crate) fn body(request: &ModelRequest) -> String {
     let budget = request.reasoning.as_deref().and_then(thinking_budget);
     let mut max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     if let Some(budget) = budget
@@ -53,14 +56,10 @@ pub(super) fn body(request: &ModelRequest) -> Value {
     if let Some(system) = request.instructions.as_ref().filter(|s| !s.is_empty()) {
         body.insert("system".into(), system.clone().into());
     }
-    body.insert("messages".into(), messages(&request.messages).into());
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-            .collect::<Vec<_>>();
-        body.insert("tools".into(), tools.into());
+    body.insert("messages".into(), Value::Null);
+    let tools = (!request.tools.is_empty()).then(|| request.tools.rendered(Wire::Anthropic, tools));
+    if tools.is_some() {
+        body.insert("tools".into(), Value::Null);
     }
     body.insert("stream".into(), true.into());
     if let Some(budget) = budget {
@@ -69,65 +68,104 @@ pub(super) fn body(request: &ModelRequest) -> Value {
             json!({"type": "enabled", "budget_tokens": budget}),
         );
     }
-    Value::Object(body)
+    let messages = messages(&request.messages);
+    let mut raws = vec![("messages", messages.as_str())];
+    raws.extend(tools.map(|t| ("tools", t)));
+    wire::object(&body, &raws)
+}
+
+/// The `tools` array.
+fn tools(specs: &[ToolSpec]) -> String {
+    let tools = specs.iter().map(
+        |t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}),
+    );
+    format!("[{}]", wire::fragment(tools))
 }
 
 /// The conversation as alternating `user`/`assistant` messages of content
 /// blocks: consecutive same-role messages are merged, tool results become
 /// `tool_result` blocks of a user message.
-fn messages(history: &[Message]) -> Vec<Value> {
-    let mut merged: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for m in history {
-        let (role, blocks) = match m {
-            Message::User { text, images } => {
-                // Images as base64 `image` blocks, before the text (as
-                // Anthropic advises).
-                let mut blocks: Vec<Value> = images
-                    .iter()
-                    .map(|i| {
-                        json!({"type": "image", "source": {
-                            "type": "base64", "media_type": i.media_type, "data": i.data,
-                        }})
-                    })
-                    .collect();
-                blocks.extend(text_block(text));
-                ("user", blocks)
-            }
-            Message::Assistant {
-                reasoning,
-                text,
-                tool_calls,
-            } => ("assistant", assistant_blocks(reasoning, text, tool_calls)),
-            Message::ToolResult { call_id, output } => {
-                let mut block = json!({"type": "tool_result", "tool_use_id": call_id});
-                // `content` is optional; an empty string is left out.
-                if !output.is_empty() {
-                    block["content"] = output.clone().into();
-                }
-                ("user", vec![block])
-            }
-        };
+fn messages(history: &History) -> String {
+    let mut merged = Vec::new();
+    let mut current: Option<Merged> = None;
+    for (m, blocks) in history.rendered(Wire::Anthropic, |m| wire::fragment(blocks(m))) {
         // The API rejects empty messages and empty text blocks.
         if blocks.is_empty() {
             continue;
         }
-        match merged.last_mut() {
-            Some((last, content)) if *last == role => content.extend(blocks),
-            _ => merged.push((role, blocks)),
+        let role = match m {
+            Message::Assistant { .. } => "assistant",
+            Message::User { .. } | Message::ToolResult { .. } => "user",
+        };
+        if current.as_ref().is_some_and(|c| c.role != role) {
+            merged.extend(current.take().map(Merged::into_json));
+        }
+        let next = current.get_or_insert_with(|| Merged {
+            role,
+            results: Vec::new(),
+            rest: Vec::new(),
+        });
+        // Tool results must open the user message that answers the tool
+        // calls; a steered user text goes after them, in order.
+        if matches!(m, Message::ToolResult { .. }) {
+            next.results.push(blocks);
+        } else {
+            next.rest.push(blocks);
         }
     }
-    merged
-        .into_iter()
-        .map(|(role, mut content)| {
-            if role == "user" {
-                // Tool results must open the user message that answers the
-                // tool calls; a steered user text goes after them. Stable, so
-                // results keep their call order.
-                content.sort_by_key(|b| b["type"] != "tool_result");
+    merged.extend(current.map(Merged::into_json));
+    wire::array(merged.iter().map(String::as_str))
+}
+
+/// One wire message being merged from consecutive same-role messages: the
+/// content blocks of its tool results, then those of the rest.
+struct Merged<'a> {
+    role: &'static str,
+    results: Vec<&'a str>,
+    rest: Vec<&'a str>,
+}
+
+impl Merged<'_> {
+    fn into_json(self) -> String {
+        let content = wire::array(self.results.into_iter().chain(self.rest));
+        let mut fields = Map::new();
+        fields.insert("role".into(), self.role.into());
+        fields.insert("content".into(), Value::Null);
+        wire::object(&fields, &[("content", &content)])
+    }
+}
+
+/// The content blocks of one message.
+fn blocks(m: &Message) -> Vec<Value> {
+    match m {
+        Message::User { text, images } => {
+            // Images as base64 `image` blocks, before the text (as Anthropic
+            // advises).
+            let mut blocks: Vec<Value> = images
+                .iter()
+                .map(|i| {
+                    json!({"type": "image", "source": {
+                        "type": "base64", "media_type": i.media_type, "data": i.data,
+                    }})
+                })
+                .collect();
+            blocks.extend(text_block(text));
+            blocks
+        }
+        Message::Assistant {
+            reasoning,
+            text,
+            tool_calls,
+        } => assistant_blocks(reasoning, text, tool_calls),
+        Message::ToolResult { call_id, output } => {
+            let mut block = json!({"type": "tool_result", "tool_use_id": call_id});
+            // `content` is optional; an empty string is left out.
+            if !output.is_empty() {
+                block["content"] = output.clone().into();
             }
-            json!({"role": role, "content": content})
-        })
-        .collect()
+            vec![block]
+        }
+    }
 }
 
 fn text_block(text: &str) -> Option<Value> {
@@ -166,6 +204,11 @@ fn tool_input(arguments: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The body, parsed.
+    fn body(request: &ModelRequest) -> Value {
+        serde_json::from_str(&super::body(request)).expect("the body is JSON")
+    }
 
     fn call(id: &str, args: &str) -> ToolCall {
         ToolCall {
@@ -261,7 +304,8 @@ mod tests {
                 output: String::new(),
             },
         ];
-        let m = messages(&history);
+        let m: Vec<Value> =
+            serde_json::from_str(&messages(&history.into())).expect("the messages are JSON");
         assert_eq!(m.len(), 3);
         assert_eq!(
             m[0],
@@ -287,10 +331,12 @@ mod tests {
 
     #[test]
     fn images_are_base64_image_blocks_before_the_text() {
-        let m = messages(&[Message::User {
+        let history = History::from(vec![Message::User {
             text: "what is this?".into(),
             images: vec![gantry_types::ImagePart::new("image/webp", "aGk=")],
         }]);
+        let m: Vec<Value> =
+            serde_json::from_str(&messages(&history)).expect("the messages are JSON");
         assert_eq!(
             m,
             vec![json!({"role": "user", "content": [

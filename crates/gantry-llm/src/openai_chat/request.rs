@@ -2,31 +2,29 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::{Message, ModelRequest};
+use gantry_types::ToolSpec;
+
+use crate::wire::Wire;
+use crate::{Message, ModelRequest, wire};
 
 /// The JSON body for `request`, always streaming with usage.
-pub(super) fn body(request: &ModelRequest) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if let Some(instructions) = &request.instructions {
-        messages.push(json!({"role": "system", "content": instructions}));
-    }
-    messages.extend(request.messages.iter().map(message));
+pub(crate) fn body(request: &ModelRequest) -> String {
+    let system = request
+        .instructions
+        .as_ref()
+        .map(|instructions| json!({"role": "system", "content": instructions}).to_string());
+    let history = request
+        .messages
+        .rendered(Wire::Chat, |m| message(m).to_string());
+    let messages = wire::array(system.as_deref().into_iter().chain(history.map(|(_, f)| f)));
 
     let mut body = Map::new();
     body.insert("model".into(), request.model.clone().into());
-    body.insert("messages".into(), messages.into());
+    body.insert("messages".into(), Value::Null);
     // Some servers reject an empty `tools` array, so it is left out.
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.parameters,
-                }})
-            })
-            .collect::<Vec<_>>();
-        body.insert("tools".into(), tools.into());
+    let tools = (!request.tools.is_empty()).then(|| request.tools.rendered(Wire::Chat, tools));
+    if tools.is_some() {
+        body.insert("tools".into(), Value::Null);
     }
     body.insert("stream".into(), true.into());
     body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -39,7 +37,19 @@ pub(super) fn body(request: &ModelRequest) -> Value {
     if let Some(t) = request.temperature.filter(|_| request.reasoning.is_none()) {
         body.insert("temperature".into(), f64::from(t).into());
     }
-    Value::Object(body)
+    let mut raws = vec![("messages", messages.as_str())];
+    raws.extend(tools.map(|t| ("tools", t)));
+    wire::object(&body, &raws)
+}
+
+/// The `tools` array.
+fn tools(specs: &[ToolSpec]) -> String {
+    let tools = specs.iter().map(|t| {
+        json!({"type": "function", "function": {
+            "name": t.name, "description": t.description, "parameters": t.parameters,
+        }})
+    });
+    format!("[{}]", wire::fragment(tools))
 }
 
 fn message(m: &Message) -> Value {
@@ -91,6 +101,11 @@ fn message(m: &Message) -> Value {
 mod tests {
     use super::*;
     use crate::ToolCall;
+
+    /// The body, parsed.
+    fn body(request: &ModelRequest) -> Value {
+        serde_json::from_str(&super::body(request)).expect("the body is JSON")
+    }
 
     #[test]
     fn optional_fields_are_left_out() {

@@ -2,35 +2,35 @@
 
 use serde_json::{Map, Value, json};
 
+use gantry_types::ToolSpec;
+
 use super::opaque;
-use crate::{Message, ModelRequest, ReasoningBlock};
+use crate::wire::Wire;
+use crate::{Message, ModelRequest, ReasoningBlock, wire};
 
 /// The JSON body for `request`: streaming, stateless (`store: false`, the
 /// whole conversation as `input` every time, no `previous_response_id`).
-pub(super) fn body(request: &ModelRequest) -> Value {
-    let mut input = Vec::with_capacity(request.messages.len() + 2);
-    for m in request.messages.iter() {
-        push_items(m, &mut input);
-    }
+pub(crate) fn body(request: &ModelRequest) -> String {
+    let input = wire::array(
+        request
+            .messages
+            .rendered(Wire::Responses, |m| {
+                let mut items = Vec::new();
+                push_items(m, &mut items);
+                wire::fragment(items)
+            })
+            .map(|(_, f)| f),
+    );
 
     let mut body = Map::new();
     body.insert("model".into(), request.model.clone().into());
     if let Some(instructions) = &request.instructions {
         body.insert("instructions".into(), instructions.clone().into());
     }
-    body.insert("input".into(), input.into());
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|t| {
-                // Not strict: strict mode rejects the optional properties
-                // most tool schemas have.
-                json!({"type": "function", "name": t.name, "description": t.description,
-                       "parameters": t.parameters, "strict": false})
-            })
-            .collect::<Vec<_>>();
-        body.insert("tools".into(), tools.into());
+    body.insert("input".into(), Value::Null);
+    let tools = (!request.tools.is_empty()).then(|| request.tools.rendered(Wire::Responses, tools));
+    if tools.is_some() {
+        body.insert("tools".into(), Value::Null);
     }
     body.insert("stream".into(), true.into());
     // Nothing is kept server-side, so reasoning must come back encrypted to
@@ -49,7 +49,20 @@ pub(super) fn body(request: &ModelRequest) -> Value {
     if let Some(t) = request.temperature.filter(|_| request.reasoning.is_none()) {
         body.insert("temperature".into(), f64::from(t).into());
     }
-    Value::Object(body)
+    let mut raws = vec![("input", input.as_str())];
+    raws.extend(tools.map(|t| ("tools", t)));
+    wire::object(&body, &raws)
+}
+
+/// The `tools` array.
+fn tools(specs: &[ToolSpec]) -> String {
+    let tools = specs.iter().map(|t| {
+        // Not strict: strict mode rejects the optional properties most tool
+        // schemas have.
+        json!({"type": "function", "name": t.name, "description": t.description,
+               "parameters": t.parameters, "strict": false})
+    });
+    format!("[{}]", wire::fragment(tools))
 }
 
 /// Appends the input items of one message, in the order the API produced them.
@@ -106,6 +119,11 @@ fn reasoning_item(block: &ReasoningBlock) -> Option<Value> {
 mod tests {
     use super::*;
     use crate::ToolCall;
+
+    /// The body, parsed.
+    fn body(request: &ModelRequest) -> Value {
+        serde_json::from_str(&super::body(request)).expect("the body is JSON")
+    }
 
     #[test]
     fn temperature_is_sent_except_with_a_reasoning_effort() {

@@ -131,7 +131,7 @@ async fn thinking_signature_is_sent_back_before_the_tool_use() {
     assert!(end_at < call_at);
     let call = calls_of(&events).remove(0);
 
-    let mut history = (*request.messages).clone();
+    let mut history = request.messages.to_vec();
     history.push(Message::Assistant {
         reasoning: vec![ReasoningBlock {
             text: reasoning_of(&events),

@@ -123,7 +123,7 @@ async fn reasoning_streams_and_its_encrypted_content_is_sent_back() {
 
     // The next round replays the whole conversation, reasoning included.
     let calls = calls_of(&events);
-    let mut history = (*first.messages).clone();
+    let mut history = first.messages.to_vec();
     history.push(Message::Assistant {
         reasoning: vec![ReasoningBlock {
             text: summary.clone(),

@@ -60,3 +60,69 @@ async fn a_directory_that_cannot_be_made_is_an_error_naming_it() {
         "{message}"
     );
 }
+
+/// The files in `dir` other than the migrations folder.
+fn files_beside(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "migrations")
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_new_file_whose_creation_fails_midway_is_not_left_behind_and_is_made_whole_next_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let migrations = dir.path().join("migrations");
+    migrator(dir.path()).await;
+    // The second migration fails after the first is applied: as if the
+    // process died between them.
+    let second = migrations.join("0002_tags.sql");
+    std::fs::write(&second, "CREATE TABLE tags (oops").unwrap();
+    let broken = Migrator::new(migrations.as_path()).await.unwrap();
+    let error = gantry_sqlite::open(&path, &broken).await.unwrap_err();
+    assert!(error.to_string().starts_with("migrate "), "{error}");
+    assert_eq!(files_beside(dir.path()), Vec::<String>::new());
+
+    std::fs::write(&second, "CREATE TABLE tags (name TEXT NOT NULL);").unwrap();
+    let fixed = Migrator::new(migrations.as_path()).await.unwrap();
+    let pool = gantry_sqlite::open(&path, &fixed).await.unwrap();
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('notes', 'tags') ORDER BY name",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(tables, ["notes", "tags"]);
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[tokio::test]
+async fn a_half_made_file_left_by_a_crash_is_never_taken_for_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    // What a process killed while making the database leaves: its scratch
+    // file, under another name.
+    let leftover = dir.path().join("store.db.new-1-2");
+    std::fs::write(&leftover, "half a database").unwrap();
+    let pool = gantry_sqlite::open(&path, &migrator(dir.path()).await)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO notes (body) VALUES ('x')")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    assert_eq!(
+        std::fs::read_to_string(&leftover).unwrap(),
+        "half a database"
+    );
+    assert_eq!(files_beside(dir.path()), ["store.db", "store.db.new-1-2"]);
+}

@@ -1,0 +1,115 @@
+//! Making a new database file: its schema is built in a scratch file next to
+//! it, with no journal on disk and no sync, then synced once and linked into
+//! place. A
+//! crash meanwhile leaves no database at the path (the next start makes one
+//! anew), never a half-migrated one that would be taken as complete.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::sqlite::{SqliteConnection, SqliteJournalMode, SqliteSynchronous};
+use sqlx::{ConnectOptions, Connection};
+
+use crate::OpenError;
+
+/// Makes the database at `path` (which does not exist) with `migrator`'s
+/// schema. If another process makes it first, theirs is kept.
+pub(crate) async fn create(path: &Path, migrator: &Migrator) -> Result<(), OpenError> {
+    let scratch = scratch_path(path);
+    let made = build(&scratch, migrator).await;
+    let placed = match made {
+        Ok(()) => place(&scratch, path).map_err(|source| OpenError::Create {
+            path: path.to_owned(),
+            source,
+        }),
+        Err(e) => Err(e),
+    };
+    remove_scratch(&scratch);
+    placed
+}
+
+/// A name no other process creating the same database uses at the same time.
+fn scratch_path(path: &Path) -> PathBuf {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut name = OsString::from(path.as_os_str());
+    name.push(format!(".new-{}-{nanos}", std::process::id()));
+    PathBuf::from(name)
+}
+
+/// Migrates a new file at `scratch` on one connection. Nothing is synced: the
+/// file only counts once `place` has synced it.
+async fn build(scratch: &Path, migrator: &Migrator) -> Result<(), OpenError> {
+    // No journal on disk and no sync while the schema is built: switching a
+    // new file to WAL first would sync a rollback journal four times.
+    let mut conn: SqliteConnection = crate::options(scratch)
+        .journal_mode(SqliteJournalMode::Memory)
+        .synchronous(SqliteSynchronous::Off)
+        .connect()
+        .await
+        .map_err(|source| OpenError::Open {
+            path: scratch.to_owned(),
+            source,
+        })?;
+    let migrated = match migrator.run(&mut conn).await {
+        // WAL is kept in the file's header, so the store opens it in WAL.
+        Ok(()) => sqlx::query("PRAGMA journal_mode = WAL")
+            .execute(&mut conn)
+            .await
+            .map(drop)
+            .map_err(MigrateError::from),
+        Err(e) => Err(e),
+    };
+    // Closing checkpoints the write-ahead log into the file and removes it.
+    let closed = conn.close().await;
+    migrated.map_err(|source| OpenError::Migrate {
+        path: scratch.to_owned(),
+        source,
+    })?;
+    closed.map_err(|source| OpenError::Open {
+        path: scratch.to_owned(),
+        source,
+    })
+}
+
+/// Syncs the finished `scratch` and links it at `path`, unless a database is
+/// there by now (another process's, possibly in use: never replaced).
+fn place(scratch: &Path, path: &Path) -> io::Result<()> {
+    if wal_path(scratch).exists() {
+        // Its log was not checkpointed into the file: the file alone is not
+        // the whole database.
+        return Err(io::Error::other(
+            "the new database's log was not written back",
+        ));
+    }
+    File::open(scratch)?.sync_all()?;
+    match std::fs::hard_link(scratch, path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    // The new name must survive a crash as well as the file.
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    File::open(dir.unwrap_or(Path::new(".")))?.sync_all()
+}
+
+fn wal_path(db: &Path) -> PathBuf {
+    let mut name = OsString::from(db.as_os_str());
+    name.push("-wal");
+    PathBuf::from(name)
+}
+
+/// Removes the scratch file and whatever SQLite left beside it.
+fn remove_scratch(scratch: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut name = OsString::from(scratch.as_os_str());
+        name.push(suffix);
+        // Missing is the usual case; anything else only leaves a stray file.
+        let _ = std::fs::remove_file(PathBuf::from(name));
+    }
+}
