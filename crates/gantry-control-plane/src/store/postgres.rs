@@ -77,6 +77,10 @@ impl PostgresControlPlaneStore {
 batch_functions!();
 
 impl_control_plane_store!(PostgresControlPlaneStore, {
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
     async fn log_head(&self) -> Result<LogCursor, StoreError> {
         let (horizon,): (i64,) = sqlx::query_as(LOG_HEAD)
             .fetch_one(&self.pool)

@@ -254,10 +254,6 @@ macro_rules! impl_control_plane_store {
                     .map_err(db_error("read thread updates"))
             }
 
-            async fn close(&self) {
-                self.pool.close().await;
-            }
-
             $($own)*
         }
     };

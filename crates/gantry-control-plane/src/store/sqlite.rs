@@ -4,9 +4,12 @@
 use std::path::Path;
 
 use async_trait::async_trait;
+use sqlx::Connection;
 use sqlx::migrate::Migrator;
+use sqlx::pool::PoolConnection;
 use sqlx::query::Query;
 use sqlx::sqlite::SqlitePool;
+use tokio::sync::{MappedMutexGuard, MutexGuard};
 
 use super::log::{LogCursor, LogPage, LogRow, logged};
 use super::records::{
@@ -39,9 +42,11 @@ type Args = sqlx::sqlite::SqliteArguments;
 #[derive(Debug)]
 pub struct SqliteControlPlaneStore {
     pool: SqlitePool,
-    /// Serializes writes: seqs are computed inside the write transaction,
-    /// and a second in-process writer would only spin on SQLite's lock.
-    writer: tokio::sync::Mutex<()>,
+    /// Serializes writes (seqs are computed inside the write transaction,
+    /// and a second in-process writer would only spin on SQLite's lock),
+    /// and holds the connection they go through: taken from the pool once,
+    /// not per write, since every group commit would otherwise pay for it.
+    writer: tokio::sync::Mutex<Option<PoolConnection<sqlx::Sqlite>>>,
     /// The API tokens, kept until any process changes them.
     tokens: TokenCache,
 }
@@ -55,7 +60,7 @@ impl SqliteControlPlaneStore {
             .map_err(|e| StoreError::Database(e.to_string()))?;
         Ok(Self {
             pool,
-            writer: tokio::sync::Mutex::new(()),
+            writer: tokio::sync::Mutex::new(None),
             tokens: TokenCache::beside(path),
         })
     }
@@ -65,10 +70,23 @@ impl SqliteControlPlaneStore {
         Self::open(&data_dir.join(CONTROL_PLANE_DB)).await
     }
 
-    /// Runs one write statement under the writer lock; the rows it affected.
+    /// The writer's connection, under the writer lock.
+    async fn writer(
+        &self,
+    ) -> Result<MappedMutexGuard<'_, PoolConnection<sqlx::Sqlite>>, StoreError> {
+        let mut writer = self.writer.lock().await;
+        if writer.is_none() {
+            *writer = Some(self.pool.acquire().await.map_err(db_error("connect"))?);
+        }
+        MutexGuard::try_map(writer, Option::as_mut)
+            .map_err(|_| StoreError::Database("the writer has no connection".to_owned()))
+    }
+
+    /// Runs one write statement on the writer's connection; the rows it
+    /// affected.
     async fn execute(&self, what: &str, query: Query<'_, Db, Args>) -> Result<u64, StoreError> {
-        let _writer = self.writer.lock().await;
-        let done = query.execute(&self.pool).await.map_err(db_error(what))?;
+        let mut conn = self.writer().await?;
+        let done = query.execute(&mut **conn).await.map_err(db_error(what))?;
         Ok(done.rows_affected())
     }
 }
@@ -76,6 +94,12 @@ impl SqliteControlPlaneStore {
 batch_functions!();
 
 impl_control_plane_store!(SqliteControlPlaneStore, {
+    async fn close(&self) {
+        // The pool closes once every connection is back, the writer's too.
+        drop(self.writer.lock().await.take());
+        self.pool.close().await;
+    }
+
     async fn log_head(&self) -> Result<LogCursor, StoreError> {
         let (position,): (i64,) = sqlx::query_as(LOG_HEAD)
             .fetch_one(&self.pool)
@@ -98,8 +122,8 @@ impl_control_plane_store!(SqliteControlPlaneStore, {
     }
 
     async fn apply(&self, change: &ThreadChange) -> Result<ThreadUpdateRecord, StoreError> {
-        let _writer = self.writer.lock().await;
-        let mut tx = self.pool.begin().await.map_err(db_error("begin"))?;
+        let mut conn = self.writer().await?;
+        let mut tx = conn.begin().await.map_err(db_error("begin"))?;
         match apply_in(&mut tx, change).await {
             Ok(entry) => {
                 tx.commit().await.map_err(db_error("commit"))?;
@@ -115,8 +139,8 @@ impl_control_plane_store!(SqliteControlPlaneStore, {
     }
 
     async fn write(&self, batch: &[Write]) -> Result<Vec<ThreadUpdateRecord>, StoreError> {
-        let _writer = self.writer.lock().await;
-        let mut tx = self.pool.begin().await.map_err(db_error("begin"))?;
+        let mut conn = self.writer().await?;
+        let mut tx = conn.begin().await.map_err(db_error("begin"))?;
         match write_all_in(&mut tx, batch).await {
             Ok(entries) => {
                 tx.commit().await.map_err(db_error("commit"))?;
