@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use utoipa::ToSchema;
+use utoipa::{IntoResponses, ToSchema};
 
 use crate::error::ApiError;
 
@@ -47,6 +47,29 @@ struct ErrorDetail {
     /// More, by code (empty so far).
     #[schema(value_type = Object)]
     details: serde_json::Value,
+}
+
+/// How a route that reaches a runner may fail there, documented once for
+/// every such route (`responses(..., RunnerFailures)`); only the OpenAPI
+/// document reads it, answers are [`ApiError`]s.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub(super) enum RunnerFailures {
+    /// [`ApiError::BadGateway`].
+    #[response(
+        status = 502,
+        description = "The runner (or the replica holding it) answered something else than asked"
+    )]
+    BadGateway(ErrorBody),
+    /// [`ApiError::Unavailable`].
+    #[response(
+        status = 503,
+        description = "The runner is not connected, or unhealthy"
+    )]
+    Unavailable(ErrorBody),
+    /// [`ApiError::Timeout`].
+    #[response(status = 504, description = "The runner did not answer in time")]
+    Timeout(ErrorBody),
 }
 
 /// The error body: `{"error": {"code", "message", "details"}}`.

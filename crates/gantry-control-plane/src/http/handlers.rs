@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 
-use super::error::{ErrorBody, body, optional_body};
+use super::error::{ErrorBody, RunnerFailures, body, optional_body};
 use crate::ControlPlane;
 use crate::error::ApiError;
 use crate::ops::{InterruptSent, MessageAccepted, NewAgent, NewMessage, NewSkill, NewThread};
@@ -35,9 +35,7 @@ pub(super) async fn runners(State(cp): State<ControlPlane>) -> Answer<Vec<Runner
         (status = 400, description = "A bad body; the message names the field", body = ErrorBody),
         (status = 404, description = "No such runner", body = ErrorBody),
         (status = 409, description = "The id is taken, no runner offers the sdk and model, or the runner refused", body = ErrorBody),
-        (status = 502, description = "The runner (or the replica holding it) answered something else than asked", body = ErrorBody),
-        (status = 503, description = "The runner is not connected, or unhealthy", body = ErrorBody),
-        (status = 504, description = "The runner did not answer in time", body = ErrorBody)))]
+        RunnerFailures))]
 pub(super) async fn create_agent(
     State(cp): State<ControlPlane>,
     bytes: Bytes,
@@ -73,9 +71,7 @@ pub(super) async fn agent(
     responses((status = 200, description = "Deleted on its runner", body = AgentView),
         (status = 404, description = "No such agent", body = ErrorBody),
         (status = 409, description = "Already deleted, or the runner refused", body = ErrorBody),
-        (status = 502, description = "The runner (or the replica holding it) answered something else than asked", body = ErrorBody),
-        (status = 503, description = "The runner is not connected, or unhealthy", body = ErrorBody),
-        (status = 504, description = "The runner did not answer in time", body = ErrorBody)))]
+        RunnerFailures))]
 pub(super) async fn delete_agent(
     State(cp): State<ControlPlane>,
     Path(id): Path<String>,
@@ -93,9 +89,7 @@ pub(super) async fn delete_agent(
         (status = 400, description = "A bad body; the message names the field", body = ErrorBody),
         (status = 404, description = "No such agent", body = ErrorBody),
         (status = 409, description = "The agent is deleted, or the runner refused", body = ErrorBody),
-        (status = 502, description = "The runner (or the replica holding it) answered something else than asked", body = ErrorBody),
-        (status = 503, description = "The runner is not connected, or unhealthy", body = ErrorBody),
-        (status = 504, description = "The runner did not answer in time", body = ErrorBody)))]
+        RunnerFailures))]
 pub(super) async fn install_skill(
     State(cp): State<ControlPlane>,
     Path(id): Path<String>,
@@ -115,9 +109,7 @@ pub(super) async fn install_skill(
         (status = 400, description = "A bad body; the message names the field", body = ErrorBody),
         (status = 404, description = "No such agent", body = ErrorBody),
         (status = 409, description = "The agent is deleted, its runner does not offer the model, or the runner refused", body = ErrorBody),
-        (status = 502, description = "The runner (or the replica holding it) answered something else than asked", body = ErrorBody),
-        (status = 503, description = "The runner is not connected, or unhealthy", body = ErrorBody),
-        (status = 504, description = "The runner did not answer in time", body = ErrorBody)))]
+        RunnerFailures))]
 pub(super) async fn create_thread(
     State(cp): State<ControlPlane>,
     Path(id): Path<String>,
@@ -158,9 +150,7 @@ pub(super) async fn thread(
     responses((status = 200, description = "Deleted on its runner", body = ThreadView),
         (status = 404, description = "No such thread", body = ErrorBody),
         (status = 409, description = "Already deleted, or the runner refused", body = ErrorBody),
-        (status = 502, description = "The runner (or the replica holding it) answered something else than asked", body = ErrorBody),
-        (status = 503, description = "The runner is not connected, or unhealthy", body = ErrorBody),
-        (status = 504, description = "The runner did not answer in time", body = ErrorBody)))]
+        RunnerFailures))]
 pub(super) async fn delete_thread(
     State(cp): State<ControlPlane>,
     Path(id): Path<String>,
@@ -179,9 +169,7 @@ pub(super) async fn delete_thread(
         (status = 400, description = "A bad body; the message names the field", body = ErrorBody),
         (status = 404, description = "No such thread", body = ErrorBody),
         (status = 409, description = "The thread is deleted, or the runner refused (e.g. busy and `allow_steer` is false)", body = ErrorBody),
-        (status = 502, description = "The runner (or the replica holding it) answered something else than asked", body = ErrorBody),
-        (status = 503, description = "The runner is not connected, or unhealthy", body = ErrorBody),
-        (status = 504, description = "The runner did not answer in time", body = ErrorBody)))]
+        RunnerFailures))]
 pub(super) async fn send_message(
     State(cp): State<ControlPlane>,
     Path(id): Path<String>,

@@ -180,6 +180,35 @@ mod tests {
     }
 
     #[test]
+    fn routes_that_reach_a_runner_say_how_it_may_fail_there() {
+        let doc = document();
+        let error_body = serde_json::json!({"$ref": "#/components/schemas/ErrorBody"});
+        for (path, method) in [
+            ("/v1/agents", "post"),
+            ("/v1/agents/{id}", "delete"),
+            ("/v1/agents/{id}/skills", "post"),
+            ("/v1/agents/{id}/threads", "post"),
+            ("/v1/threads/{id}", "delete"),
+            ("/v1/threads/{id}/messages", "post"),
+        ] {
+            let responses = &doc["paths"][path][method]["responses"];
+            for status in ["502", "503", "504"] {
+                let response = &responses[status];
+                assert!(
+                    response["description"]
+                        .as_str()
+                        .is_some_and(|d| d.contains("runner")),
+                    "{method} {path} {status}: {response}"
+                );
+                assert_eq!(
+                    response["content"]["application/json"]["schema"], error_body,
+                    "{method} {path} {status}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn protected_routes_name_the_bearer_scheme_and_writes_the_read_only_rule() {
         let doc = document();
         assert_eq!(
