@@ -150,9 +150,13 @@ impl Cluster {
             .send_request(subject(replica), request)
             .await
             .map_err(|e| match e.kind() {
+                // Nobody serves the replica's subject: it died without a
+                // goodbye (its lease has not run out yet). NATS says so at
+                // once, rather than the request waiting out its timeout.
                 async_nats::client::RequestErrorKind::NoResponders => {
                     ApiError::Unavailable(format!(
-                        "runner {} is offline: replica {replica}, which held it, is gone",
+                        "runner {} is offline: replica {replica}, which held it, is gone; \
+                         the runner is back once it connects to a live replica",
                         call.runner_id
                     ))
                 }

@@ -4,7 +4,9 @@
 //! reaches the runner held by the other and its errors read the same; the
 //! thread's events on either replica carry every update in order; when the
 //! holding replica stops, its runner is offline elsewhere until it
-//! connects again, and a follower resumes with no gap and no duplicate.
+//! connects again, and a follower resumes with no gap and no duplicate;
+//! when it dies without a goodbye, a request for its runner is refused at
+//! once.
 
 use crate::e2e_v0_7::{Runner07, wait_connected};
 use crate::support;
@@ -46,12 +48,21 @@ pub(crate) fn nats_url() -> Option<String> {
 
 /// A replica of the control plane over the store at `at` on NATS at `url`.
 async fn replica(at: &StoreAt, url: &str, id: &str) -> Harness {
-    let id = format!("{id}-{}", uuid::Uuid::now_v7().simple());
-    let cluster = guarded("NATS", Cluster::connect(url, Some(id)))
+    replica_named(at, url, &unique(id), TIMEOUT).await
+}
+
+/// `id` made unique (the NATS server outlives a test run).
+fn unique(id: &str) -> String {
+    format!("{id}-{}", uuid::Uuid::now_v7().simple())
+}
+
+/// Replica `id` whose runners have `timeout` to answer.
+async fn replica_named(at: &StoreAt, url: &str, id: &str, timeout: Duration) -> Harness {
+    let cluster = guarded("NATS", Cluster::connect(url, Some(id.to_owned())))
         .await
         .unwrap();
     let options = ControlPlaneOptions {
-        request_timeout: TIMEOUT,
+        request_timeout: timeout,
         cluster: Some(cluster),
         ..ControlPlaneOptions::default()
     };
@@ -72,6 +83,7 @@ support::on_both_backends!(
     a_request_on_one_replica_reaches_the_runner_on_the_other,
     when_the_holding_replica_stops_its_runner_moves_and_followers_miss_nothing,
     a_runner_that_moved_is_reached_where_it_is_now,
+    a_request_for_a_runner_of_a_dead_replica_is_refused_at_once,
 );
 
 /// Waits until replica `h` lists runner `id` as `connected`. What another
@@ -341,6 +353,85 @@ async fn a_runner_that_moved_is_reached_where_it_is_now(at: StoreAt) {
     assert_eq!(status, 200, "{thread}");
     a.stop().await;
     b.stop().await;
+}
+
+/// A replica killed without a goodbye (no lease deleted, no runner
+/// released) still holds its runners in the others' eyes until its lease
+/// runs out. A request for one of them meanwhile is refused at once with
+/// 503, as NATS finds nobody serving that replica's subject, rather than
+/// waiting out the routing timeout for a 504.
+async fn a_request_for_a_runner_of_a_dead_replica_is_refused_at_once(at: StoreAt) {
+    let Some(url) = nats_url() else { return };
+    let (runner_id, token) = add_runner(&at).await;
+    // A runs on a runtime of its own, so that it can die as a killed
+    // process does: every task of it dropped at once, its sockets closed,
+    // none of its stopping code run.
+    let a_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let a_id = unique("a");
+    let a = tokio::task::block_in_place(|| {
+        a_runtime.block_on(replica_named(&at, &url, &a_id, TIMEOUT))
+    });
+    // B's routing waits far longer than the test's own bound on an HTTP
+    // answer: a request that waited it out would fail the test.
+    let routing_timeout = support::GUARD * 6;
+    let b = replica_named(&at, &url, &unique("b"), routing_timeout).await;
+    let mut runner = FakeRunner::connect(a.grpc, &token, offering("gantry", &["m1"])).await;
+    wait_listed(&b, &runner_id, true).await;
+
+    tokio::task::block_in_place(|| a_runtime.shutdown_timeout(support::GUARD));
+    drop(a);
+    assert!(
+        runner.closed().await,
+        "A's death closes the runner's channel"
+    );
+    wait_unserved(&url, &a_id).await;
+
+    // B still lists the runner (A's lease has not run out): its request
+    // goes to A, and nobody answers there.
+    let (_, runners) = b.get("/v1/runners").await;
+    let listed = runners.as_array().into_iter().flatten();
+    assert!(
+        listed
+            .into_iter()
+            .any(|r| r["id"] == runner_id && r["connected"] == true),
+        "{runners}"
+    );
+    let (status, refused) = b
+        .post("/v1/agents", json!({"model": "m1", "runner_id": runner_id}))
+        .await;
+    assert_eq!(status, 503, "{refused}");
+    assert_eq!(refused["error"]["code"], "unavailable", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&runner_id) && message.contains(&a_id) && message.contains("is gone"),
+        "{message}"
+    );
+    b.stop().await;
+}
+
+/// Waits until the NATS server has seen replica `id`'s connection close:
+/// a request on its subject finds no responder. (Its socket is closed
+/// before this is called; the server notices on its own time.)
+async fn wait_unserved(url: &str, id: &str) {
+    let client = guarded("NATS", async_nats::connect(url)).await.unwrap();
+    let subject = format!("gantry.cp.{id}.rpc");
+    guarded("NATS to drop the dead replica's subscription", async {
+        loop {
+            let probe = async_nats::Request::new().timeout(Some(Duration::from_millis(200)));
+            match client.send_request(subject.clone(), probe).await {
+                Err(e) if e.kind() == async_nats::client::RequestErrorKind::NoResponders => {
+                    return;
+                }
+                Err(e) if e.kind() == async_nats::client::RequestErrorKind::TimedOut => {}
+                other => panic!("a dead replica answered: {other:?}"),
+            }
+        }
+    })
+    .await;
 }
 
 /// A real 0.7 runner held by B, driven through A: A knows its version from
