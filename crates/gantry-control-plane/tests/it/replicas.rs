@@ -393,11 +393,9 @@ async fn a_request_for_a_runner_of_a_dead_replica_is_refused_at_once(at: StoreAt
     // B still lists the runner (A's lease has not run out): its request
     // goes to A, and nobody answers there.
     let (_, runners) = b.get("/v1/runners").await;
-    let listed = runners.as_array().into_iter().flatten();
+    let mut listed = runners.as_array().into_iter().flatten();
     assert!(
-        listed
-            .into_iter()
-            .any(|r| r["id"] == runner_id && r["connected"] == true),
+        listed.any(|r| r["id"] == runner_id && r["connected"] == true),
         "{runners}"
     );
     let (status, refused) = b
