@@ -189,7 +189,7 @@ pub(super) async fn send_message(
     responses((status = 202, description = "The interrupt went to the runner (protocol 0.7; 0.2 has none); the turn's end comes over the events", body = InterruptSent),
         (status = 404, description = "No such thread", body = ErrorBody),
         (status = 409, description = "The thread is deleted, or its runner speaks 0.2", body = ErrorBody),
-        (status = 503, description = "The runner is not connected, or unhealthy", body = ErrorBody)))]
+        RunnerFailures))]
 pub(super) async fn interrupt(
     State(cp): State<ControlPlane>,
     Path(id): Path<String>,

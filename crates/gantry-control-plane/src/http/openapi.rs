@@ -190,6 +190,7 @@ mod tests {
             ("/v1/agents/{id}/threads", "post"),
             ("/v1/threads/{id}", "delete"),
             ("/v1/threads/{id}/messages", "post"),
+            ("/v1/threads/{id}/interrupt", "post"),
         ] {
             let responses = &doc["paths"][path][method]["responses"];
             for status in ["502", "503", "504"] {
