@@ -106,20 +106,18 @@ pub(crate) const MAX_INSERT_ROWS: usize = 128;
 
 /// `INSERT INTO events ... VALUES (...), (...)` for `rows` rows, which must be a
 /// power of two up to [`MAX_INSERT_ROWS`]. Only these few sizes exist, so each
-/// text is built once and the connection's prepared-statement cache reuses it.
+/// text is built once, when first needed (most processes only ever commit a
+/// few events at a time), and the connection's prepared-statement cache
+/// reuses it.
 pub(crate) fn insert_events(rows: usize) -> &'static str {
-    static TEXTS: OnceLock<Vec<String>> = OnceLock::new();
-    let texts = TEXTS.get_or_init(|| {
-        std::iter::successors(Some(1usize), |n| Some(n * 2))
-            .take_while(|n| *n <= MAX_INSERT_ROWS)
-            .map(build_insert_events)
-            .collect()
-    });
-    let index = rows.max(1).ilog2() as usize;
-    texts.get(index).or(texts.last()).map_or("", String::as_str)
+    const SIZES: usize = MAX_INSERT_ROWS.ilog2() as usize + 1;
+    static TEXTS: [OnceLock<String>; SIZES] = [const { OnceLock::new() }; SIZES];
+    let index = (rows.max(1).ilog2() as usize).min(SIZES - 1);
+    TEXTS[index].get_or_init(|| build_insert_events(1 << index))
 }
 
 fn build_insert_events(rows: usize) -> String {
+    use std::fmt::Write;
     let mut sql = String::from(
         "INSERT INTO events (thread_id, seq, ts, turn_id, item_id, kind, payload, pos) VALUES ",
     );
@@ -132,8 +130,8 @@ fn build_insert_events(rows: usize) -> String {
             if col > 0 {
                 sql.push_str(", ");
             }
-            sql.push('$');
-            sql.push_str(&(row * EVENT_COLUMNS + col + 1).to_string());
+            // Writing to a String cannot fail.
+            let _ = write!(sql, "${}", row * EVENT_COLUMNS + col + 1);
         }
         sql.push(')');
     }
