@@ -3,7 +3,9 @@
 //! testkit server with zero delay.
 //!
 //! Run: `cargo bench -p gantry-cli --bench exec_turn` (`BENCH_RUNS=N` to change
-//! the number of runs, 20 by default).
+//! the number of runs, 20 by default; `BENCH_GANTRY=PATH` to run another
+//! `gantry` binary: the release build, say, since cargo builds benches'
+//! `gantry` with `panic = "unwind"`, which `link/hot-text.txt` fits less well).
 
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -46,6 +48,10 @@ fn main() {
     let home = scratch.path().join("home");
     std::fs::create_dir_all(&home).expect("home");
 
+    let gantry = std::env::var_os("BENCH_GANTRY").map_or_else(
+        || env!("CARGO_BIN_EXE_gantry").into(),
+        std::path::PathBuf::from,
+    );
     let mut walls = Vec::with_capacity(runs);
     // One warm-up run creates the database, as a user's first run does.
     for run in 0..=runs {
@@ -53,7 +59,7 @@ fn main() {
         let ws = scratch.path().join(format!("ws{run}"));
         std::fs::create_dir_all(&ws).expect("workspace");
         let start = Instant::now();
-        let status = Command::new(env!("CARGO_BIN_EXE_gantry"))
+        let status = Command::new(&gantry)
             .args([
                 "exec",
                 "--base-url",
