@@ -17,10 +17,11 @@ fn main() {
     println!("cargo:rerun-if-env-changed=GANTRY_NO_HOT_TEXT");
     let var = |name: &str| std::env::var(name).unwrap_or_default();
     // rust-lld is the default linker of this target only; other linkers
-    // (GNU ld) would not know the option. A custom linker opts out.
+    // (GNU ld) would not know the option. A custom linker (`RUSTC_LINKER`:
+    // cargo's config or env; or one given in the flags) opts out.
     let lld_target = var("TARGET") == "x86_64-unknown-linux-gnu"
-        && !var("CARGO_ENCODED_RUSTFLAGS").contains("linker")
-        && std::env::var_os("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_none();
+        && std::env::var_os("RUSTC_LINKER").is_none()
+        && !var("CARGO_ENCODED_RUSTFLAGS").contains("linker");
     // Debug and test builds have other symbols: the list would not match.
     let release = var("PROFILE") == "release";
     if !lld_target || !release || std::env::var_os("GANTRY_NO_HOT_TEXT").is_some() {

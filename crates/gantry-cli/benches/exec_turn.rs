@@ -10,27 +10,14 @@
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use gantry_testkit::{MockLlm, Script, Step};
+use gantry_testkit::{MockLlm, Script};
 use nix::sys::resource::{UsageWho, getrusage};
-use serde_json::json;
 
+/// The task, shared with `link/make-hot-text.py`: 5 × (shell + edit_file),
+/// then an answer.
 fn script() -> Script {
-    let mut steps = Vec::new();
-    for i in 1..=5 {
-        steps.push(
-            Step::tool_call(
-                "shell",
-                json!({"command": format!("printf 'value = {i}\\n' > f{i}.txt")}),
-            )
-            .with_text(format!("Creating file {i}.")),
-        );
-        steps.push(Step::tool_call(
-            "edit_file",
-            json!({"path": format!("f{i}.txt"), "old_string": format!("value = {i}"), "new_string": "done"}),
-        ));
-    }
-    steps.push(Step::text("All files written."));
-    Script::new(steps)
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/exec_turn.json");
+    Script::from_file(path).expect("benches/exec_turn.json")
 }
 
 fn main() {

@@ -34,6 +34,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent.parent
 LIST = HERE / "hot-text.txt"
+# The exec_turn bench's task (10 tool rounds, then an answer).
+TASK = HERE.parent / "benches" / "exec_turn.json"
 ROUNDS_MAX = 4
 FAULT_TURNS = 4
 
@@ -53,24 +55,10 @@ def build() -> None:
     )
 
 
-def script() -> dict:
-    """The exec_turn bench's task: 5 x (shell + edit_file), then an answer."""
-    steps = []
-    for i in range(1, 6):
-        steps.append({"reply": {"text": f"Creating file {i}.", "tool_calls": [
-            {"name": "shell", "arguments": {"command": f"printf 'value = {i}\\n' > f{i}.txt"}}]}})
-        steps.append({"reply": {"tool_calls": [{"name": "edit_file", "arguments": {
-            "path": f"f{i}.txt", "old_string": f"value = {i}", "new_string": "done"}}]}})
-    steps.append({"reply": {"text": "All files written."}})
-    return {"steps": steps}
-
-
 def run_turn(bins: Path, scratch: Path, data: Path, wrap: list, extra: list) -> None:
     """One `gantry exec` turn, checked: it must end well and edit the files."""
-    script_path = scratch / "script.json"
-    script_path.write_text(json.dumps(script()))
     mock = subprocess.Popen(
-        [bins / "gantry-mock-llm", "--script", script_path],
+        [bins / "gantry-mock-llm", "--script", TASK],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     try:
