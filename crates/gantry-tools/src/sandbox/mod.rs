@@ -1,7 +1,8 @@
 //! The OS sandbox for shell commands.
 //!
 //! A [`SandboxPolicy`] says what a command may touch; the `shell` tool
-//! applies it to the spawned `bash` between `fork` and `exec`, so the command
+//! applies it to the spawned `bash` between its clone and its `exec`
+//! (`shell/spawn.rs`), so the command
 //! and everything it starts inherit it and cannot drop it.
 //!
 //! On Linux:
@@ -174,14 +175,14 @@ pub enum SandboxError {
     Setup(String),
 }
 
-/// Rules built before `fork`, applied in the child by
+/// Rules built before the child is cloned, applied in it by
 /// [`PreparedSandbox::apply_in_child`].
 #[cfg(target_os = "linux")]
 pub(crate) struct PreparedSandbox {
     /// The Landlock ruleset (close-on-exec, so `bash` does not inherit it).
     ruleset: std::os::fd::OwnedFd,
     /// The seccomp program, when the network is denied.
-    filter: Option<seccomp::Filter>,
+    filter: Option<&'static seccomp::Filter>,
 }
 
 /// Uninhabited off Linux: [`prepare`] never returns one there.
@@ -309,11 +310,11 @@ fn prepare_enforceable(
 const CAP_SYS_PTRACE: libc::c_ulong = 19;
 
 impl PreparedSandbox {
-    /// Confines the calling process. Meant for the child between `fork` and
-    /// `exec` (`pre_exec`): it only makes raw system calls on memory built
-    /// before the fork (no allocation, no locks), so it is async-signal-safe.
-    /// On error the exec must not happen; the caller (std's spawn) reports
-    /// the errno to the parent.
+    /// Confines the calling process. Meant for the child between its clone
+    /// and `exec` (`shell/spawn.rs`), which shares the parent's memory: it
+    /// only makes raw system calls on memory built before the clone, writes
+    /// none of it, allocates nothing and takes no lock. On error the exec
+    /// must not happen; the caller reports the errno to the parent.
     #[cfg(target_os = "linux")]
     pub(crate) fn apply_in_child(&self) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;

@@ -9,6 +9,7 @@
 //! close-on-exec. Everything else is allowed; the filesystem is Landlock's job.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use seccompiler::{
     SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
@@ -17,7 +18,7 @@ use seccompiler::{
 
 use super::SandboxError;
 
-/// A compiled seccomp program, ready to install in a forked child.
+/// A compiled seccomp program, ready to install in a command's child.
 pub(super) struct Filter {
     program: Vec<libc::sock_filter>,
     /// `program.len()`, checked to fit `sock_fprog::len` when built.
@@ -26,8 +27,8 @@ pub(super) struct Filter {
 
 impl Filter {
     /// Installs the filter on the calling thread (the single-threaded child
-    /// after `fork`). Async-signal-safe: one system call on memory built
-    /// before the fork. `no_new_privs` must already be set.
+    /// before its `exec`). One system call on memory built before the
+    /// child was cloned. `no_new_privs` must already be set.
     pub(super) fn install(&self) -> std::io::Result<()> {
         let prog = libc::sock_fprog {
             len: self.len,
@@ -58,8 +59,17 @@ impl Filter {
 #[cfg(target_arch = "x86_64")]
 const X32_SYSCALL_BIT: i64 = 0x4000_0000;
 
-/// Builds the network-denying filter for this machine's architecture.
-pub(super) fn deny_network() -> Result<Filter, SandboxError> {
+/// The network-denying filter for this machine's architecture, built once:
+/// it never changes, and every sandboxed command without network needs it.
+pub(super) fn deny_network() -> Result<&'static Filter, SandboxError> {
+    static FILTER: OnceLock<Result<Filter, SandboxError>> = OnceLock::new();
+    FILTER
+        .get_or_init(build_deny_network)
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+fn build_deny_network() -> Result<Filter, SandboxError> {
     let setup = |e: seccompiler::BackendError| SandboxError::Setup(format!("seccomp filter: {e}"));
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(setup)?;
 

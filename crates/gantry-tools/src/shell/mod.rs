@@ -9,8 +9,9 @@
 //! `bash -lc`, which costs the profile's time on every command and can leave
 //! its lock files behind when a command is killed early.
 
-use std::collections::VecDeque;
-use std::os::fd::OwnedFd;
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -32,6 +33,8 @@ use crate::{Tool, ToolContext, ToolOutput, ToolStatus};
 mod capture;
 mod hosted;
 pub mod snapshot;
+#[cfg(target_os = "linux")]
+mod spawn;
 
 pub use snapshot::{Launch, ShellSnapshots};
 
@@ -176,7 +179,7 @@ impl Tool for ShellTool {
             Some(snapshots) => snapshots.launch(&ctx.env).await,
             None => Launch::Login(None),
         };
-        // Built before the fork (it allocates and opens files, which the
+        // Built before the clone (it allocates and opens files, which the
         // child must not); off the async threads since it touches the disk.
         let jail = if ctx.sandbox.is_sandboxed() {
             let mut policy = ctx.sandbox.clone();
@@ -244,6 +247,75 @@ impl Drop for GroupGuard {
     }
 }
 
+/// A command's running `bash`.
+enum Process {
+    /// Started by tokio (`posix_spawn`): no sandbox to apply.
+    Plain(tokio::process::Child),
+    /// Cloned into its sandbox (see [`spawn`]).
+    #[cfg(target_os = "linux")]
+    Sandboxed(spawn::Child),
+}
+
+impl Process {
+    fn id(&self) -> Option<u32> {
+        match self {
+            Process::Plain(child) => child.id(),
+            #[cfg(target_os = "linux")]
+            Process::Sandboxed(child) => Some(child.id()),
+        }
+    }
+
+    /// Waits for the exit. Cancel-safe.
+    async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        match self {
+            Process::Plain(child) => child.wait().await,
+            #[cfg(target_os = "linux")]
+            Process::Sandboxed(child) => child.wait().await,
+        }
+    }
+}
+
+/// Starts `bash` with `args`, exactly the variables of `env`, in `cwd`, in a
+/// process group of its own, stdin empty, stdout and stderr to `output`,
+/// inside `sandbox` if given. Dropping the result kills the process.
+fn start(
+    args: &[&str],
+    env: BTreeMap<OsString, OsString>,
+    cwd: &Path,
+    output: OwnedFd,
+    sandbox: Option<PreparedSandbox>,
+) -> std::io::Result<Process> {
+    if let Some(sandbox) = sandbox {
+        #[cfg(target_os = "linux")]
+        {
+            let cmd = spawn::Command::new("bash", args.iter().map(OsStr::new), env, cwd)?;
+            let stdin = std::fs::File::open("/dev/null")?;
+            return cmd
+                .spawn(stdin.as_fd(), output.as_fd(), &sandbox)
+                .map(Process::Sandboxed);
+        }
+        #[cfg(not(target_os = "linux"))]
+        match sandbox {}
+    }
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.env_clear()
+        .envs(env)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(output.try_clone()?))
+        .stderr(Stdio::from(output))
+        // Own group: the whole tree (children, grandchildren) can be killed
+        // with one killpg, and a terminal's signals do not reach it.
+        .process_group(0)
+        .kill_on_drop(true);
+    let spawned = cmd.spawn();
+    // The Command holds our copies of the write end; drop them or the pipe
+    // never reports EOF.
+    drop(cmd);
+    spawned.map(Process::Plain)
+}
+
 async fn run_command(
     command: &str,
     launch: &Launch,
@@ -256,41 +328,17 @@ async fn run_command(
     // One pipe for both stdout and stderr, like `2>&1`: the kernel keeps the
     // writes in the order they happened, which two pipes cannot.
     let (reader, writer) = std::io::pipe()?;
-    let writer_err = writer.try_clone()?;
-    let mut cmd = tokio::process::Command::new("bash");
     // Gantry's environment minus its keys, then the context's variables.
-    sandbox::child_env::apply(
-        cmd.as_std_mut(),
+    let mut env = sandbox::child_env::resolved(
         ctx.env
             .iter()
             .chain(ctx.minted_env.iter().map(|(k, v)| (k, v))),
     );
-    launch.configure(&mut cmd, command);
-    cmd.current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(writer))
-        .stderr(Stdio::from(writer_err))
-        // Own group: the whole tree (children, grandchildren) can be killed
-        // with one killpg, and a terminal's signals do not reach it.
-        .process_group(0)
-        .kill_on_drop(true);
-    if let Some(sandbox) = sandbox {
-        // SAFETY: the hook runs in the child between fork and exec, where
-        // only async-signal-safe work is allowed (another thread of ours may
-        // have held the allocator's lock at fork time). `apply_in_child`
-        // only makes raw system calls on the ruleset fd and filter built
-        // above, before the fork; it allocates nothing and takes no lock.
-        // It runs after std has set up stdio, the cwd and the process
-        // group, so the sandbox covers exactly the exec of bash and on.
-        unsafe {
-            cmd.pre_exec(move || sandbox.apply_in_child());
-        }
+    if let Some((name, value)) = launch.env() {
+        env.insert(name.into(), value.into());
     }
-    let spawned = cmd.spawn();
-    // The Command holds our copies of the write end; drop them or the pipe
-    // never reports EOF.
-    drop(cmd);
-    let mut child = spawned?;
+    let args = launch.args(command);
+    let mut child = start(&args, env, cwd, OwnedFd::from(writer), sandbox)?;
     let pid = child.id();
     let mut guard = GroupGuard::new(pid);
     let mut reader = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;

@@ -38,16 +38,19 @@ pub enum Launch {
 }
 
 impl Launch {
-    /// Sets `cmd` (a `bash` whose environment is already applied) to run
-    /// `line`.
-    pub fn configure(&self, cmd: &mut tokio::process::Command, line: &str) {
+    /// The arguments that make `bash` run `line`.
+    pub fn args<'a>(&self, line: &'a str) -> [&'a str; 2] {
         match self {
-            Launch::Snapshot(path) => {
-                cmd.env("BASH_ENV", path).arg("-c").arg(line);
-            }
-            Launch::Login(_) => {
-                cmd.arg("-lc").arg(line);
-            }
+            Launch::Snapshot(_) => ["-c", line],
+            Launch::Login(_) => ["-lc", line],
+        }
+    }
+
+    /// The variable that makes `bash` source the snapshot first, if any.
+    pub fn env(&self) -> Option<(&'static str, &Path)> {
+        match self {
+            Launch::Snapshot(path) => Some(("BASH_ENV", path)),
+            Launch::Login(_) => None,
         }
     }
 

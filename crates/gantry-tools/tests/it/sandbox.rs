@@ -496,3 +496,49 @@ async fn file_tools_do_not_write_under_read_only() {
         .await;
     assert_eq!(out.status, ToolStatus::Ok, "{}", out.model_output);
 }
+
+/// A command whose `bash` cannot start (its workspace is gone) is an error
+/// that says why, in every mode; nothing runs.
+#[tokio::test]
+async fn a_command_that_cannot_start_says_why() {
+    let ws = outside_dir();
+    let gone = ws.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let mut contexts = vec![ctx(&gone)];
+    if enforceable("a_command_that_cannot_start_says_why (sandboxed)") {
+        contexts.push(sandboxed(&gone, SandboxMode::WorkspaceWrite));
+    }
+    std::fs::remove_dir(&gone).unwrap();
+    for c in contexts {
+        let sandboxed = c.sandbox.is_sandboxed();
+        let out = ShellTool.run(json!({ "command": "touch ../ran" }), c).await;
+        assert_eq!(out.status, ToolStatus::Error, "{}", out.model_output);
+        let why = if sandboxed {
+            "shell: could not start bash in the workspace-write sandbox: No such file or directory"
+        } else {
+            "shell: could not run bash: No such file or directory"
+        };
+        assert!(out.model_output.starts_with(why), "{}", out.model_output);
+        assert!(!ws.path().join("ran").exists());
+    }
+}
+
+/// Many sandboxed commands started at once (each clone shares the runtime's
+/// memory until its exec) all run, each with its own output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sandboxed_commands_started_at_once_each_get_their_own_output() {
+    if !enforceable("sandboxed_commands_started_at_once_each_get_their_own_output") {
+        return;
+    }
+    let ws = outside_dir();
+    let c = sandboxed(ws.path(), SandboxMode::WorkspaceWrite);
+    let runs = (0..24).map(|i| {
+        let c = c.clone();
+        tokio::spawn(async move { (i, sh(&c, &format!("echo \"command {i}\"")).await) })
+    });
+    for run in runs {
+        let (i, run) = run.await.unwrap();
+        ok(&run, "concurrent command");
+        assert_eq!(run.output, format!("command {i}\n"));
+    }
+}

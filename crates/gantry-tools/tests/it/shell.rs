@@ -5,7 +5,7 @@ use crate::common;
 use std::io::Write;
 use std::time::Duration;
 
-use common::{call, ctx, ctx_collecting};
+use common::{call, ctx, ctx_collecting, ctx_each_start};
 use gantry_tools::{ShellTool, Tool, ToolLimits, ToolOutput, ToolStatus};
 use gantry_types::ItemKind;
 use serde_json::json;
@@ -70,23 +70,63 @@ fn assert_group_gone(pgid: u32) {
 #[tokio::test]
 async fn exit_code_and_merged_output() {
     let dir = tempfile::tempdir().unwrap();
-    let out = call(
-        &ShellTool,
-        dir.path(),
-        json!({"command": "echo out1; echo err1 >&2; echo out2; exit 3"}),
-    )
-    .await;
-    assert_eq!(out.status, ToolStatus::Ok, "{}", out.model_output);
-    let c = cmd(&out);
-    assert_eq!(c.exit_code, Some(3));
-    assert!(c.output.contains("out1\nerr1\nout2\n"), "{:?}", c.output);
-    assert!(
-        out.model_output.starts_with("Exit code: 3\nWall time: "),
-        "{}",
-        out.model_output
-    );
-    assert!(out.model_output.contains("Output:\nout1\n"));
-    assert_group_gone(c.pid);
+    for c in ctx_each_start(dir.path()) {
+        let out = ShellTool
+            .run(
+                json!({"command": "echo out1; echo err1 >&2; echo out2; exit 3"}),
+                c,
+            )
+            .await;
+        assert_eq!(out.status, ToolStatus::Ok, "{}", out.model_output);
+        let c = cmd(&out);
+        assert_eq!(c.exit_code, Some(3));
+        assert!(c.output.contains("out1\nerr1\nout2\n"), "{:?}", c.output);
+        assert!(
+            out.model_output.starts_with("Exit code: 3\nWall time: "),
+            "{}",
+            out.model_output
+        );
+        assert!(out.model_output.contains("Output:\nout1\n"));
+        assert_group_gone(c.pid);
+    }
+}
+
+/// What a process may inherit from the runtime and must not: a blocked
+/// signal mask (the runtime blocks every signal while it starts `bash`),
+/// an ignored SIGPIPE (Rust ignores it, which would make `yes | head` end in
+/// "Broken pipe" errors instead of a quiet exit), someone else's process
+/// group.
+#[tokio::test]
+async fn commands_start_with_default_signals_in_their_own_group() {
+    let dir = tempfile::tempdir().unwrap();
+    for c in ctx_each_start(dir.path()) {
+        let command = "grep -E '^(SigBlk|SigIgn)' /proc/self/status; \
+                       yes | head -n 1; echo \"yes: ${PIPESTATUS[0]}\"; \
+                       read -r -a stat < /proc/$$/stat; echo \"pid $$ group ${stat[4]}\"";
+        let out = ShellTool.run(json!({ "command": command }), c).await;
+        let res = cmd(&out);
+        assert_eq!(res.exit_code, Some(0), "{}", res.output);
+        assert!(
+            res.output.contains("SigBlk:\t0000000000000000\n"),
+            "{}",
+            res.output
+        );
+        // SIGPIPE is signal 13: bit 12 of the ignored set.
+        let ignored = res
+            .output
+            .lines()
+            .find_map(|l| l.strip_prefix("SigIgn:\t"))
+            .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+            .expect("SigIgn line");
+        assert_eq!(ignored & (1 << 12), 0, "{}", res.output);
+        assert!(res.output.contains("y\nyes: 141\n"), "{}", res.output);
+        let pid = res.pid;
+        assert!(
+            res.output.contains(&format!("pid {pid} group {pid}\n")),
+            "{}",
+            res.output
+        );
+    }
 }
 
 #[tokio::test]
@@ -94,20 +134,16 @@ async fn runs_in_workspace_and_workdir_with_null_stdin() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     let ws = common::canon(dir.path());
-    let out = call(
-        &ShellTool,
-        dir.path(),
-        json!({"command": "pwd; cat; echo eof"}),
-    )
-    .await;
-    assert_eq!(cmd(&out).output, format!("{}\neof\n", ws.display()));
-    let out = call(
-        &ShellTool,
-        dir.path(),
-        json!({"command": "pwd", "workdir": "sub"}),
-    )
-    .await;
-    assert_eq!(cmd(&out).output, format!("{}\n", ws.join("sub").display()));
+    for c in ctx_each_start(dir.path()) {
+        let out = ShellTool
+            .run(json!({"command": "pwd; cat; echo eof"}), c.clone())
+            .await;
+        assert_eq!(cmd(&out).output, format!("{}\neof\n", ws.display()));
+        let out = ShellTool
+            .run(json!({"command": "pwd", "workdir": "sub"}), c)
+            .await;
+        assert_eq!(cmd(&out).output, format!("{}\n", ws.join("sub").display()));
+    }
     let out = call(
         &ShellTool,
         dir.path(),
@@ -186,24 +222,26 @@ async fn huge_output_is_capped_with_head_and_tail() {
 #[tokio::test]
 async fn timeout_kills_the_process_group() {
     let dir = tempfile::tempdir().unwrap();
-    let out = call(
-        &ShellTool,
-        dir.path(),
-        json!({"command": "sleep 60 & echo started; sleep 60", "timeout_ms": 2000}),
-    )
-    .await;
-    assert_eq!(out.status, ToolStatus::Error);
-    let c = cmd(&out);
-    assert_eq!(c.exit_code, None);
-    // Whether "started" got out depends on how fast bash starts; the
-    // grandchild case is covered deterministically by the cancel test.
-    assert!(
-        c.output.contains("command timed out after 2 s"),
-        "{:?}",
-        c.output
-    );
-    assert!(out.model_output.contains("timed out"));
-    assert_group_gone(c.pid);
+    for c in ctx_each_start(dir.path()) {
+        let out = ShellTool
+            .run(
+                json!({"command": "sleep 60 & echo started; sleep 60", "timeout_ms": 2000}),
+                c,
+            )
+            .await;
+        assert_eq!(out.status, ToolStatus::Error);
+        let c = cmd(&out);
+        assert_eq!(c.exit_code, None);
+        // Whether "started" got out depends on how fast bash starts; the
+        // grandchild case is covered deterministically by the cancel test.
+        assert!(
+            c.output.contains("command timed out after 2 s"),
+            "{:?}",
+            c.output
+        );
+        assert!(out.model_output.contains("timed out"));
+        assert_group_gone(c.pid);
+    }
 }
 
 #[tokio::test]
@@ -245,31 +283,66 @@ async fn a_receiver_that_never_takes_output_does_not_keep_a_command_past_its_tim
 #[tokio::test]
 async fn cancel_kills_children_and_grandchildren() {
     let dir = tempfile::tempdir().unwrap();
-    let (c, deltas) = ctx_collecting(dir.path());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let mut c = c;
-    let collected = deltas.clone();
-    c.output = gantry_tools::output_sink(move |s: &str| {
-        collected.lock().unwrap().push(s.to_string());
-        let _ = tx.send(s.to_string());
-    });
-    let cancel = c.cancel.clone();
-    // A child, and a grandchild under a nested bash, all in the group.
-    // "started" comes from the nested bash after it forked its own sleep, so
-    // both the child and the grandchild exist when the test cancels.
-    let command = "sleep 60 & bash -c 'sleep 60 & echo started; wait' & wait";
-    let task = tokio::spawn(async move { ShellTool.run(json!({"command": command}), c).await });
-    let mut seen = String::new();
-    while !seen.contains("started") {
-        seen.push_str(&rx.recv().await.expect("delta"));
+    for mut c in ctx_each_start(dir.path()) {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        c.output = gantry_tools::output_sink(move |s: &str| {
+            let _ = tx.send(s.to_string());
+        });
+        let cancel = c.cancel.clone();
+        // A child, and a grandchild under a nested bash, all in the group.
+        // "started" comes from the nested bash after it forked its own sleep, so
+        // both the child and the grandchild exist when the test cancels.
+        let command = "sleep 60 & bash -c 'sleep 60 & echo started; wait' & wait";
+        let task = tokio::spawn(async move { ShellTool.run(json!({"command": command}), c).await });
+        let mut seen = String::new();
+        while !seen.contains("started") {
+            seen.push_str(&rx.recv().await.expect("delta"));
+        }
+        cancel.cancel();
+        let out = task.await.unwrap();
+        assert_eq!(out.status, ToolStatus::Interrupted);
+        let res = cmd(&out);
+        assert_eq!(res.exit_code, None);
+        assert!(res.output.contains("interrupted"));
+        assert_group_gone(res.pid);
     }
-    cancel.cancel();
-    let out = task.await.unwrap();
-    assert_eq!(out.status, ToolStatus::Interrupted);
-    let res = cmd(&out);
-    assert_eq!(res.exit_code, None);
-    assert!(res.output.contains("interrupted"));
-    assert_group_gone(res.pid);
+}
+
+/// The engine drops a call's future when it gives up on it: the command is
+/// killed and reaped, not left running or as a zombie.
+#[tokio::test]
+async fn a_dropped_call_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    for mut c in ctx_each_start(dir.path()) {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        c.output = gantry_tools::output_sink(move |s: &str| {
+            let _ = tx.send(s.to_string());
+        });
+        let task = tokio::spawn(async move {
+            ShellTool
+                .run(json!({"command": "echo \"pid $$\"; sleep 60"}), c)
+                .await
+        });
+        let mut seen = String::new();
+        while !seen.ends_with('\n') {
+            seen.push_str(&rx.recv().await.expect("delta"));
+        }
+        let pid: u32 = seen.trim().trim_start_matches("pid ").parse().unwrap();
+        task.abort();
+        assert!(task.await.unwrap_err().is_cancelled());
+        // Reaping happens on the runtime once the kill has landed; until
+        // then the process shows as running or as a zombie.
+        let stat = format!("/proc/{pid}/stat");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while std::path::Path::new(&stat).exists() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{pid} still there: {}",
+                std::fs::read_to_string(&stat).unwrap_or_default()
+            );
+            tokio::task::yield_now().await;
+        }
+    }
 }
 
 #[tokio::test]
@@ -277,16 +350,15 @@ async fn background_job_does_not_hang_the_call() {
     let dir = tempfile::tempdir().unwrap();
     // The background sleep holds the output pipe; the call still returns
     // when bash exits, because the group is killed then.
-    let out = call(
-        &ShellTool,
-        dir.path(),
-        json!({"command": "sleep 60 & echo done"}),
-    )
-    .await;
-    let c = cmd(&out);
-    assert_eq!(c.exit_code, Some(0));
-    assert_eq!(c.output, "done\n");
-    assert_group_gone(c.pid);
+    for c in ctx_each_start(dir.path()) {
+        let out = ShellTool
+            .run(json!({"command": "sleep 60 & echo done"}), c)
+            .await;
+        let c = cmd(&out);
+        assert_eq!(c.exit_code, Some(0));
+        assert_eq!(c.output, "done\n");
+        assert_group_gone(c.pid);
+    }
 }
 
 #[tokio::test]

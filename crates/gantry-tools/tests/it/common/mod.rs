@@ -22,6 +22,26 @@ pub(crate) fn ctx(dir: &Path) -> ToolContext {
     c
 }
 
+/// [`ctx`] unsandboxed, then under `workspace-write` when this machine can
+/// enforce it: the shell starts its `bash` differently in each (see
+/// `shell/spawn.rs`), and both must behave the same.
+pub(crate) fn ctx_each_start(dir: &Path) -> Vec<ToolContext> {
+    let plain = ctx(dir);
+    // Not a clone: each gets its own cancel token.
+    let mut sandboxed = ctx(dir);
+    sandboxed.sandbox = gantry_tools::SandboxPolicy::new(
+        gantry_types::SandboxMode::WorkspaceWrite,
+        &sandboxed.workspace,
+    );
+    match gantry_tools::SandboxSupport::probe().problem {
+        None => vec![plain, sandboxed],
+        Some(reason) => {
+            eprintln!("only unsandboxed: the sandbox cannot be enforced here: {reason}");
+            vec![plain]
+        }
+    }
+}
+
 pub(crate) fn canon(dir: &Path) -> PathBuf {
     std::fs::canonicalize(dir).unwrap()
 }
