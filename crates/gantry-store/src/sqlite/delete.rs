@@ -13,14 +13,14 @@ use crate::{StoreError, sql};
 /// (the newest ones, maybe) are never given again, even after a restart.
 pub(super) async fn delete_thread(store: &SqliteStore, id: &ThreadId) -> Result<bool, StoreError> {
     // Taken like a commit: no commit runs meanwhile.
-    let _writes = store.lock_writes().await;
-    let mut conn = store.pool.acquire().await.map_err(db_error("connect"))?;
+    let mut writer = store.lock_writes().await;
     let deleted = async {
+        let conn = writer.conn(&store.pool).await?;
         sqlx::query("BEGIN IMMEDIATE")
             .execute(&mut *conn)
             .await
             .map_err(db_error("begin"))?;
-        let found = delete_rows(&mut conn, id).await?;
+        let found = delete_rows(conn, id).await?;
         sqlx::query("COMMIT")
             .execute(&mut *conn)
             .await
@@ -29,10 +29,9 @@ pub(super) async fn delete_thread(store: &SqliteStore, id: &ThreadId) -> Result<
     }
     .await;
     if deleted.is_err() {
-        // As after a failed commit: never hand back a connection that may
-        // still be inside the transaction.
-        let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
-        let _ = conn.close().await;
+        // As after a failed commit: never reuse a connection that may still
+        // be inside the transaction.
+        writer.discard().await;
     }
     deleted
 }

@@ -1,8 +1,8 @@
 //! [`SqliteStore`]: the [`Store`](crate::Store) port on a SQLite file (WAL mode).
 //!
-//! One pool: commits are serialized in-process by a mutex and run as one
-//! transaction each; reads run concurrently on the other connections, which
-//! WAL lets proceed while a commit is writing. The queries are the ones
+//! Commits are serialized in-process by a mutex and run as one transaction
+//! each, on a connection the mutex keeps for them; reads run concurrently on
+//! a pool of others, which WAL lets proceed while a commit is writing. The queries are the ones
 //! every SQL store runs (`shared/`); what is SQLite's own: the commit
 //! (`write.rs`), deleting a thread (`delete.rs`) and the FTS5 index of
 //! memories (`memories.rs`).
@@ -27,9 +27,22 @@ pub static MIGRATOR: Migrator = sqlx::migrate!();
 type Db = sqlx::Sqlite;
 type Conn = sqlx::SqliteConnection;
 
-/// Serializes commits and holds the last commit cursor given (`None` until
-/// the first commit reads it from the file).
-pub(crate) type WriteLock = Mutex<Option<u64>>;
+/// Serializes commits; holds what they share.
+pub(crate) type WriteLock = Mutex<Writer>;
+
+/// What the write lock guards.
+#[derive(Debug, Default)]
+pub(crate) struct Writer {
+    /// The last commit cursor given; `None` until the first commit reads it
+    /// from the file.
+    last: Option<u64>,
+    /// The connection commits and deletes run on, taken out of the pool at
+    /// the first one. Kept rather than taken from the pool each time, since
+    /// the pool checks a connection on the way out and back (two more round
+    /// trips to SQLite's worker thread per commit). Dropped after a failed
+    /// write, which may have left a transaction open on it.
+    conn: Option<Conn>,
+}
 
 /// A store on a SQLite file.
 #[derive(Debug)]
@@ -57,7 +70,7 @@ impl SqliteStore {
         let sealer = Sealer::load_or_create(&path.with_file_name(SECRET_KEY_FILE))?;
         let store = Self {
             pool,
-            writer: Mutex::new(None),
+            writer: Mutex::new(Writer::default()),
             sealer,
         };
         let version = store.setting("log_format_version").await?;
@@ -67,12 +80,39 @@ impl SqliteStore {
 
     /// Closes every connection, waiting for them to finish (checkpointing the WAL).
     pub async fn close(&self) {
+        if let Some(conn) = self.writer.lock().await.conn.take() {
+            let _ = sqlx::Connection::close(conn).await;
+        }
         self.pool.close().await;
     }
 
     /// Held across every write: one writer at a time in this process.
-    async fn lock_writes(&self) -> MutexGuard<'_, Option<u64>> {
+    async fn lock_writes(&self) -> MutexGuard<'_, Writer> {
         self.writer.lock().await
+    }
+}
+
+impl Writer {
+    /// The writer's connection, taken out of the pool if it has none.
+    async fn conn(&mut self, pool: &SqlitePool) -> Result<&mut Conn, StoreError> {
+        let conn = match self.conn.take() {
+            Some(conn) => conn,
+            None => pool
+                .acquire()
+                .await
+                .map_err(crate::shared::db_error("connect"))?
+                .detach(),
+        };
+        Ok(self.conn.insert(conn))
+    }
+
+    /// Rolls back whatever a failed write left open and closes the
+    /// connection: the next write gets a fresh one.
+    async fn discard(&mut self) {
+        if let Some(mut conn) = self.conn.take() {
+            let _ = sqlx::query("ROLLBACK").execute(&mut conn).await;
+            let _ = sqlx::Connection::close(conn).await;
+        }
     }
 }
 

@@ -11,13 +11,13 @@ use crate::{Commit, Store, StoreError, sql};
 /// Returns the cursor of the last event stored.
 pub(super) async fn commit(store: &SqliteStore, commit: &Commit) -> Result<u64, StoreError> {
     let (events, threads) = sealed_rows(commit, &store.sealer)?;
-    let mut last = store.lock_writes().await;
-    let base = match *last {
+    let mut writer = store.lock_writes().await;
+    let base = match writer.last {
         Some(cursor) => cursor,
         None => store.last_cursor().await?,
     };
     if events.is_empty() && threads.is_empty() {
-        *last = Some(base);
+        writer.last = Some(base);
         return Ok(base);
     }
     let end = base + events.len() as u64;
@@ -26,14 +26,14 @@ pub(super) async fn commit(store: &SqliteStore, commit: &Commit) -> Result<u64, 
         row.pos = i64::try_from(pos)
             .map_err(|_| StoreError::Database(format!("commit cursor {pos} exceeds BIGINT")))?;
     }
-    let mut conn = store.pool.acquire().await.map_err(db_error("connect"))?;
     let written = async {
+        let conn = writer.conn(&store.pool).await?;
         sqlx::query("BEGIN IMMEDIATE")
             .execute(&mut *conn)
             .await
             .map_err(db_error("begin"))?;
-        insert_events(&mut conn, events).await?;
-        upsert_threads(&mut conn, threads).await?;
+        insert_events(conn, events).await?;
+        upsert_threads(conn, threads).await?;
         sqlx::query("COMMIT")
             .execute(&mut *conn)
             .await
@@ -42,17 +42,16 @@ pub(super) async fn commit(store: &SqliteStore, commit: &Commit) -> Result<u64, 
     .await;
     match written {
         Ok(_) => {
-            *last = Some(end);
+            writer.last = Some(end);
             Ok(end)
         }
         Err(e) => {
             // A failed write (a full disk: SQLITE_FULL) can leave SQLite's
-            // transaction open on this connection. Back in the pool, the
-            // next commit would run inside it and "succeed" without ever
-            // committing, and every other connection would see "database
-            // is locked". So: roll back, and never reuse the connection.
-            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
-            let _ = conn.close().await;
+            // transaction open on the connection. Kept, the next commit
+            // would run inside it and "succeed" without ever committing, and
+            // every other connection would see "database is locked". So:
+            // roll back, and never reuse the connection.
+            writer.discard().await;
             Err(e)
         }
     }
