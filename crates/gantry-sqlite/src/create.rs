@@ -14,11 +14,13 @@ use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::sqlite::{SqliteConnection, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection};
 
-use crate::OpenError;
+use crate::{OpenError, batch};
 
 /// Makes the database at `path` (which does not exist) with `migrator`'s
 /// schema. If another process makes it first, theirs is kept.
-pub(crate) async fn create(path: &Path, migrator: &Migrator) -> Result<(), OpenError> {
+/// Returns whether the file now there is the one made here (so it holds
+/// exactly `migrator`'s schema).
+pub(crate) async fn create(path: &Path, migrator: &Migrator) -> Result<bool, OpenError> {
     let scratch = scratch_path(path);
     let made = build(&scratch, migrator).await;
     let placed = match made {
@@ -56,7 +58,11 @@ async fn build(scratch: &Path, migrator: &Migrator) -> Result<(), OpenError> {
             path: scratch.to_owned(),
             source,
         })?;
-    let migrated = match migrator.run(&mut conn).await {
+    let migrated = match batch::applies(migrator) {
+        true => batch::apply(&mut conn, migrator).await,
+        false => migrator.run(&mut conn).await,
+    };
+    let migrated = match migrated {
         // WAL is kept in the file's header, so the store opens it in WAL.
         Ok(()) => sqlx::query("PRAGMA journal_mode = WAL")
             .execute(&mut conn)
@@ -79,7 +85,8 @@ async fn build(scratch: &Path, migrator: &Migrator) -> Result<(), OpenError> {
 
 /// Syncs the finished `scratch` and links it at `path`, unless a database is
 /// there by now (another process's, possibly in use: never replaced).
-fn place(scratch: &Path, path: &Path) -> io::Result<()> {
+/// Returns whether the link is ours.
+fn place(scratch: &Path, path: &Path) -> io::Result<bool> {
     if wal_path(scratch).exists() {
         // Its log was not checkpointed into the file: the file alone is not
         // the whole database.
@@ -90,12 +97,13 @@ fn place(scratch: &Path, path: &Path) -> io::Result<()> {
     File::open(scratch)?.sync_all()?;
     match std::fs::hard_link(scratch, path) {
         Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
         Err(e) => return Err(e),
     }
     // The new name must survive a crash as well as the file.
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    File::open(dir.unwrap_or(Path::new(".")))?.sync_all()
+    File::open(dir.unwrap_or(Path::new(".")))?.sync_all()?;
+    Ok(true)
 }
 
 fn wal_path(db: &Path) -> PathBuf {

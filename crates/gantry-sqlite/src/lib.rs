@@ -4,6 +4,7 @@
 //! brought up to date by the store's own migrations. A new file is made
 //! whole before it appears (`create`).
 
+mod batch;
 mod create;
 
 use std::path::{Path, PathBuf};
@@ -66,9 +67,9 @@ pub async fn open(path: &Path, migrator: &Migrator) -> Result<SqlitePool, OpenEr
             source,
         })?;
     }
-    if !path.exists() {
-        create::create(path, migrator).await?;
-    }
+    // A file made here holds exactly the migrator's schema: running it again
+    // would only read the schema and the migrations table once more.
+    let made_here = !path.exists() && create::create(path, migrator).await?;
     let pool = SqlitePoolOptions::new()
         .max_connections(MAX_CONNECTIONS)
         .min_connections(0)
@@ -83,13 +84,15 @@ pub async fn open(path: &Path, migrator: &Migrator) -> Result<SqlitePool, OpenEr
             path: path.to_owned(),
             source,
         })?;
-    migrator
-        .run(&pool)
-        .await
-        .map_err(|source| OpenError::Migrate {
-            path: path.to_owned(),
-            source,
-        })?;
+    if !made_here {
+        migrator
+            .run(&pool)
+            .await
+            .map_err(|source| OpenError::Migrate {
+                path: path.to_owned(),
+                source,
+            })?;
+    }
     Ok(pool)
 }
 

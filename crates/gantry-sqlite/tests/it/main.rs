@@ -126,3 +126,156 @@ async fn a_half_made_file_left_by_a_crash_is_never_taken_for_the_database() {
     );
     assert_eq!(files_beside(dir.path()), ["store.db", "store.db.new-1-2"]);
 }
+
+/// Migrations written the ways a migration file can be: several files, a
+/// quote in a description, a last statement with no semicolon, a file ending
+/// in a comment, an `ALTER TABLE`, rows inserted and updated.
+async fn varied_migrator(dir: &std::path::Path) -> Migrator {
+    let migrations = dir.join("migrations");
+    std::fs::create_dir_all(&migrations).unwrap();
+    let files = [
+        (
+            "0001_notes.sql",
+            "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);\n\
+             CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        ),
+        (
+            "0002_it's_tags.sql",
+            "CREATE TABLE tags (name TEXT NOT NULL); -- the last word",
+        ),
+        (
+            "0003_rank.sql",
+            "ALTER TABLE notes ADD COLUMN rank INTEGER;\n\
+             CREATE INDEX notes_rank ON notes (rank);\n\
+             INSERT INTO settings (key, value) VALUES ('format', '1');\n\
+             UPDATE settings SET value = '2' WHERE key = 'format';\n",
+        ),
+    ];
+    for (name, sql) in files {
+        std::fs::write(migrations.join(name), sql).unwrap();
+    }
+    Migrator::new(migrations.as_path()).await.unwrap()
+}
+
+/// What a database holds that migrating decides: its schema's text, the
+/// migrations recorded (all but the timing columns), and the rows migrations wrote.
+#[derive(Debug, PartialEq)]
+struct Migrated {
+    schema: Vec<(String, String, Option<String>)>,
+    recorded: Vec<(i64, String, bool, Vec<u8>)>,
+    settings: Vec<(String, String)>,
+}
+
+async fn migrated(conn: &mut sqlx::SqliteConnection) -> Migrated {
+    Migrated {
+        schema: sqlx::query_as("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap(),
+        recorded: sqlx::query_as(
+            "SELECT version, description, success, checksum FROM _sqlx_migrations ORDER BY version",
+        )
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap(),
+        settings: sqlx::query_as("SELECT key, value FROM settings ORDER BY key")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap(),
+    }
+}
+
+async fn connect(path: &std::path::Path) -> sqlx::SqliteConnection {
+    use sqlx::ConnectOptions;
+    sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .connect()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_new_file_holds_what_the_migrator_makes_and_the_migrator_then_applies_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let migrator = varied_migrator(dir.path()).await;
+
+    // The reference: sqlx's migrator on an empty file.
+    let reference_path = dir.path().join("reference.db");
+    let mut reference = connect(&reference_path).await;
+    migrator.run(&mut reference).await.unwrap();
+    let expected = migrated(&mut reference).await;
+    assert_eq!(expected.recorded.len(), 3);
+    assert_eq!(expected.recorded[1].1, "it's tags");
+
+    let path = dir.path().join("store.db");
+    gantry_sqlite::open(&path, &migrator)
+        .await
+        .unwrap()
+        .close()
+        .await;
+    let mut made = connect(&path).await;
+    assert_eq!(migrated(&mut made).await, expected);
+    let timings: Vec<i64> = sqlx::query_scalar("SELECT execution_time FROM _sqlx_migrations")
+        .fetch_all(&mut made)
+        .await
+        .unwrap();
+    assert!(timings.iter().all(|t| *t >= 0), "{timings:?}");
+
+    // The migrator finds everything applied: no schema change, no new row.
+    let before: (i64, Vec<(i64, String, i64)>) = (
+        sqlx::query_scalar("PRAGMA schema_version")
+            .fetch_one(&mut made)
+            .await
+            .unwrap(),
+        sqlx::query_as(
+            "SELECT version, installed_on, execution_time FROM _sqlx_migrations ORDER BY version",
+        )
+        .fetch_all(&mut made)
+        .await
+        .unwrap(),
+    );
+    migrator.run(&mut made).await.unwrap();
+    let after: (i64, Vec<(i64, String, i64)>) = (
+        sqlx::query_scalar("PRAGMA schema_version")
+            .fetch_one(&mut made)
+            .await
+            .unwrap(),
+        sqlx::query_as(
+            "SELECT version, installed_on, execution_time FROM _sqlx_migrations ORDER BY version",
+        )
+        .fetch_all(&mut made)
+        .await
+        .unwrap(),
+    );
+    assert_eq!(after, before);
+    assert_eq!(migrated(&mut made).await, expected);
+}
+
+#[tokio::test]
+async fn a_migration_that_runs_outside_a_transaction_is_made_by_the_migrator_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    varied_migrator(dir.path()).await;
+    std::fs::write(
+        dir.path().join("migrations/0004_vacuum.sql"),
+        "-- no-transaction\nVACUUM;",
+    )
+    .unwrap();
+    let migrator = Migrator::new(dir.path().join("migrations").as_path())
+        .await
+        .unwrap();
+    assert!(migrator.iter().any(|m| m.no_tx));
+
+    let mut reference = connect(&dir.path().join("reference.db")).await;
+    migrator.run(&mut reference).await.unwrap();
+    let expected = migrated(&mut reference).await;
+    assert_eq!(expected.recorded.len(), 4);
+
+    let path = dir.path().join("store.db");
+    gantry_sqlite::open(&path, &migrator)
+        .await
+        .unwrap()
+        .close()
+        .await;
+    assert_eq!(migrated(&mut connect(&path).await).await, expected);
+}

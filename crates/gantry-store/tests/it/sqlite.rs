@@ -92,6 +92,69 @@ async fn data_survives_reopen_and_migrations_are_idempotent() {
     pool.close().await;
 }
 
+/// A database's schema text, the migrations recorded (all but their timing
+/// columns) and the settings the migrations wrote.
+type Migrated = (
+    Vec<(String, String, Option<String>)>,
+    Vec<(i64, String, bool, Vec<u8>)>,
+    Vec<(String, String)>,
+);
+
+async fn migrated(conn: &mut sqlx::SqliteConnection) -> Migrated {
+    (
+        sqlx::query_as("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap(),
+        sqlx::query_as(
+            "SELECT version, description, success, checksum FROM _sqlx_migrations ORDER BY version",
+        )
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap(),
+        sqlx::query_as("SELECT key, value FROM settings ORDER BY key")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn a_new_store_file_is_what_the_migrator_makes_and_the_migrator_then_applies_nothing() {
+    use sqlx::ConnectOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let options = |name: &str| {
+        sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(dir.path().join(name))
+            .create_if_missing(true)
+    };
+    let mut reference = options("reference.db").connect().await.unwrap();
+    MIGRATOR.run(&mut reference).await.unwrap();
+    let expected = migrated(&mut reference).await;
+    assert_eq!(expected.1.len(), MIGRATOR.iter().count());
+
+    SqliteStore::open(&dir.path().join("gantry.db"))
+        .await
+        .unwrap()
+        .close()
+        .await;
+    let mut made = options("gantry.db").connect().await.unwrap();
+    assert_eq!(migrated(&mut made).await, expected);
+
+    let schema_version = "PRAGMA schema_version";
+    let before: i64 = sqlx::query_scalar(schema_version)
+        .fetch_one(&mut made)
+        .await
+        .unwrap();
+    MIGRATOR.run(&mut made).await.unwrap();
+    let after: i64 = sqlx::query_scalar(schema_version)
+        .fetch_one(&mut made)
+        .await
+        .unwrap();
+    assert_eq!(after, before);
+    assert_eq!(migrated(&mut made).await, expected);
+}
+
 #[tokio::test]
 async fn corrupt_rows_are_errors_naming_the_row_and_listings_leave_them_out() {
     let (store, dir) = fixture().await;
