@@ -75,9 +75,6 @@ pub async fn open(path: &Path, migrator: &Migrator) -> Result<SqlitePool, OpenEr
         .min_connections(0)
         // SQLite connections do not go stale; reopening one only costs time.
         .max_lifetime(None)
-        // Nor do they drop: a check before each use would only be one more
-        // round trip to the connection's worker thread per query.
-        .test_before_acquire(false)
         .connect_with(options(path))
         .await
         .map_err(|source| OpenError::Open {
