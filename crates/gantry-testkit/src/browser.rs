@@ -216,24 +216,35 @@ impl Browser {
 
     /// Clicks the element `css` matches.
     pub async fn click(&self, css: &str) {
-        let id = self.find(css).await;
-        self.call(
-            reqwest::Method::POST,
-            &format!("/element/{id}/click"),
-            json!({}),
-        )
-        .await;
+        self.act_on(css, "click", json!({})).await;
     }
 
     /// Types `text` into the element `css` matches.
     pub async fn type_into(&self, css: &str, text: &str) {
-        let id = self.find(css).await;
-        self.call(
-            reqwest::Method::POST,
-            &format!("/element/{id}/value"),
-            json!({"text": text}),
-        )
-        .await;
+        self.act_on(css, "value", json!({"text": text})).await;
+    }
+
+    /// Runs the element command `action` on the element `css` matches. A
+    /// live page may replace the element between finding and acting on it
+    /// (WebDriver's "stale element reference"): it is found again, rather
+    /// than the action being lost without a word.
+    async fn act_on(&self, css: &str, action: &str, body: Value) {
+        let deadline = Instant::now() + HANG_GUARD;
+        loop {
+            let id = self.find(css).await;
+            let answer = self
+                .call(
+                    reqwest::Method::POST,
+                    &format!("/element/{id}/{action}"),
+                    body.clone(),
+                )
+                .await;
+            match answer.get("error").and_then(Value::as_str) {
+                None => return,
+                Some("stale element reference") if Instant::now() < deadline => {}
+                Some(error) => panic!("{action} on {css} failed: {error}: {answer}"),
+            }
+        }
     }
 
     /// Accepts the page's `confirm` (or `alert`) dialog.

@@ -223,33 +223,27 @@ async fn a_new_file_holds_what_the_migrator_makes_and_the_migrator_then_applies_
     assert!(timings.iter().all(|t| *t >= 0), "{timings:?}");
 
     // The migrator finds everything applied: no schema change, no new row.
-    let before: (i64, Vec<(i64, String, i64)>) = (
-        sqlx::query_scalar("PRAGMA schema_version")
-            .fetch_one(&mut made)
-            .await
-            .unwrap(),
-        sqlx::query_as(
-            "SELECT version, installed_on, execution_time FROM _sqlx_migrations ORDER BY version",
-        )
-        .fetch_all(&mut made)
-        .await
-        .unwrap(),
-    );
+    let before = schema_and_records(&mut made).await;
     migrator.run(&mut made).await.unwrap();
-    let after: (i64, Vec<(i64, String, i64)>) = (
-        sqlx::query_scalar("PRAGMA schema_version")
-            .fetch_one(&mut made)
-            .await
-            .unwrap(),
-        sqlx::query_as(
-            "SELECT version, installed_on, execution_time FROM _sqlx_migrations ORDER BY version",
-        )
-        .fetch_all(&mut made)
-        .await
-        .unwrap(),
-    );
+    let after = schema_and_records(&mut made).await;
     assert_eq!(after, before);
     assert_eq!(migrated(&mut made).await, expected);
+}
+
+/// The schema's version and what `_sqlx_migrations` says of each migration,
+/// timing included: what a migrator run that applies nothing leaves as is.
+async fn schema_and_records(conn: &mut sqlx::SqliteConnection) -> (i64, Vec<(i64, String, i64)>) {
+    let version = sqlx::query_scalar("PRAGMA schema_version")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    let records = sqlx::query_as(
+        "SELECT version, installed_on, execution_time FROM _sqlx_migrations ORDER BY version",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    (version, records)
 }
 
 #[tokio::test]

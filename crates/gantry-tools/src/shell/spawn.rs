@@ -131,7 +131,7 @@ impl Command {
             // until the end of this function. The child writes nothing of
             // ours but `args.error`, an atomic. `pidfd` receives the pidfd
             // (CLONE_PIDFD takes it through the parent-tid argument).
-            unsafe {
+            let pid = unsafe {
                 libc::clone(
                     child_main,
                     top as *mut libc::c_void,
@@ -139,11 +139,13 @@ impl Command {
                     (&raw const args).cast_mut().cast::<libc::c_void>(),
                     &raw mut pidfd,
                 )
+            };
+            // Read before the mask is restored, which may touch errno.
+            if pid < 0 {
+                return Err(io::Error::last_os_error());
             }
+            pid
         };
-        if pid < 0 {
-            return Err(io::Error::last_os_error());
-        }
         // SAFETY: CLONE_PIDFD stored a new fd (close-on-exec) that nothing
         // else owns.
         let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
