@@ -209,11 +209,7 @@ async fn a_new_file_holds_what_the_migrator_makes_and_the_migrator_then_applies_
     assert_eq!(expected.recorded[1].1, "it's tags");
 
     let path = dir.path().join("store.db");
-    gantry_sqlite::open(&path, &migrator)
-        .await
-        .unwrap()
-        .close()
-        .await;
+    open_and_close(&path, &migrator).await;
     let mut made = connect(&path).await;
     assert_eq!(migrated(&mut made).await, expected);
     let timings: Vec<i64> = sqlx::query_scalar("SELECT execution_time FROM _sqlx_migrations")
@@ -228,6 +224,16 @@ async fn a_new_file_holds_what_the_migrator_makes_and_the_migrator_then_applies_
     let after = schema_and_records(&mut made).await;
     assert_eq!(after, before);
     assert_eq!(migrated(&mut made).await, expected);
+}
+
+/// Opens (so makes) the database at `path` the way every store does, then
+/// closes it.
+async fn open_and_close(path: &std::path::Path, migrator: &Migrator) {
+    gantry_sqlite::open(path, migrator)
+        .await
+        .unwrap()
+        .close()
+        .await;
 }
 
 /// The schema's version and what `_sqlx_migrations` says of each migration,
@@ -266,10 +272,6 @@ async fn a_migration_that_runs_outside_a_transaction_is_made_by_the_migrator_its
     assert_eq!(expected.recorded.len(), 4);
 
     let path = dir.path().join("store.db");
-    gantry_sqlite::open(&path, &migrator)
-        .await
-        .unwrap()
-        .close()
-        .await;
+    open_and_close(&path, &migrator).await;
     assert_eq!(migrated(&mut connect(&path).await).await, expected);
 }

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use common::{call, ctx, ctx_collecting, ctx_each_start};
-use gantry_tools::{ShellTool, Tool, ToolLimits, ToolOutput, ToolStatus};
+use gantry_tools::{ShellTool, Tool, ToolContext, ToolLimits, ToolOutput, ToolStatus};
 use gantry_types::ItemKind;
 use serde_json::json;
 
@@ -57,6 +57,15 @@ fn live_group_members(pgid: u32) -> Vec<String> {
         }
     }
     live
+}
+
+/// Sends what `c`'s command streams to the returned channel.
+fn stream_to_channel(c: &mut ToolContext) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    c.output = gantry_tools::output_sink(move |s: &str| {
+        let _ = tx.send(s.to_string());
+    });
+    rx
 }
 
 fn assert_group_gone(pgid: u32) {
@@ -284,10 +293,7 @@ async fn a_receiver_that_never_takes_output_does_not_keep_a_command_past_its_tim
 async fn cancel_kills_children_and_grandchildren() {
     let dir = tempfile::tempdir().unwrap();
     for mut c in ctx_each_start(dir.path()) {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        c.output = gantry_tools::output_sink(move |s: &str| {
-            let _ = tx.send(s.to_string());
-        });
+        let mut rx = stream_to_channel(&mut c);
         let cancel = c.cancel.clone();
         // A child, and a grandchild under a nested bash, all in the group.
         // "started" comes from the nested bash after it forked its own sleep, so
@@ -314,10 +320,7 @@ async fn cancel_kills_children_and_grandchildren() {
 async fn a_dropped_call_leaves_no_process_behind() {
     let dir = tempfile::tempdir().unwrap();
     for mut c in ctx_each_start(dir.path()) {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        c.output = gantry_tools::output_sink(move |s: &str| {
-            let _ = tx.send(s.to_string());
-        });
+        let mut rx = stream_to_channel(&mut c);
         let task = tokio::spawn(async move {
             ShellTool
                 .run(json!({"command": "echo \"pid $$\"; sleep 60"}), c)
@@ -373,10 +376,7 @@ async fn output_streams_before_the_command_ends() {
             .success()
     );
     let (mut c, _) = ctx_collecting(dir.path());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    c.output = gantry_tools::output_sink(move |s: &str| {
-        let _ = tx.send(s.to_string());
-    });
+    let mut rx = stream_to_channel(&mut c);
     // The command cannot finish until the test writes the fifo, which it
     // only does after it has seen the first line streamed.
     let command = "echo first; read line < fifo; echo \"got $line\"";
