@@ -37,10 +37,20 @@ pub(crate) fn applies(migrator: &Migrator) -> bool {
 }
 
 /// The migrations `Migrator::run` applies to an empty database, in order.
-fn ups(migrator: &Migrator) -> impl Iterator<Item = &Migration> {
+pub(crate) fn ups(migrator: &Migrator) -> impl Iterator<Item = &Migration> {
     migrator
         .iter()
         .filter(|m| !m.migration_type.is_down_migration())
+}
+
+/// What the rows recording the migrations say of when they ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stamp {
+    /// Now, and how long they took: a file made for use.
+    Measured,
+    /// A placeholder install time and no duration: an image (`image.rs`),
+    /// the same bytes every time, its install times set when it is used.
+    Placeholder,
 }
 
 /// Applies every migration of `migrator` to the empty database on `conn`, in
@@ -48,6 +58,7 @@ fn ups(migrator: &Migrator) -> impl Iterator<Item = &Migration> {
 pub(crate) async fn apply(
     conn: &mut SqliteConnection,
     migrator: &Migrator,
+    stamp: Stamp,
 ) -> Result<(), MigrateError> {
     let table = &*migrator.table_name;
     let mut sql = String::from("BEGIN;");
@@ -64,7 +75,7 @@ pub(crate) async fn apply(
         let _ = sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await;
         return Err(MigrateError::Execute(e));
     }
-    let sql = record(table, ups(migrator), start.elapsed().as_nanos());
+    let sql = record(table, ups(migrator), stamp, start.elapsed().as_nanos());
     sqlx::raw_sql(AssertSqlSafe(sql))
         .execute(&mut *conn)
         .await
@@ -74,24 +85,42 @@ pub(crate) async fn apply(
 
 /// The rows `Migrator::run` inserts for `migrations`, then the commit. They
 /// ran together, so each is given an equal share of `nanos`, the time they
-/// took (sqlx only keeps it for the record).
-fn record<'a>(table: &str, migrations: impl Iterator<Item = &'a Migration>, nanos: u128) -> String {
+/// took (sqlx only keeps it for the record), unless `stamp` asks for an
+/// image's rows.
+fn record<'a>(
+    table: &str,
+    migrations: impl Iterator<Item = &'a Migration>,
+    stamp: Stamp,
+    nanos: u128,
+) -> String {
     let migrations: Vec<&Migration> = migrations.collect();
     let count = u128::try_from(migrations.len().max(1)).unwrap_or(1);
-    let share = i64::try_from(nanos / count).unwrap_or(i64::MAX);
+    let (share, column, installed_on) = match stamp {
+        // The install time is the column's default, `CURRENT_TIMESTAMP`.
+        Stamp::Measured => (
+            i64::try_from(nanos / count).unwrap_or(i64::MAX),
+            "",
+            String::new(),
+        ),
+        Stamp::Placeholder => (
+            0,
+            ", installed_on",
+            format!(", '{}'", crate::image::PLACEHOLDER),
+        ),
+    };
     let mut sql = String::new();
     for m in migrations {
         let description = m.description.replace('\'', "''");
         let _ = write!(
             sql,
-            "INSERT INTO {table} (version, description, success, checksum, execution_time) \
+            "INSERT INTO {table} (version, description, success, checksum, execution_time{column}) \
              VALUES ({}, '{description}', TRUE, X'",
             m.version
         );
         for byte in m.checksum.iter() {
             let _ = write!(sql, "{byte:02x}");
         }
-        let _ = write!(sql, "', {share});");
+        let _ = write!(sql, "', {share}{installed_on});");
     }
     sql.push_str("COMMIT;");
     sql

@@ -1,8 +1,9 @@
-//! Making a new database file: its schema is built in a scratch file next to
-//! it, with no journal on disk and no sync, then synced once and linked into
-//! place. A
-//! crash meanwhile leaves no database at the path (the next start makes one
-//! anew), never a half-migrated one that would be taken as complete.
+//! Making a new database file: written from the store's image where it has
+//! a current one (`image.rs`), else its schema built, in a scratch file next
+//! to it with no journal on disk and no sync; then synced once and linked
+//! into place. A crash meanwhile leaves no database at the path (the next
+//! start makes one anew), never a half-made one that would be taken as
+//! complete.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -14,15 +15,29 @@ use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::sqlite::{SqliteConnection, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection};
 
-use crate::{OpenError, batch};
+use crate::OpenError;
+use crate::batch::{self, Stamp};
+use crate::image::Image;
 
 /// Makes the database at `path` (which does not exist) with `migrator`'s
-/// schema. If another process makes it first, theirs is kept.
+/// schema, from `image` if it holds exactly that. If another process makes
+/// it first, theirs is kept.
 /// Returns whether the file now there is the one made here (so it holds
 /// exactly `migrator`'s schema).
-pub(crate) async fn create(path: &Path, migrator: &Migrator) -> Result<bool, OpenError> {
+pub(crate) async fn create(
+    path: &Path,
+    migrator: &Migrator,
+    image: Option<&Image>,
+) -> Result<bool, OpenError> {
     let scratch = scratch_path(path);
-    let made = build(&scratch, migrator).await;
+    let stamped = image.and_then(|image| image.stamped(migrator, SystemTime::now()));
+    let made = match stamped {
+        Some(file) => write_new(&scratch, &file).map_err(|source| OpenError::Create {
+            path: scratch.clone(),
+            source,
+        }),
+        None => build(&scratch, migrator, Stamp::Measured).await,
+    };
     let placed = match made {
         Ok(()) => place(&scratch, path).map_err(|source| OpenError::Create {
             path: path.to_owned(),
@@ -35,7 +50,7 @@ pub(crate) async fn create(path: &Path, migrator: &Migrator) -> Result<bool, Ope
 }
 
 /// A name no other process creating the same database uses at the same time.
-fn scratch_path(path: &Path) -> PathBuf {
+pub(crate) fn scratch_path(path: &Path) -> PathBuf {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -44,9 +59,24 @@ fn scratch_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Writes `file` as a new file at `scratch`, with the mode SQLite gives the
+/// files it creates (0644, less the umask). Not synced: `place` does that.
+fn write_new(scratch: &Path, file: &[u8]) -> io::Result<()> {
+    use std::io::Write as _;
+    let mut options = File::options();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o644);
+    options.open(scratch)?.write_all(file)
+}
+
 /// Migrates a new file at `scratch` on one connection. Nothing is synced: the
 /// file only counts once `place` has synced it.
-async fn build(scratch: &Path, migrator: &Migrator) -> Result<(), OpenError> {
+pub(crate) async fn build(
+    scratch: &Path,
+    migrator: &Migrator,
+    stamp: Stamp,
+) -> Result<(), OpenError> {
     // No journal on disk and no sync while the schema is built: switching a
     // new file to WAL first would sync a rollback journal four times.
     let mut conn: SqliteConnection = crate::options(scratch)
@@ -59,7 +89,7 @@ async fn build(scratch: &Path, migrator: &Migrator) -> Result<(), OpenError> {
             source,
         })?;
     let migrated = match batch::applies(migrator) {
-        true => batch::apply(&mut conn, migrator).await,
+        true => batch::apply(&mut conn, migrator, stamp).await,
         false => migrator.run(&mut conn).await,
     };
     let migrated = match migrated {
@@ -113,7 +143,7 @@ fn wal_path(db: &Path) -> PathBuf {
 }
 
 /// Removes the scratch file and whatever SQLite left beside it.
-fn remove_scratch(scratch: &Path) {
+pub(crate) fn remove_scratch(scratch: &Path) {
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let mut name = OsString::from(scratch.as_os_str());
         name.push(suffix);

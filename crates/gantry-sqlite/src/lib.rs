@@ -2,10 +2,14 @@
 //! engine's in `gantry-store`, the control plane's in `gantry-control-plane`):
 //! WAL, a small pool, a busy timeout for other processes' writes, the schema
 //! brought up to date by the store's own migrations. A new file is made
-//! whole before it appears (`create`).
+//! whole before it appears (`create`), from the store's image of one where
+//! it ships a current one (`image`).
 
 mod batch;
 mod create;
+pub mod image;
+
+pub use image::Image;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -61,6 +65,16 @@ pub enum OpenError {
 /// Opens (creating it and its parent directories if needed) the database at
 /// `path` and runs `migrator` on it.
 pub async fn open(path: &Path, migrator: &Migrator) -> Result<SqlitePool, OpenError> {
+    open_with_image(path, migrator, None).await
+}
+
+/// [`open`], a new file written from `image` while it holds exactly
+/// `migrator`'s migrations (else built as `open` builds it).
+pub async fn open_with_image(
+    path: &Path,
+    migrator: &Migrator,
+    image: Option<&Image>,
+) -> Result<SqlitePool, OpenError> {
     if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|source| OpenError::CreateDir {
             dir: dir.to_owned(),
@@ -69,7 +83,7 @@ pub async fn open(path: &Path, migrator: &Migrator) -> Result<SqlitePool, OpenEr
     }
     // A file made here holds exactly the migrator's schema: running it again
     // would only read the schema and the migrations table once more.
-    let made_here = !path.exists() && create::create(path, migrator).await?;
+    let made_here = !path.exists() && create::create(path, migrator, image).await?;
     let pool = SqlitePoolOptions::new()
         .max_connections(MAX_CONNECTIONS)
         .min_connections(0)

@@ -275,3 +275,147 @@ async fn a_migration_that_runs_outside_a_transaction_is_made_by_the_migrator_its
     open_and_close(&path, &migrator).await;
     assert_eq!(migrated(&mut connect(&path).await).await, expected);
 }
+
+/// `migrator`'s image, made in `dir`, as a store embeds one.
+async fn image_of(dir: &std::path::Path, migrator: &Migrator) -> gantry_sqlite::Image {
+    let (file, manifest) = gantry_sqlite::image::make(dir, migrator).await.unwrap();
+    gantry_sqlite::Image::new(file.leak(), manifest.leak())
+}
+
+#[tokio::test]
+async fn a_new_file_written_from_the_image_is_the_one_the_migrator_makes() {
+    let dir = tempfile::tempdir().unwrap();
+    let migrator = varied_migrator(dir.path()).await;
+    let image = image_of(dir.path(), &migrator).await;
+    // Making an image leaves nothing behind.
+    assert_eq!(files_beside(dir.path()), Vec::<String>::new());
+
+    let mut reference = connect(&dir.path().join("reference.db")).await;
+    migrator.run(&mut reference).await.unwrap();
+    let expected = migrated(&mut reference).await;
+
+    let path = dir.path().join("store.db");
+    let before = sqlite_now(&mut reference).await;
+    let pool = gantry_sqlite::open_with_image(&path, &migrator, Some(&image))
+        .await
+        .unwrap();
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+    pool.close().await;
+    // The file's permissions are those SQLite gives the files it creates.
+    let mode = |p: &std::path::Path| {
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions())
+    };
+    assert_eq!(mode(&path), mode(&dir.path().join("reference.db")));
+    let mut made = connect(&path).await;
+    assert_eq!(migrated(&mut made).await, expected);
+    let check: String = sqlx::query_scalar("PRAGMA integrity_check")
+        .fetch_one(&mut made)
+        .await
+        .unwrap();
+    assert_eq!(check, "ok");
+    // Each migration's install time is when the file was made, as SQLite
+    // itself writes times; no time spent running it (so the file was
+    // written, not migrated: batches record their time).
+    let installed: Vec<(String, i64)> =
+        sqlx::query_as("SELECT installed_on, execution_time FROM _sqlx_migrations")
+            .fetch_all(&mut made)
+            .await
+            .unwrap();
+    let after = sqlite_now(&mut made).await;
+    assert_eq!(installed.len(), 3);
+    for (at, took) in &installed {
+        assert_eq!(*took, 0);
+        assert!(
+            before <= *at && *at <= after,
+            "{at} not in {before}..{after}"
+        );
+    }
+
+    // The migrator finds everything applied.
+    let before = schema_and_records(&mut made).await;
+    migrator.run(&mut made).await.unwrap();
+    assert_eq!(schema_and_records(&mut made).await, before);
+}
+
+/// SQLite's own `CURRENT_TIMESTAMP`.
+async fn sqlite_now(conn: &mut sqlx::SqliteConnection) -> String {
+    sqlx::query_scalar("SELECT CURRENT_TIMESTAMP")
+        .fetch_one(conn)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_image_of_other_migrations_is_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    // The image holds the first migration only; the store has since gained
+    // a second.
+    let image = image_of(dir.path(), &migrator(dir.path()).await).await;
+    std::fs::write(
+        dir.path().join("migrations/0002_tags.sql"),
+        "CREATE TABLE tags (name TEXT NOT NULL);",
+    )
+    .unwrap();
+    let grown = Migrator::new(dir.path().join("migrations").as_path())
+        .await
+        .unwrap();
+    let path = dir.path().join("store.db");
+    let pool = gantry_sqlite::open_with_image(&path, &grown, Some(&image))
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO tags (name) VALUES ('kept')")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let applied: Vec<i64> =
+        sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(applied, [1, 2]);
+
+    // Nor is one whose migration changed since (same version, other SQL).
+    pool.close().await;
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(
+        dir.path().join("migrations/0001_notes.sql"),
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL, rank INTEGER);",
+    )
+    .unwrap();
+    let changed = Migrator::new(dir.path().join("migrations").as_path())
+        .await
+        .unwrap();
+    let same_versions = image_of(dir.path(), &grown).await;
+    let pool = gantry_sqlite::open_with_image(&path, &changed, Some(&same_versions))
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO notes (body, rank) VALUES ('x', 1)")
+        .execute(&pool)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn images_of_the_same_migrations_are_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let migrator = varied_migrator(dir.path()).await;
+    let first = gantry_sqlite::image::make(dir.path(), &migrator)
+        .await
+        .unwrap();
+    let second = gantry_sqlite::image::make(dir.path(), &migrator)
+        .await
+        .unwrap();
+    assert!(first == second, "two images of one migrator differ");
+    assert_eq!(
+        first
+            .1
+            .lines()
+            .filter(|l| l.starts_with("migration "))
+            .count(),
+        3
+    );
+}

@@ -24,6 +24,15 @@ use crate::{Store, StoreError};
 /// The schema migrations, embedded at compile time from `migrations/`.
 pub static MIGRATOR: Migrator = sqlx::migrate!();
 
+/// A new database holding exactly [`MIGRATOR`]'s migrations, made ahead of
+/// time (`schema-image/`): a new store's file is written from it, not built
+/// by running the migrations. Remade by `GANTRY_BLESS=1 cargo test -p
+/// gantry-store --test it schema_image`; until then, a stale one is not used.
+pub static IMAGE: gantry_sqlite::Image = gantry_sqlite::Image::new(
+    include_bytes!("../../schema-image/gantry.db"),
+    include_str!("../../schema-image/gantry.db.manifest"),
+);
+
 type Db = sqlx::Sqlite;
 type Conn = sqlx::SqliteConnection;
 
@@ -64,7 +73,7 @@ impl SqliteStore {
     /// at `path` and brings its schema up to date. API keys are sealed with
     /// the key in [`SECRET_KEY_FILE`] next to it (created if missing).
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let pool = gantry_sqlite::open(path, &MIGRATOR)
+        let pool = gantry_sqlite::open_with_image(path, &MIGRATOR, Some(&IMAGE))
             .await
             .map_err(|e| StoreError::Database(e.to_string()))?;
         let sealer = Sealer::load_or_create(&path.with_file_name(SECRET_KEY_FILE))?;

@@ -5,4 +5,5 @@ mod conformance;
 mod memory;
 mod memory_ranking;
 mod postgres;
+mod schema_image;
 mod sqlite;
