@@ -134,17 +134,9 @@ pub async fn make(dir: &Path, migrator: &Migrator) -> Result<(Vec<u8>, String), 
 
 /// `now` as SQLite's `CURRENT_TIMESTAMP` writes it: `YYYY-MM-DD HH:MM:SS`, UTC.
 fn utc_timestamp(now: SystemTime) -> [u8; PLACEHOLDER.len()] {
-    let secs = now
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days);
-    let text = format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    );
+    let text = chrono::DateTime::<chrono::Utc>::from(now)
+        .format("%Y-%m-%d %H:%M:%S")
+        .to_string();
     let mut stamp = [0; PLACEHOLDER.len()];
     // Years past 9999 would not fit: the placeholder's width is kept.
     match text.len() == stamp.len() {
@@ -152,21 +144,6 @@ fn utc_timestamp(now: SystemTime) -> [u8; PLACEHOLDER.len()] {
         false => stamp.copy_from_slice(PLACEHOLDER.as_bytes()),
     }
     stamp
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`, for days on or after the epoch).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]

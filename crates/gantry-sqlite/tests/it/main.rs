@@ -252,18 +252,21 @@ async fn schema_and_records(conn: &mut sqlx::SqliteConnection) -> (i64, Vec<(i64
     (version, records)
 }
 
+/// Writes the migration `name` into `dir`'s migrations folder and reads
+/// the folder's migrator.
+async fn with_migration(dir: &std::path::Path, name: &str, sql: &str) -> Migrator {
+    std::fs::write(dir.join("migrations").join(name), sql).unwrap();
+    Migrator::new(dir.join("migrations").as_path())
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_migration_that_runs_outside_a_transaction_is_made_by_the_migrator_itself() {
     let dir = tempfile::tempdir().unwrap();
     varied_migrator(dir.path()).await;
-    std::fs::write(
-        dir.path().join("migrations/0004_vacuum.sql"),
-        "-- no-transaction\nVACUUM;",
-    )
-    .unwrap();
-    let migrator = Migrator::new(dir.path().join("migrations").as_path())
-        .await
-        .unwrap();
+    let migrator =
+        with_migration(dir.path(), "0004_vacuum.sql", "-- no-transaction\nVACUUM;").await;
     assert!(migrator.iter().any(|m| m.no_tx));
 
     let mut reference = connect(&dir.path().join("reference.db")).await;
@@ -355,14 +358,12 @@ async fn an_image_of_other_migrations_is_not_used() {
     // The image holds the first migration only; the store has since gained
     // a second.
     let image = image_of(dir.path(), &migrator(dir.path()).await).await;
-    std::fs::write(
-        dir.path().join("migrations/0002_tags.sql"),
+    let grown = with_migration(
+        dir.path(),
+        "0002_tags.sql",
         "CREATE TABLE tags (name TEXT NOT NULL);",
     )
-    .unwrap();
-    let grown = Migrator::new(dir.path().join("migrations").as_path())
-        .await
-        .unwrap();
+    .await;
     let path = dir.path().join("store.db");
     let pool = gantry_sqlite::open_with_image(&path, &grown, Some(&image))
         .await
@@ -381,14 +382,12 @@ async fn an_image_of_other_migrations_is_not_used() {
     // Nor is one whose migration changed since (same version, other SQL).
     pool.close().await;
     std::fs::remove_file(&path).unwrap();
-    std::fs::write(
-        dir.path().join("migrations/0001_notes.sql"),
+    let changed = with_migration(
+        dir.path(),
+        "0001_notes.sql",
         "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL, rank INTEGER);",
     )
-    .unwrap();
-    let changed = Migrator::new(dir.path().join("migrations").as_path())
-        .await
-        .unwrap();
+    .await;
     let same_versions = image_of(dir.path(), &grown).await;
     let pool = gantry_sqlite::open_with_image(&path, &changed, Some(&same_versions))
         .await
