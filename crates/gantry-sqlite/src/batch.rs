@@ -117,11 +117,19 @@ fn record<'a>(
              VALUES ({}, '{description}', TRUE, X'",
             m.version
         );
-        for byte in m.checksum.iter() {
-            let _ = write!(sql, "{byte:02x}");
-        }
+        sql.push_str(&hex(&m.checksum));
         let _ = write!(sql, "', {share}{installed_on});");
     }
     sql.push_str("COMMIT;");
     sql
+}
+
+/// `bytes` in lower-case hex: a checksum as SQL's `X'..'` and the image's
+/// manifest write it.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        let _ = write!(text, "{byte:02x}");
+    }
+    text
 }

@@ -73,11 +73,11 @@ impl Image {
 
 /// How the manifest names a migration.
 fn migration_line(migration: &sqlx::migrate::Migration) -> String {
-    let mut line = format!("migration {} ", migration.version);
-    for byte in migration.checksum.iter() {
-        let _ = write!(line, "{byte:02x}");
-    }
-    line
+    format!(
+        "migration {} {}",
+        migration.version,
+        batch::hex(&migration.checksum)
+    )
 }
 
 /// Makes the image of a new file holding `migrator`'s migrations: the file's
