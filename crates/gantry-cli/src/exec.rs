@@ -71,13 +71,18 @@ pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
         anyhow::anyhow!("{e}; pass --sandbox danger-full-access to run without a sandbox")
     })?;
     let resumed = resume.is_some();
-    let thread = match resume {
+    let mut engine_events = engine.feeds().engine_events();
+    let (thread, turn_id) = match resume {
         Some(id) => {
             let thread = engine.threads().read(&id).await?.thread.clone();
             let mut policy = thread.policy.clone();
             policy.sandbox = sandbox;
             engine.safety().set_policy(&id, policy).await?;
-            thread
+            let turn = engine
+                .turns()
+                .send(&id, args.prompt.clone(), IfBusy::Reject)
+                .await?;
+            (thread, turn)
         }
         None => {
             let cwd = match &args.cwd {
@@ -90,31 +95,33 @@ pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
                 }
                 None => std::env::current_dir().context("cannot read the current directory")?,
             };
+            // One step, so the first model request does not wait for the
+            // new thread to be stored.
             engine
                 .threads()
-                .create(CreateThread {
-                    cwd,
-                    model: Some(model),
-                    instructions: args.instructions.clone(),
-                    policy: ThreadPolicy {
-                        sandbox,
-                        ..ThreadPolicy::default()
+                .create_and_send(
+                    CreateThread {
+                        cwd,
+                        model: Some(model),
+                        instructions: args.instructions.clone(),
+                        policy: ThreadPolicy {
+                            sandbox,
+                            ..ThreadPolicy::default()
+                        },
+                        ..CreateThread::default()
                     },
-                    ..CreateThread::default()
-                })
+                    args.prompt.clone().into(),
+                )
                 .await?
         }
     };
     let mut view = LiveView::new(args.json);
     view.thread_started(&thread.id, resumed);
+    // From the first event after the thread as it was before this turn:
+    // the turn's events are replayed if they came first.
     let mut feed = engine
         .feeds()
         .follow(&thread.id, thread.last_seq + 1)
-        .await?;
-    let mut engine_events = engine.feeds().engine_events();
-    let turn_id = engine
-        .turns()
-        .send(&thread.id, args.prompt.clone(), IfBusy::Reject)
         .await?;
 
     let mut interrupted = false;

@@ -113,8 +113,8 @@ pub(crate) async fn build(
     })
 }
 
-/// Syncs the finished `scratch` and links it at `path`, unless a database is
-/// there by now (another process's, possibly in use: never replaced).
+/// Syncs the finished `scratch` (so the name never shows a half-written
+/// file) and links it at `path`, unless a database is there by now (another process's, possibly in use: never replaced).
 /// Returns whether the link is ours.
 fn place(scratch: &Path, path: &Path) -> io::Result<bool> {
     if wal_path(scratch).exists() {
@@ -130,9 +130,10 @@ fn place(scratch: &Path, path: &Path) -> io::Result<bool> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
         Err(e) => return Err(e),
     }
-    // The new name must survive a crash as well as the file.
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    File::open(dir.unwrap_or(Path::new(".")))?.sync_all()?;
+    // The new name is not synced here: SQLite syncs the directory when it
+    // first syncs the write-ahead log it creates beside the file, before any
+    // commit can be durable. A crash before that loses only the name of a
+    // database holding nothing yet; the next start makes it again.
     Ok(true)
 }
 

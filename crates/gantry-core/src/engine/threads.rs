@@ -10,8 +10,48 @@ pub struct Threads<'e> {
 }
 
 impl Threads<'_> {
-    /// Creates a thread.
+    /// Creates a thread. It is stored by the time this returns.
     pub async fn create(self, params: CreateThread) -> Result<Thread, EngineError> {
+        let (thread, payloads, chosen_id) = self.prepare(params).await?;
+        self.engine.spawn_new(payloads, chosen_id).await?;
+        // A created thread is stored (and its creation published) by the
+        // time the caller hears of it, like any event a client sees.
+        self.engine.flush().await?;
+        self.read_back(&thread.id).await
+    }
+
+    /// Creates a thread and sends it its first message, in one step: as
+    /// [`Threads::create`] then [`Turns::send_input`](crate::Turns::send_input),
+    /// except that the creation is stored with the turn's first events
+    /// rather than before the model is asked. A message sent to any thread
+    /// is stored that way already, so a new thread's first model request
+    /// no longer waits on the disk (`gantry exec` with a new data dir: the
+    /// write-ahead log's first sync). Returns the thread as created (follow
+    /// its feed from `last_seq + 1` for the turn) and the turn.
+    pub async fn create_and_send(
+        self,
+        params: CreateThread,
+        input: UserInput,
+    ) -> Result<(Thread, TurnId), EngineError> {
+        // A message that would be refused creates no thread.
+        let input = super::turns::checked(input, None)?;
+        let (thread, payloads, chosen_id) = self.prepare(params).await?;
+        self.engine.spawn_new(payloads, chosen_id).await?;
+        let created = self.read_back(&thread.id).await?;
+        let delivered = self
+            .engine
+            .turns()
+            .deliver(&thread.id, input, IfBusy::Reject)
+            .await?;
+        Ok((created, delivered.turn))
+    }
+
+    /// A new thread's log and whether its id is the caller's (so may be
+    /// taken); nothing is created yet.
+    async fn prepare(
+        self,
+        params: CreateThread,
+    ) -> Result<(Thread, Vec<EventPayload>, bool), EngineError> {
         let cwd = workspace(&params.cwd)?;
         let agent = match &params.agent {
             Some(id) => Some(self.engine.agents().get(id).await?),
@@ -29,6 +69,7 @@ impl Threads<'_> {
         let instructions = params
             .instructions
             .or_else(|| agent.as_ref().and_then(|a| a.instructions.clone()));
+        let chosen_id = params.id.is_some();
         let id = match params.id {
             Some(id) => check_thread_id(id)?,
             None => ThreadId::new(),
@@ -69,12 +110,12 @@ impl Threads<'_> {
             thread: thread.clone(),
         }];
         payloads.extend(context_turn(&thread, &params.context, now));
-        self.engine.spawn_new(payloads).await?;
-        self.engine
-            .threads()
-            .read(&thread.id)
-            .await
-            .map(|v| v.thread.clone())
+        Ok((thread, payloads, chosen_id))
+    }
+
+    /// The thread as its actor holds it now.
+    async fn read_back(self, id: &ThreadId) -> Result<Thread, EngineError> {
+        self.read(id).await.map(|v| v.thread.clone())
     }
 
     /// Changes a thread's settings (name, model, instructions, model server,
@@ -232,12 +273,10 @@ impl Threads<'_> {
                 failure: tv.turn.failure,
             });
         }
-        self.engine.spawn_new(payloads).await?;
-        self.engine
-            .threads()
-            .read(&id)
-            .await
-            .map(|v| v.thread.clone())
+        // A fresh UUIDv7: no stored thread can have it.
+        self.engine.spawn_new(payloads, false).await?;
+        self.engine.flush().await?;
+        self.read_back(&id).await
     }
 
     /// Pauses the thread: no new model call or tool call starts until resumed.
@@ -268,8 +307,15 @@ impl Threads<'_> {
 }
 
 impl Engine {
-    /// Creates the actor of a new thread whose log is `payloads`.
-    async fn spawn_new(&self, payloads: Vec<EventPayload>) -> Result<(), EngineError> {
+    /// Creates the actor of a new thread whose log is `payloads` (queued
+    /// for the store, not yet stored). The store is asked whether the id is
+    /// taken only when it is the caller's (`chosen_id`): a fresh UUIDv7
+    /// cannot be.
+    async fn spawn_new(
+        &self,
+        payloads: Vec<EventPayload>,
+        chosen_id: bool,
+    ) -> Result<(), EngineError> {
         let Some(EventPayload::ThreadCreated { thread }) = payloads.first() else {
             return Err(EngineError::InvalidInput(
                 "a thread log starts with thread_created".into(),
@@ -302,7 +348,7 @@ impl Engine {
         let mut slot = cell.slot.lock().await;
         let taken = slot.as_ref().is_some_and(|h| !h.is_closed())
             || !self.shared.cells.is_current(&id, &cell)
-            || self.stored(&id).await?;
+            || (chosen_id && self.stored(&id).await?);
         if taken {
             return Err(EngineError::AlreadyExists {
                 what: "thread",
@@ -311,10 +357,7 @@ impl Engine {
         }
         let handle = ThreadActor::spawn(self.shared.clone(), view, events, cell.clone()).await;
         *slot = Some(handle);
-        drop(slot);
-        // A created thread is stored (and its creation published) by the
-        // time the caller hears of it, like any event a client sees.
-        self.flush().await
+        Ok(())
     }
 
     /// Whether the store holds a thread (after the writer caught up).

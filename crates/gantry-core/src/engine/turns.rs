@@ -35,15 +35,23 @@ impl Turns<'_> {
         if_busy: IfBusy,
     ) -> Result<TurnId, EngineError> {
         let input = checked(input, None)?;
-        let delivered = self
-            .engine
+        Ok(self.deliver(thread, input, if_busy).await?.turn)
+    }
+
+    /// Sends a message already [`checked`].
+    pub(super) async fn deliver(
+        &self,
+        thread: &ThreadId,
+        input: Input,
+        if_busy: IfBusy,
+    ) -> Result<Delivered, EngineError> {
+        self.engine
             .ask(thread, |reply| Command::Send {
                 input,
                 if_busy,
                 reply,
             })
-            .await??;
-        Ok(delivered.turn)
+            .await?
     }
 
     /// Sends a user message at most once per `key` (a client's request id):
@@ -60,13 +68,7 @@ impl Turns<'_> {
     ) -> Result<Delivered, EngineError> {
         let key = non_empty(key.into())?;
         let input = checked(UserInput::from(text.into()), Some(key))?;
-        self.engine
-            .ask(thread, |reply| Command::Send {
-                input,
-                if_busy,
-                reply,
-            })
-            .await?
+        self.deliver(thread, input, if_busy).await
     }
 
     /// Injects a message into the running turn; the model sees it before its
@@ -210,7 +212,7 @@ fn ended_turn(view: &ThreadView, turn: &TurnId) -> Option<Result<Turn, ()>> {
 
 /// A client's message as the actor takes it: text or images, every image
 /// well-formed and within the limits.
-fn checked(input: UserInput, key: Option<String>) -> Result<Input, EngineError> {
+pub(super) fn checked(input: UserInput, key: Option<String>) -> Result<Input, EngineError> {
     let UserInput { text, images } = input;
     let text = if images.is_empty() {
         non_empty(text)?

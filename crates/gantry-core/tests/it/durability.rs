@@ -591,3 +591,152 @@ async fn a_turn_held_back_by_a_slow_store_is_still_interrupted_at_once() {
     };
     assert_eq!(text, &deltas.concat());
 }
+
+/// A thread created together with its first message (`gantry exec`'s first
+/// request) asks the model while its creation is still unstored, and once
+/// the store writes again its log is the creation, then the turn, whole.
+#[tokio::test]
+async fn a_thread_created_with_its_first_message_asks_the_model_before_it_is_stored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("ws")).expect("workspace");
+    let llm = gantry_testkit::MockLlm::start(gantry_testkit::Script::new(vec![Step::text(
+        "hello there",
+    )]))
+    .expect("mock llm");
+    let mut llm_config = gantry_llm::ClientConfig::new(llm.base_url());
+    llm_config.retry = fast_retries();
+    let (taken_tx, mut taken) = watch::channel(0);
+    let client = CountingClient {
+        inner: Arc::new(
+            gantry_llm::openai_chat::OpenAiChatClient::new(llm_config).expect("client"),
+        ),
+        taken: Arc::new(taken_tx),
+    };
+    let sqlite: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(&dir.path().join("gantry.db"))
+            .await
+            .expect("store"),
+    );
+    // The store takes no commit until the test says so.
+    let (commits, commits_rx) = watch::channel(false);
+    let store = GatedStore {
+        inner: sqlite.clone(),
+        thread: ThreadId::from("no-thread-s-reads-wait"),
+        open: watch::channel(true).1,
+        commits: Some(commits_rx),
+        log: None,
+    };
+    let engine = EngineBuilder::new(Arc::new(store), Arc::new(SingleModel(Arc::new(client))))
+        .start()
+        .await
+        .expect("engine");
+
+    // Bounded only so that a call waiting for the store fails with a cause.
+    let (thread, turn) = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        engine.threads().create_and_send(
+            CreateThread {
+                cwd: dir.path().join("ws"),
+                model: Some("test-model".into()),
+                ..Default::default()
+            },
+            "go".into(),
+        ),
+    )
+    .await
+    .expect("created and sent without waiting for the store")
+    .expect("created and sent");
+    taken
+        .wait_for(|n| *n >= 1)
+        .await
+        .expect("the model answers while nothing is stored");
+    assert_eq!(llm.request_count(), 1);
+    assert!(
+        sqlite.thread(&thread.id).await.expect("read").is_none(),
+        "the thread is not stored yet"
+    );
+
+    let mut feed = engine
+        .feeds()
+        .follow(&thread.id, thread.last_seq + 1)
+        .await
+        .expect("follow");
+    commits.send_replace(true);
+    let mut seen = Vec::new();
+    while let Some(n) = feed.next().await.expect("feed") {
+        if let Notification::Event(e) = n {
+            let done = matches!(&e.payload, EventPayload::TurnCompleted { .. });
+            seen.push(e);
+            if done {
+                break;
+            }
+        }
+    }
+    assert!(
+        matches!(&seen[0].payload, EventPayload::TurnStarted { turn: t } if t.id == turn),
+        "the feed starts at the turn: {:?}",
+        seen[0].payload
+    );
+    assert!(matches!(
+        &seen[seen.len() - 1].payload,
+        EventPayload::TurnCompleted {
+            status: TurnStatus::Completed,
+            ..
+        }
+    ));
+
+    engine.flush().await.expect("stored");
+    let stored = sqlite.events(&thread.id, 1).await.expect("events");
+    assert!(matches!(
+        stored[0].payload,
+        EventPayload::ThreadCreated { .. }
+    ));
+    assert_eq!(
+        stored.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=stored.len() as u64).collect::<Vec<_>>(),
+        "no gap in the stored log"
+    );
+    let texts: Vec<&str> = stored
+        .iter()
+        .filter_map(|e| match &e.payload {
+            EventPayload::ItemCompleted { item } => match &item.kind {
+                ItemKind::UserMessage { text, .. } | ItemKind::AgentMessage { text } => {
+                    Some(text.as_str())
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["go", "hello there"]);
+}
+
+/// A first message that would be refused creates no thread.
+#[tokio::test]
+async fn a_refused_first_message_creates_no_thread() {
+    let llm = gantry_testkit::MockLlm::start(gantry_testkit::Script::new(vec![])).expect("llm");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = engine_at(dir.path(), &llm, EngineConfig::default()).await;
+    let err = engine
+        .threads()
+        .create_and_send(
+            CreateThread {
+                cwd: dir.path().to_owned(),
+                ..Default::default()
+            },
+            "  ".into(),
+        )
+        .await
+        .expect_err("an empty message is refused");
+    assert!(
+        matches!(err, gantry_core::EngineError::InvalidInput(_)),
+        "{err}"
+    );
+    let listed = engine
+        .threads()
+        .list(&gantry_core::ThreadQuery::default())
+        .await
+        .expect("list");
+    assert!(listed.threads.is_empty(), "{:?}", listed.threads);
+    assert_eq!(llm.request_count(), 0);
+}
