@@ -114,8 +114,9 @@ pub(crate) async fn build(
 }
 
 /// Syncs the finished `scratch` (so the name never shows a half-written
-/// file) and links it at `path`, unless a database is there by now (another process's, possibly in use: never replaced).
-/// Returns whether the link is ours.
+/// file) and links it at `path`, unless a database is there by now
+/// (another process's, possibly in use: never replaced). Returns whether
+/// the link is ours.
 fn place(scratch: &Path, path: &Path) -> io::Result<bool> {
     if wal_path(scratch).exists() {
         // Its log was not checkpointed into the file: the file alone is not

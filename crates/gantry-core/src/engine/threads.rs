@@ -33,7 +33,7 @@ impl Threads<'_> {
         params: CreateThread,
         input: UserInput,
     ) -> Result<(Thread, TurnId), EngineError> {
-        // A message that would be refused creates no thread.
+        // A malformed message (empty, a bad image) creates no thread.
         let input = super::turns::checked(input, None)?;
         let (thread, payloads, chosen_id) = self.prepare(params).await?;
         self.engine.spawn_new(payloads, chosen_id).await?;

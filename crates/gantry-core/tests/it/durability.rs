@@ -711,9 +711,9 @@ async fn a_thread_created_with_its_first_message_asks_the_model_before_it_is_sto
     assert_eq!(texts, ["go", "hello there"]);
 }
 
-/// A first message that would be refused creates no thread.
+/// A first message that is empty is refused before any thread is created.
 #[tokio::test]
-async fn a_refused_first_message_creates_no_thread() {
+async fn an_empty_first_message_creates_no_thread() {
     let llm = gantry_testkit::MockLlm::start(gantry_testkit::Script::new(vec![])).expect("llm");
     let dir = tempfile::tempdir().expect("tempdir");
     let engine = engine_at(dir.path(), &llm, EngineConfig::default()).await;
