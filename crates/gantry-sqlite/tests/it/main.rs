@@ -23,11 +23,7 @@ async fn opens_a_new_file_in_missing_directories_in_wal_mode_with_the_schema_app
         .await
         .unwrap();
     assert!(path.is_file());
-    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(mode, "wal");
+    assert_eq!(journal_mode(&pool).await, "wal");
     sqlx::query("INSERT INTO notes (body) VALUES ('kept')")
         .execute(&pool)
         .await
@@ -97,11 +93,7 @@ async fn a_new_file_whose_creation_fails_midway_is_not_left_behind_and_is_made_w
     .await
     .unwrap();
     assert_eq!(tables, ["notes", "tags"]);
-    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(mode, "wal");
+    assert_eq!(journal_mode(&pool).await, "wal");
 }
 
 #[tokio::test]
@@ -252,6 +244,14 @@ async fn schema_and_records(conn: &mut sqlx::SqliteConnection) -> (i64, Vec<(i64
     (version, records)
 }
 
+/// The journal mode the database on `pool` is in.
+async fn journal_mode(pool: &sqlx::SqlitePool) -> String {
+    sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
 /// Writes the migration `name` into `dir`'s migrations folder and reads
 /// the folder's migrator.
 async fn with_migration(dir: &std::path::Path, name: &str, sql: &str) -> Migrator {
@@ -302,11 +302,7 @@ async fn a_new_file_written_from_the_image_is_the_one_the_migrator_makes() {
     let pool = gantry_sqlite::open_with_image(&path, &migrator, Some(&image))
         .await
         .unwrap();
-    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(mode, "wal");
+    assert_eq!(journal_mode(&pool).await, "wal");
     pool.close().await;
     // The file's permissions are those SQLite gives the files it creates.
     let mode = |p: &std::path::Path| {

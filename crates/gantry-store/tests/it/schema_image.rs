@@ -5,28 +5,21 @@ use std::path::Path;
 
 use gantry_store::sqlite::MIGRATOR;
 
-/// The image and its manifest as the build embeds them.
-fn shipped() -> (Vec<u8>, String) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema-image");
-    (
-        std::fs::read(dir.join("gantry.db")).unwrap(),
-        std::fs::read_to_string(dir.join("gantry.db.manifest")).unwrap(),
-    )
-}
-
 #[tokio::test]
 async fn schema_image_is_the_one_the_migrations_make() {
     let scratch = tempfile::tempdir().unwrap();
     let (file, manifest) = gantry_sqlite::image::make(scratch.path(), &MIGRATOR)
         .await
         .unwrap();
+    // Where the build embeds the image and its manifest from.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema-image");
     if std::env::var_os("GANTRY_BLESS").is_some() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema-image");
         std::fs::write(dir.join("gantry.db"), &file).unwrap();
         std::fs::write(dir.join("gantry.db.manifest"), &manifest).unwrap();
         return;
     }
-    let (shipped_file, shipped_manifest) = shipped();
+    let shipped_file = std::fs::read(dir.join("gantry.db")).unwrap();
+    let shipped_manifest = std::fs::read_to_string(dir.join("gantry.db.manifest")).unwrap();
     // A stale image is never used (its manifest names other migrations), so
     // nothing breaks meanwhile: new stores are only slower to make.
     assert!(
