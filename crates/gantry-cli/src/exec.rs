@@ -23,7 +23,23 @@ pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     // The config first: its errors are the user's to fix before anything runs.
     let mut file = crate::config::load(global.config.as_deref())?;
     file.retry.max_retries = args.max_retries;
-    let data = DataDir::open(&global, &args.store).await?;
+    // A new thread's first model request needs nothing stored: the store
+    // opens meanwhile (a new data dir's is made from nothing).
+    let data = DataDir::open_in_background(&global, &args.store).await?;
+    let ran = turn(&global, &args, &data, file).await;
+    // However the run ended, the store is not left half made; a store that
+    // could not be opened is why the run failed, whatever failed first.
+    data.opened().await?;
+    ran
+}
+
+/// Runs the turn on the data dir's store.
+async fn turn(
+    global: &Global,
+    args: &ExecArgs,
+    data: &DataDir,
+    file: gantry_core::ProvidersConfig,
+) -> Result<ExitCode> {
     let registry = Arc::new(Providers::load(data.store.clone(), file).await?);
     let resume = args.resume.as_deref().map(ThreadId::from);
     let model = match &resume {
@@ -41,7 +57,7 @@ pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
             .or_else(|| registry.default_model())
             .unwrap_or_else(|| EngineConfig::default().default_model),
     };
-    let models = crate::model::setup(&model, &args, registry)?;
+    let models = crate::model::setup(&model, args, registry)?;
     let config = EngineConfig {
         max_rounds: args.max_rounds.max(1),
         default_model: model.clone(),
@@ -133,9 +149,19 @@ pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     // is busy (not waiting in `select!`) is kept, not lost.
     let mut ctrl_c = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .context("cannot listen for Ctrl-C")?;
+    let store_opened = data.opened();
+    tokio::pin!(store_opened);
+    let mut store_open = false;
     let status = loop {
         let next = tokio::select! {
             n = feed.next() => n?,
+            // A store that cannot be opened ends the run: nothing of it
+            // could be saved.
+            opened = &mut store_opened, if !store_open => {
+                opened?;
+                store_open = true;
+                continue;
+            }
             Some(EngineEventNotice::Event(e)) = engine_events.recv() => {
                 if let EngineEventKind::StoreHealth { error } = e.kind {
                     match &error {

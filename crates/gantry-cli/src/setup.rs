@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use gantry_core::{Engine, EngineBuilder, EngineConfig, ModelResolver};
-use gantry_store::Store;
 use gantry_store::postgres::Claim;
+use gantry_store::{Opening, Store};
 
 use crate::args::{Global, StoreArg};
-use crate::store::Location;
+use crate::store::{Location, When};
 
 /// An open data dir and the engine's store. Dropping it releases the lock.
 pub(crate) struct DataDir {
@@ -18,6 +18,8 @@ pub(crate) struct DataDir {
     pub store: Arc<dyn Store>,
     /// The store, named for messages (a file, or a URL without password).
     pub store_name: String,
+    /// The store, while it is opened in the background.
+    opening: Option<Arc<Opening>>,
     _claim: Option<Claim>,
     _lock: File,
 }
@@ -29,6 +31,17 @@ impl DataDir {
     /// database, at a time, so crash recovery never closes another live
     /// process's turns and seqs never collide.
     pub(crate) async fn open(global: &Global, store: &StoreArg) -> Result<Self> {
+        Self::open_store(global, store, When::Now).await
+    }
+
+    /// Like [`DataDir::open`], with a SQLite store opened in the background,
+    /// for a command whose first work need not wait for it: its errors come
+    /// from [`DataDir::opened`] (and from the store's calls).
+    pub(crate) async fn open_in_background(global: &Global, store: &StoreArg) -> Result<Self> {
+        Self::open_store(global, store, When::InBackground).await
+    }
+
+    async fn open_store(global: &Global, store: &StoreArg, when: When) -> Result<Self> {
         let path = data_dir_path(global)?;
         std::fs::create_dir_all(&path)
             .with_context(|| format!("cannot create data dir {}", path.display()))?;
@@ -41,14 +54,27 @@ impl DataDir {
             Some(url) => Location::parse(url)?,
             None => Location::Sqlite(path.join("gantry.db")),
         };
-        let opened = crate::store::open(&location, &path).await?;
+        let opened = crate::store::open(&location, &path, when).await?;
         Ok(Self {
             path,
             store: opened.store,
             store_name: opened.name,
+            opening: opened.opening,
             _claim: opened.claim,
             _lock: lock,
         })
+    }
+
+    /// Waits until the store is open; why it cannot be, if it cannot.
+    pub(crate) async fn opened(&self) -> Result<()> {
+        match &self.opening {
+            Some(opening) => opening
+                .ready()
+                .await
+                .map(drop)
+                .with_context(|| format!("cannot open the store {}", self.store_name)),
+            None => Ok(()),
+        }
     }
 
     /// Starts an engine over this data dir.

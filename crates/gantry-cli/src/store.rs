@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use gantry_store::postgres::{Claim, redacted};
 use gantry_store::sqlite::SECRET_KEY_FILE;
-use gantry_store::{PostgresStore, SqliteStore, Store};
+use gantry_store::{Opening, PostgresStore, SqliteStore, Store};
 
 /// Where a store lives, parsed from its URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,12 +47,34 @@ pub(crate) struct Opened {
     pub name: String,
     /// PostgreSQL's claim on the database (SQLite's is the data dir's lock).
     pub claim: Option<Claim>,
+    /// The store again, while it is still being opened in the background.
+    pub opening: Option<Arc<Opening>>,
+}
+
+/// When the store is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum When {
+    /// Before `open` returns: its errors are the caller's at once.
+    Now,
+    /// A SQLite file in the background (see [`Opening`]), for a command
+    /// whose first work (a model request) need not wait for it; a
+    /// PostgreSQL database is still opened at once (it must be claimed).
+    InBackground,
 }
 
 /// Opens the store at `location`; `data_dir` holds the key API keys are
 /// sealed with when the store is not a file beside it.
-pub(crate) async fn open(location: &Location, data_dir: &Path) -> Result<Opened> {
+pub(crate) async fn open(location: &Location, data_dir: &Path, when: When) -> Result<Opened> {
     match location {
+        Location::Sqlite(path) if when == When::InBackground => {
+            let opening = Arc::new(SqliteStore::open_in_background(path.clone()));
+            Ok(Opened {
+                store: opening.clone(),
+                name: path.display().to_string(),
+                claim: None,
+                opening: Some(opening),
+            })
+        }
         Location::Sqlite(path) => {
             let store = SqliteStore::open(path)
                 .await
@@ -61,6 +83,7 @@ pub(crate) async fn open(location: &Location, data_dir: &Path) -> Result<Opened>
                 store: Arc::new(store),
                 name: path.display().to_string(),
                 claim: None,
+                opening: None,
             })
         }
         Location::Postgres(url) => {
@@ -76,6 +99,7 @@ pub(crate) async fn open(location: &Location, data_dir: &Path) -> Result<Opened>
                 store: Arc::new(store),
                 name,
                 claim: Some(claim),
+                opening: None,
             })
         }
     }

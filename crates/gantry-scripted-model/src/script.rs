@@ -264,20 +264,22 @@ impl Step {
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
     /// The file could not be read.
-    #[error("cannot read script {path}: {source}")]
+    #[error("cannot read script {path}: {cause}")]
     Read {
         /// The file.
         path: String,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (in the message, so not a `source`: a chain of
+        /// causes would print it twice).
+        cause: std::io::Error,
     },
     /// The JSON is invalid or does not follow the script format.
-    #[error("invalid script{}: {source} (expected {{\"steps\": [{{\"reply\": {{...}}}} | {{\"error\": {{...}}}}, ...]}} or a bare array of steps)", .path.as_deref().map(|p| format!(" {p}")).unwrap_or_default())]
+    #[error("invalid script{}: {cause} (expected {{\"steps\": [{{\"reply\": {{...}}}} | {{\"error\": {{...}}}}, ...]}} or a bare array of steps)", .path.as_deref().map(|p| format!(" {p}")).unwrap_or_default())]
     Parse {
         /// The file, when read from one.
         path: Option<String>,
-        /// serde_json's message, with line and column.
-        source: serde_json::Error,
+        /// serde_json's message, with line and column (not a `source`,
+        /// as above).
+        cause: serde_json::Error,
     },
 }
 
@@ -291,20 +293,20 @@ impl Script {
 
     /// Parses `{"steps": [...]}` or a bare `[...]` of steps.
     pub fn from_json(json: &str) -> Result<Self, ScriptError> {
-        Self::parse(json).map_err(|source| ScriptError::Parse { path: None, source })
+        Self::parse(json).map_err(|cause| ScriptError::Parse { path: None, cause })
     }
 
     /// Reads and parses a script file.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ScriptError> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let json = std::fs::read_to_string(path).map_err(|source| ScriptError::Read {
+        let json = std::fs::read_to_string(path).map_err(|cause| ScriptError::Read {
             path: shown.clone(),
-            source,
+            cause,
         })?;
-        Self::parse(&json).map_err(|source| ScriptError::Parse {
+        Self::parse(&json).map_err(|cause| ScriptError::Parse {
             path: Some(shown),
-            source,
+            cause,
         })
     }
 

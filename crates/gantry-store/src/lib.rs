@@ -1,7 +1,8 @@
 //! Durable storage for the event log. The engine persists through the
 //! [`Store`] port; this crate holds the port and its implementations:
 //! SQLite (a file, the default), PostgreSQL (a database several processes
-//! share) and in-memory (nothing written).
+//! share) and in-memory (nothing written); and [`Opening`], any of them
+//! opened in the background.
 //!
 //! The schema is an append-only `events` table keyed by `(thread_id, seq)` and
 //! a `threads` table that indexes each thread's latest metadata for listing.
@@ -16,6 +17,7 @@ mod codec;
 mod jobs;
 mod memories;
 pub mod memory;
+mod opening;
 mod page;
 pub mod postgres;
 mod secrets;
@@ -29,6 +31,7 @@ pub use jobs::JobStorage;
 pub use memories::{MemorySearch, MemoryStorage};
 
 pub use memory::MemoryStore;
+pub use opening::Opening;
 pub use page::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;

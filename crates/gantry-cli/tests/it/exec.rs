@@ -337,6 +337,31 @@ fn missing_script_file_is_one_clear_line() {
     let err = stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("/no/such/script.json"), "{err}");
+    assert_eq!(
+        err.matches("No such file").count(),
+        1,
+        "the cause once: {err}"
+    );
+}
+
+#[test]
+fn a_store_that_cannot_be_made_ends_the_run_saying_so() {
+    let s = Scratch::new();
+    let model = s.script("a.json", json!({"steps": [{"reply": {"text": "hi"}}]}));
+    // Its directory would be under a file: the store is made in the
+    // background, and its failure still ends the run.
+    let file = s.workspace().join("not-a-dir");
+    std::fs::write(&file, "").unwrap();
+    let store = format!("sqlite://{}", file.join("gantry.db").display());
+    let out = s.run(&["exec", "--store", &store, "--model", &model, "hi"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("gantry: error: cannot open the store") && last.contains("not-a-dir"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

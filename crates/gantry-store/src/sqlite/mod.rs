@@ -11,7 +11,7 @@ mod delete;
 mod memories;
 mod write;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::SqlitePool;
@@ -19,7 +19,7 @@ use tokio::sync::{Mutex, MutexGuard};
 
 use crate::secrets::Sealer;
 use crate::shared::check_log_format;
-use crate::{Store, StoreError};
+use crate::{Opening, Store, StoreError};
 
 /// The schema migrations, embedded at compile time from `migrations/`.
 pub static MIGRATOR: Migrator = sqlx::migrate!();
@@ -87,6 +87,22 @@ impl SqliteStore {
         Ok(store)
     }
 
+    /// Opens the database at `path` as [`SqliteStore::open`] does, in the
+    /// background. If there is none yet, the store is known to hold
+    /// nothing until written (only [`new_settings`]), so reads before the
+    /// first write do not wait for the file to be made. Must be called
+    /// within a Tokio runtime.
+    pub fn open_in_background(path: PathBuf) -> Opening {
+        if path.exists() {
+            Opening::new(move || async move { Self::open(&path).await })
+        } else {
+            Opening::new_store(
+                move || async move { Self::open(&path).await },
+                new_settings(),
+            )
+        }
+    }
+
     /// Closes every connection, waiting for them to finish (checkpointing the WAL).
     pub async fn close(&self) {
         if let Some(conn) = self.writer.lock().await.conn.take() {
@@ -128,6 +144,14 @@ impl Writer {
 /// The version of the stored log's format this build reads and writes
 /// (the `log_format_version` setting, set by the migrations).
 pub const LOG_FORMAT_VERSION: u32 = 1;
+
+/// The settings a new store holds: the ones its migrations set.
+pub fn new_settings() -> [(String, String); 1] {
+    [(
+        "log_format_version".to_owned(),
+        LOG_FORMAT_VERSION.to_string(),
+    )]
+}
 
 impl_store!(SqliteStore);
 impl_job_storage!(SqliteStore);

@@ -4,6 +4,7 @@
 mod conformance;
 mod memory;
 mod memory_ranking;
+mod opening;
 mod postgres;
 mod schema_image;
 mod sqlite;
