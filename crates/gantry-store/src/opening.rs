@@ -5,7 +5,8 @@
 //! anew is known to hold nothing but the settings its schema sets, so until
 //! something is written to it, reads are answered from that knowledge. A
 //! read answered so is one the store would have answered the same way: no
-//! write had begun.
+//! write had begun. Reads whose arguments the store checks (a listing's
+//! cursor, a memory search) always wait.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -51,8 +52,8 @@ impl std::fmt::Debug for Opening {
 
 impl Opening {
     /// Opens the store `open` makes on a blocking thread (opening a store
-    /// writes and syncs files); every call waits for it. Must be called within a Tokio
-    /// runtime.
+    /// writes and syncs files); every call waits for it. Must be called
+    /// within a Tokio runtime.
     pub fn new<S, O, F>(open: O) -> Self
     where
         S: Store + 'static,
