@@ -95,19 +95,28 @@ pub(crate) async fn run(global: Global, args: AcpArgs) -> Result<ExitCode> {
     let models = crate::model::setup(&model, &args, registry)?;
     let sandbox = crate::exec::sandbox_mode(&args.sandbox);
     // Never pretend: a sandbox the kernel cannot enforce is an error.
-    SandboxSupport::probe().check(sandbox).map_err(|e| {
+    let support = SandboxSupport::probe();
+    support.check(sandbox).map_err(|e| {
         anyhow::anyhow!("{e}; pass --sandbox danger-full-access to run without a sandbox")
     })?;
+    crate::exec::warn_without_namespaces(&support, sandbox);
+    // Workspaces come with each session; the temp dir is checked now.
+    crate::exec::check_data_dir_exposure(
+        &support,
+        sandbox,
+        &data.path,
+        None,
+        global.allow_exposed_data_dir,
+    )?;
     let config = EngineConfig {
         max_rounds: args.max_rounds.max(1),
         default_model: model,
         reasoning: args.reasoning.clone(),
         data_dir: Some(data.path.clone()),
-        sandbox_protected: crate::config::file_path(global.config.as_deref())
-            .into_iter()
-            .collect(),
+        sandbox_protected: crate::setup::sandbox_protected(&global, Some(&data)),
         shell_snapshot: !global.no_shell_snapshot,
         shell_snapshot_ahead: !global.no_shell_snapshot,
+        trusted_workspaces: crate::config::trusted_workspaces(&global)?,
         ..EngineConfig::default()
     };
     // The client's fs and terminal serve the tools once it offers them.

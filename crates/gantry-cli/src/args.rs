@@ -35,8 +35,10 @@ pub(crate) struct Global {
     pub config: Option<PathBuf>,
 
     /// Let this variable of gantry's environment through to the agent's
-    /// commands, MCP and language servers although its name looks like a
-    /// secret (`*_API_KEY`, `*_TOKEN`, `*SECRET*`, ...). Repeatable, or
+    /// commands, MCP and language servers although it is hidden from them:
+    /// a name that looks like a secret (`*_API_KEY`, `*_TOKEN`, `*SECRET*`,
+    /// ...), one of gantry's own settings (`GANTRY_*`), or a value carrying
+    /// credentials (a URL with `user:password@`). Repeatable, or
     /// comma-separated in GANTRY_PASS_ENV.
     #[arg(
         long = "pass-env",
@@ -47,24 +49,44 @@ pub(crate) struct Global {
     )]
     pub pass_env: Vec<String>,
 
+    /// Trust DIR and the folders inside it (repeatable): there the
+    /// `allowed-tools` of the workspace's own skills (`.gantry/skills`,
+    /// `.claude/skills`) are allowed without asking while the skill is
+    /// loaded. In an untrusted workspace such a skill adds instructions but
+    /// no rights, since the agent (or a cloned repository) can write it.
+    /// Also `trusted_workspaces = [...]` in the config file. Never read
+    /// from the environment, which a workspace can set (direnv).
+    #[arg(long = "trust-workspace", global = true, value_name = "DIR")]
+    pub trust_workspace: Vec<PathBuf>,
+
     /// Run the login profile before every command (`bash -lc`) instead of
     /// once per profile into a snapshot that commands source (the default;
     /// it is taken again when a profile file changes).
     #[arg(long, global = true, env = "GANTRY_NO_SHELL_SNAPSHOT")]
     pub no_shell_snapshot: bool,
+
+    /// Start even though the data dir lies inside the workspace or the temp
+    /// dir on a machine that gives sandboxed commands no namespaces of their
+    /// own, where those commands could read its keys (refused otherwise).
+    #[arg(long, global = true, env = "GANTRY_ALLOW_EXPOSED_DATA_DIR")]
+    pub allow_exposed_data_dir: bool,
 }
 
 /// Where the engine keeps its threads: flattened into every command that
 /// runs an engine (not global: `gantry control-plane` has a store of its own).
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct StoreArg {
-    /// The engine's store: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`
+    /// The engine's store: `postgres://USER@HOST[:PORT]/DATABASE`
     /// (the database is created if missing; one gantry process uses it at a
     /// time), or `sqlite://FILE`. Else `store = "URL"` in the config file,
     /// else the SQLite file in the data dir. The data dir stays in use for
     /// the rest: the lock, shell snapshots, and `secret.key`, which seals
     /// the API keys stored (a process opening the same database elsewhere
     /// needs a copy of it to read them).
+    ///
+    /// The password: --store-password-file, else PGPASSWORD, else the
+    /// passfile (PGPASSFILE, else ~/.pgpass). Not in the URL: a command
+    /// line is readable by every process (/proc/PID/cmdline).
     ///
     ///   --store postgres://gantry@db.internal/gantry
     #[arg(
@@ -74,6 +96,15 @@ pub(crate) struct StoreArg {
         verbatim_doc_comment
     )]
     pub url: Option<String>,
+
+    /// A file holding the PostgreSQL store's password (the whole file, less
+    /// one trailing newline). It must be private to its owner (chmod 600).
+    #[arg(
+        long = "store-password-file",
+        env = "GANTRY_STORE_PASSWORD_FILE",
+        value_name = "FILE"
+    )]
+    pub password_file: Option<PathBuf>,
 }
 
 /// The commands.

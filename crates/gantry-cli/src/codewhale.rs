@@ -110,16 +110,10 @@ pub(crate) async fn run(global: Global, args: CodewhaleArgs) -> Result<ExitCode>
         StorageBackend::Memory => (Arc::new(MemoryStore::new()), None),
     };
     let data_dir = data.as_ref().map(|d| d.path.clone());
-    let protected = crate::config::file_path(global.config.as_deref());
-    let engine = crate::serve::daemon_engine(
-        store,
-        providers_config,
-        data_dir,
-        protected,
-        !global.no_shell_snapshot,
-        |b| b,
-    )
-    .await?;
+    let protected = crate::setup::sandbox_protected(&global, data.as_ref());
+    let engine =
+        crate::serve::daemon_engine(store, providers_config, data_dir, protected, &global, |b| b)
+            .await?;
     crate::serve::start_background_work(&engine);
     let cw = CodeWhale::open(engine.clone(), workspace)
         .await

@@ -1,5 +1,6 @@
 //! The configuration file: providers, their models, the default model,
-//! catalog overrides, agents and the engine's store. `--config FILE`, else `$XDG_CONFIG_HOME/gantry/config.toml`
+//! catalog overrides, agents, the engine's store and the workspaces the
+//! operator trusts. `--config FILE`, else `$XDG_CONFIG_HOME/gantry/config.toml`
 //! (else `~/.config/gantry/config.toml`); a missing default file is an empty
 //! configuration. Every error is one line naming the file.
 
@@ -26,6 +27,11 @@ struct File {
     models: BTreeMap<String, toml::Value>,
     #[serde(default)]
     agents: BTreeMap<String, AgentEntry>,
+    /// Workspaces whose own skills may grant their `allowed-tools`
+    /// (`--trust-workspace` adds to them): absolute, or relative to the
+    /// file's directory.
+    #[serde(default)]
+    trusted_workspaces: Vec<PathBuf>,
 }
 
 /// `[agents.NAME]`.
@@ -81,6 +87,59 @@ pub(crate) fn store_url(explicit: Option<&Path>) -> Result<Option<String>> {
             .store),
         None => Ok(None),
     }
+}
+
+/// The workspaces the operator trusts: each `--trust-workspace` (relative
+/// to the current directory) and the config file's `trusted_workspaces`
+/// (relative to the file's directory), by their real paths when they exist.
+/// Trust is only ever read from here, outside any workspace; a config file
+/// inside a trusted workspace is refused, as the workspace could then
+/// rewrite the setting that trusts it.
+pub(crate) fn trusted_workspaces(global: &crate::args::Global) -> Result<Vec<PathBuf>> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let mut dirs = Vec::new();
+    for dir in &global.trust_workspace {
+        dirs.push(trusted_dir(&cwd, dir).map_err(|e| anyhow!("--trust-workspace: {e}"))?);
+    }
+    let Some((path, text)) = read(global.config.as_deref())? else {
+        return Ok(dirs);
+    };
+    let file = parse_file(&text).map_err(|e| anyhow!("{}:{e}", path.display()))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    for dir in &file.trusted_workspaces {
+        dirs.push(
+            trusted_dir(&cwd.join(base), dir)
+                .map_err(|e| anyhow!("{}: trusted_workspaces: {e}", path.display()))?,
+        );
+    }
+    let real_file = std::fs::canonicalize(&path).unwrap_or_else(|_| cwd.join(&path));
+    if let Some(dir) = dirs.iter().find(|d| real_file.starts_with(d)) {
+        bail!(
+            "the config file {} is inside the trusted workspace {}: a workspace must not hold \
+             the settings that trust it; move the file out of it (--config FILE) or trust a \
+             narrower folder",
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(dirs)
+}
+
+/// `dir` (relative to `base`) as a trusted workspace: its real path if it
+/// exists (threads keep theirs canonical), else the absolute path.
+fn trusted_dir(base: &Path, dir: &Path) -> std::result::Result<PathBuf, String> {
+    // An empty path would resolve to `base`, trusting what nobody named.
+    if dir.as_os_str().is_empty() {
+        return Err("an empty path".to_owned());
+    }
+    if dir.to_string_lossy().starts_with('~') {
+        return Err(format!(
+            "{}: `~` is not expanded; give an absolute path",
+            dir.display()
+        ));
+    }
+    let dir = base.join(dir);
+    Ok(std::fs::canonicalize(&dir).unwrap_or(dir))
 }
 
 /// The file's path and text: `explicit` (which must exist), else the
@@ -326,6 +385,85 @@ properties = { label = { type = "string" } }
         let err = declared(missing.agents, dir.path()).unwrap_err();
         assert!(
             err.contains("agent `x`: output_schema: cannot read"),
+            "{err}"
+        );
+    }
+
+    fn global(config: &Path, trust: &[&Path]) -> crate::args::Global {
+        crate::args::Global {
+            data_dir: None,
+            config: Some(config.to_path_buf()),
+            pass_env: Vec::new(),
+            trust_workspace: trust.iter().map(|p| p.to_path_buf()).collect(),
+            no_shell_snapshot: false,
+            allow_exposed_data_dir: false,
+        }
+    }
+
+    #[test]
+    fn trusted_workspaces_come_from_flags_and_the_config_file() {
+        let root = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(root.path()).unwrap();
+        let etc = root.join("etc");
+        for dir in ["etc", "src/app", "src/lib"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        let file = etc.join("config.toml");
+        std::fs::write(
+            &file,
+            format!(
+                "trusted_workspaces = [\"{}\", \"../src/lib\"]\n",
+                root.join("src/app").display()
+            ),
+        )
+        .unwrap();
+        let dirs = trusted_workspaces(&global(&file, &[&root.join("src/app/../lib")])).unwrap();
+        assert_eq!(
+            dirs,
+            [
+                root.join("src/lib"),
+                root.join("src/app"),
+                root.join("src/lib")
+            ]
+        );
+
+        // No file, no flag: nothing is trusted.
+        let none = global(&root.join("missing.toml"), &[]);
+        assert!(
+            trusted_workspaces(&none).is_err(),
+            "an explicit file must exist"
+        );
+        std::fs::write(&file, "").unwrap();
+        assert!(trusted_workspaces(&global(&file, &[])).unwrap().is_empty());
+
+        for bad in ["\"\"", "\"~/src\""] {
+            std::fs::write(&file, format!("trusted_workspaces = [{bad}]\n")).unwrap();
+            let err = trusted_workspaces(&global(&file, &[]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("trusted_workspaces:"), "{err}");
+        }
+        let err = trusted_workspaces(&global(&file, &[Path::new("")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--trust-workspace: an empty path"), "{err}");
+    }
+
+    #[test]
+    fn a_config_file_inside_a_trusted_workspace_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("config.toml");
+        std::fs::write(&file, "trusted_workspaces = [\".\"]\n").unwrap();
+        let err = trusted_workspaces(&global(&file, &[]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is inside the trusted workspace"), "{err}");
+        std::fs::write(&file, "").unwrap();
+        let err = trusted_workspaces(&global(&file, &[root.path()]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("must not hold the settings that trust it"),
             "{err}"
         );
     }

@@ -24,7 +24,7 @@ use gantry_control_plane::{
 use tokio::net::TcpListener;
 
 use crate::signals::stop_signal;
-use crate::store::Location;
+use crate::store::{Location, Password};
 
 /// Examples shown under `--help`.
 const EXAMPLES: &str = "\
@@ -70,11 +70,15 @@ names, so a restart loses nothing; runners reconnect by themselves.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
 pub(crate) struct ControlPlaneArgs {
-    /// The control plane's store: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`
+    /// The control plane's store: `postgres://USER@HOST[:PORT]/DATABASE`
     /// (created if missing; replicas may share it), or `sqlite://FILE`.
     /// Default: control-plane.db in the data dir. A database of its own,
     /// never the engine's store (`--store` of the engine's commands), whose
     /// tables share names with it; hence its own variable, not GANTRY_STORE.
+    ///
+    /// The password: --store-password-file, else PGPASSWORD, else the
+    /// passfile (PGPASSFILE, else ~/.pgpass). Not in the URL: a command
+    /// line is readable by every process (/proc/PID/cmdline).
     ///
     ///   --store postgres://gantry@db.internal/gantry_cp
     #[arg(
@@ -85,6 +89,16 @@ pub(crate) struct ControlPlaneArgs {
         verbatim_doc_comment
     )]
     pub store: Option<String>,
+
+    /// A file holding the PostgreSQL store's password (the whole file, less
+    /// one trailing newline). It must be private to its owner (chmod 600).
+    #[arg(
+        long = "store-password-file",
+        env = "GANTRY_CONTROL_PLANE_STORE_PASSWORD_FILE",
+        value_name = "FILE",
+        global = true
+    )]
+    pub store_password_file: Option<PathBuf>,
 
     #[command(subcommand)]
     pub command: ControlPlaneCommand,
@@ -247,7 +261,8 @@ pub(crate) async fn run(data_dir: PathBuf, args: ControlPlaneArgs) -> Result<Exi
         Some(url) => Location::parse(url)?,
         None => Location::Sqlite(data_dir.join(CONTROL_PLANE_DB)),
     };
-    let opened = open_store(&location).await?;
+    let password = Password::for_store(&location, args.store_password_file.as_deref())?;
+    let opened = open_store(&location, password.as_ref()).await?;
     let store = opened.store.clone();
     let result = match args.command {
         ControlPlaneCommand::Serve(args) => serve(opened, *args).await,
@@ -271,7 +286,7 @@ struct Opened {
 }
 
 /// Opens the control plane's store at `location`.
-async fn open_store(location: &Location) -> Result<Opened> {
+async fn open_store(location: &Location, password: Option<&Password>) -> Result<Opened> {
     match location {
         Location::Sqlite(path) => {
             let store = SqliteControlPlaneStore::open(path).await.with_context(|| {
@@ -284,9 +299,10 @@ async fn open_store(location: &Location) -> Result<Opened> {
         }
         Location::Postgres(url) => {
             let name = redacted(url);
-            let store = PostgresControlPlaneStore::open(url)
-                .await
-                .with_context(|| format!("cannot open the control plane's store {name}"))?;
+            let store =
+                PostgresControlPlaneStore::open_with_password(url, password.map(Password::expose))
+                    .await
+                    .with_context(|| format!("cannot open the control plane's store {name}"))?;
             Ok(Opened {
                 store: Arc::new(store),
                 name,

@@ -63,11 +63,10 @@ async fn turn(
         default_model: model.clone(),
         reasoning: args.reasoning.clone(),
         data_dir: Some(data.path.clone()),
-        sandbox_protected: crate::config::file_path(global.config.as_deref())
-            .into_iter()
-            .collect(),
+        sandbox_protected: crate::setup::sandbox_protected(global, Some(data)),
         shell_snapshot: !global.no_shell_snapshot,
         shell_snapshot_ahead: !global.no_shell_snapshot,
+        trusted_workspaces: crate::config::trusted_workspaces(global)?,
         ..EngineConfig::default()
     };
     let engine = match &models.registry {
@@ -83,9 +82,22 @@ async fn turn(
 
     let sandbox = sandbox_mode(&args.sandbox);
     // Never pretend: a sandbox the kernel cannot enforce is an error.
-    SandboxSupport::probe().check(sandbox).map_err(|e| {
+    let support = SandboxSupport::probe();
+    support.check(sandbox).map_err(|e| {
         anyhow::anyhow!("{e}; pass --sandbox danger-full-access to run without a sandbox")
     })?;
+    warn_without_namespaces(&support, sandbox);
+    let workspace = match &args.cwd {
+        Some(dir) => Some(dir.clone()),
+        None => std::env::current_dir().ok(),
+    };
+    check_data_dir_exposure(
+        &support,
+        sandbox,
+        &data.path,
+        workspace.as_deref(),
+        global.allow_exposed_data_dir,
+    )?;
     let resumed = resume.is_some();
     let mut engine_events = engine.feeds().engine_events();
     let (thread, turn_id) = match resume {
@@ -229,4 +241,54 @@ pub(crate) fn sandbox_mode(name: &str) -> SandboxMode {
         "danger-full-access" => SandboxMode::DangerFullAccess,
         _ => SandboxMode::WorkspaceWrite,
     }
+}
+
+/// Says once, at start, that sandboxed commands get no namespaces of their
+/// own here (they see the machine's processes and share `/tmp`).
+pub(crate) fn warn_without_namespaces(support: &SandboxSupport, mode: SandboxMode) {
+    if let (Some(why), true) = (&support.namespace_problem, support.problem.is_none())
+        && !matches!(mode, SandboxMode::DangerFullAccess)
+    {
+        eprintln!(
+            "gantry: warning: sandboxed commands cannot have PID and mount namespaces of their \
+             own here ({why}): they stay confined by Landlock and seccomp, but see other \
+             processes under /proc and share /tmp"
+        );
+    }
+}
+
+/// Where sandboxed commands get no namespaces, a data dir inside a writable
+/// root (the workspace, the temp dir) is readable to them, keys and all:
+/// refused unless `allowed` (`--allow-exposed-data-dir`). With namespaces
+/// it is covered or out of view, and nothing needs refusing.
+pub(crate) fn check_data_dir_exposure(
+    support: &SandboxSupport,
+    mode: SandboxMode,
+    data_dir: &std::path::Path,
+    workspace: Option<&std::path::Path>,
+    allowed: bool,
+) -> Result<()> {
+    let Some(why) = &support.namespace_problem else {
+        return Ok(());
+    };
+    if allowed || support.problem.is_some() || matches!(mode, SandboxMode::DangerFullAccess) {
+        return Ok(());
+    }
+    let canon = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let data = canon(data_dir);
+    let temp = std::env::temp_dir();
+    let roots = workspace.into_iter().chain([temp.as_path()]).map(canon);
+    for root in roots {
+        if data.starts_with(&root) {
+            anyhow::bail!(
+                "the data dir {} lies inside {}, which sandboxed commands may write, and this \
+                 machine gives them no namespaces of their own ({why}): they could read its keys. \
+                 Keep the data dir elsewhere (--data-dir DIR), or pass --allow-exposed-data-dir \
+                 to start anyway",
+                data.display(),
+                root.display()
+            );
+        }
+    }
+    Ok(())
 }

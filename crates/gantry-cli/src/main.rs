@@ -29,6 +29,7 @@ use crate::args::{Cli, Command};
 fn main() -> ExitCode {
     harden_process();
     let cli = Cli::parse();
+    store::warn_of_passwords_in_args();
     gantry_tools::sandbox::child_env::pass(cli.global.pass_env.iter().cloned());
     // The daemons say when they connect and lose their peers.
     let default_log = match cli.command {

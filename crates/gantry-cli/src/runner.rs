@@ -122,8 +122,8 @@ pub(crate) async fn run(global: Global, args: RunnerArgs) -> Result<ExitCode> {
         data.store.clone(),
         providers_config,
         Some(data.path.clone()),
-        crate::config::file_path(global.config.as_deref()),
-        !global.no_shell_snapshot,
+        crate::setup::sandbox_protected(&global, Some(&data)),
+        &global,
         move |builder| builder.command_env_source(source),
     )
     .await?;

@@ -64,16 +64,9 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         StorageBackend::Memory => (Arc::new(MemoryStore::new()), None),
     };
     let data_dir = data.as_ref().map(|d| d.path.clone());
-    let protected = crate::config::file_path(global.config.as_deref());
-    let engine = daemon_engine(
-        store,
-        providers_config,
-        data_dir,
-        protected,
-        !global.no_shell_snapshot,
-        |b| b,
-    )
-    .await?;
+    let protected = crate::setup::sandbox_protected(&global, data.as_ref());
+    let engine =
+        daemon_engine(store, providers_config, data_dir, protected, &global, |b| b).await?;
     start_background_work(&engine);
     let profiles = crate::config::register_agents(&engine, declared_agents).await?;
     let scheduler = engine.jobs().start_scheduler().await?;
@@ -197,25 +190,30 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
 }
 
 /// The engine a daemon runs: the configured providers over `store`;
-/// `config_file` is kept from sandboxed commands like the data dir;
-/// `customize` adds to the builder.
+/// `sandbox_protected` (the config file, the store's password file) is kept
+/// from sandboxed commands like the data dir, and the workspaces the config
+/// file and `--trust-workspace` trust are trusted; `customize` adds to the
+/// builder.
 pub(crate) async fn daemon_engine(
     store: Arc<dyn Store>,
     providers_config: gantry_core::ProvidersConfig,
     data_dir: Option<std::path::PathBuf>,
-    config_file: Option<std::path::PathBuf>,
-    shell_snapshot: bool,
+    sandbox_protected: Vec<std::path::PathBuf>,
+    global: &Global,
     customize: impl FnOnce(EngineBuilder) -> EngineBuilder,
 ) -> Result<Engine> {
+    let trusted_workspaces = crate::config::trusted_workspaces(global)?;
     let providers = Arc::new(Providers::load(store.clone(), providers_config).await?);
+    let shell_snapshot = !global.no_shell_snapshot;
     let config = EngineConfig {
         default_model: providers
             .default_model()
             .unwrap_or_else(|| EngineConfig::default().default_model),
         data_dir,
-        sandbox_protected: config_file.into_iter().collect(),
+        sandbox_protected,
         shell_snapshot,
         shell_snapshot_ahead: shell_snapshot,
+        trusted_workspaces,
         ..EngineConfig::default()
     };
     let builder = EngineBuilder::new(store, providers.clone())

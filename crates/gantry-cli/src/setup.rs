@@ -10,7 +10,7 @@ use gantry_store::postgres::Claim;
 use gantry_store::{Opening, Store};
 
 use crate::args::{Global, StoreArg};
-use crate::store::{Location, When};
+use crate::store::{Location, Password, When};
 
 /// An open data dir and the engine's store. Dropping it releases the lock.
 pub(crate) struct DataDir {
@@ -20,6 +20,8 @@ pub(crate) struct DataDir {
     pub store_name: String,
     /// The store, while it is opened in the background.
     opening: Option<Arc<Opening>>,
+    /// The file the store's password was read from, if any.
+    password_file: Option<PathBuf>,
     _claim: Option<Claim>,
     _lock: File,
 }
@@ -54,12 +56,14 @@ impl DataDir {
             Some(url) => Location::parse(url)?,
             None => Location::Sqlite(path.join("gantry.db")),
         };
-        let opened = crate::store::open(&location, &path, when).await?;
+        let password = Password::for_store(&location, store.password_file.as_deref())?;
+        let opened = crate::store::open(&location, password.as_ref(), &path, when).await?;
         Ok(Self {
             path,
             store: opened.store,
             store_name: opened.name,
             opening: opened.opening,
+            password_file: password.and(store.password_file.clone()),
             _claim: opened.claim,
             _lock: lock,
         })
@@ -88,6 +92,15 @@ impl DataDir {
             .start()
             .await?)
     }
+}
+
+/// The files sandboxed commands must not read, besides the data dir: the
+/// configuration file (keys may be in it) and the store's password file.
+pub(crate) fn sandbox_protected(global: &Global, data: Option<&DataDir>) -> Vec<PathBuf> {
+    crate::config::file_path(global.config.as_deref())
+        .into_iter()
+        .chain(data.and_then(|d| d.password_file.clone()))
+        .collect()
 }
 
 fn lock(dir: &Path) -> Result<File> {

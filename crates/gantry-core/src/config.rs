@@ -48,6 +48,13 @@ pub struct EngineConfig {
     /// embedding that never runs a command should never run the user's
     /// profile; the `gantry` binary turns it on with `shell_snapshot`.
     pub shell_snapshot_ahead: bool,
+    /// Workspaces the operator trusts, each with the folders inside it: there
+    /// the `allowed-tools` of the workspace's own skills (`.gantry/skills`,
+    /// `.claude/skills`) become allow rules. Elsewhere such a skill adds
+    /// instructions but no rights, since the model (or a cloned repository)
+    /// can write it. Must come from outside any workspace (a flag, the
+    /// operator's config file). Empty by default.
+    pub trusted_workspaces: Vec<PathBuf>,
 }
 
 impl EngineConfig {
@@ -63,6 +70,22 @@ impl EngineConfig {
             .protected
             .extend(self.sandbox_protected.iter().cloned());
         policy
+    }
+
+    /// Whether `workspace` (canonical, as a thread keeps it) is one of
+    /// [`EngineConfig::trusted_workspaces`] or inside one. Reads the
+    /// filesystem (each entry is compared by its real path): call it off
+    /// the async threads.
+    pub fn trusts_workspace(&self, workspace: &Path) -> bool {
+        self.trusted_workspaces.iter().any(|dir| {
+            // An empty path is a prefix of every path: it must trust nothing.
+            if dir.as_os_str().is_empty() {
+                return false;
+            }
+            // A dir that cannot be resolved (not there yet) is compared as given.
+            let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+            workspace.starts_with(real)
+        })
     }
 }
 
@@ -80,6 +103,7 @@ impl Default for EngineConfig {
             evict_idle_after: Some(std::time::Duration::from_secs(600)),
             shell_snapshot: true,
             shell_snapshot_ahead: false,
+            trusted_workspaces: Vec::new(),
         }
     }
 }

@@ -1,7 +1,9 @@
 //! A thread's skills through the engine API. Skills are discovered from the
 //! workspace (`.gantry/skills`, `.claude/skills`) and the user's config dir
 //! when the thread goes live; the model sees the invocable ones and calls the
-//! `skill` tool; clients can load, unload and add inline skills.
+//! `skill` tool; clients can load, unload and add inline skills. A
+//! workspace's own skills grant their `allowed-tools` only in a workspace
+//! the operator trusts ([`crate::EngineConfig::trusted_workspaces`]).
 
 use std::path::PathBuf;
 
@@ -46,7 +48,8 @@ impl Skills<'_> {
 
     /// Loads a skill (also one the model may not invoke itself): its
     /// instructions enter the context of the next requests, its
-    /// `allowed-tools` apply.
+    /// `allowed-tools` apply (unless it is a workspace skill and the
+    /// workspace is not trusted).
     pub async fn load(self, thread: &ThreadId, name: &str) -> Result<(), EngineError> {
         let skills = self.engine.skill_set(thread).await?;
         let mut set = skills.write().unwrap_or_else(|p| p.into_inner());

@@ -20,9 +20,22 @@ pub fn redacted(url: &str) -> String {
     }
 }
 
+/// Whether `url` carries a password (in its userinfo or a parameter).
+pub fn has_password(url: &str) -> bool {
+    redacted(url) != url
+}
+
 #[cfg(test)]
 mod tests {
-    use super::redacted;
+    use super::{has_password, redacted};
+
+    #[test]
+    fn which_urls_carry_a_password() {
+        assert!(has_password("postgres://gantry:s3cret@db/gantry"));
+        assert!(has_password("postgres://db/gantry?password=s3cret"));
+        assert!(!has_password("postgres://gantry@db/gantry"));
+        assert!(!has_password("postgres://db/gantry?sslmode=require"));
+    }
 
     #[test]
     fn passwords_never_show() {

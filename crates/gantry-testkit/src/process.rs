@@ -58,3 +58,31 @@ pub fn dir_outside_temp() -> std::io::Result<tempfile::TempDir> {
         "no directory outside the temp dir to test the sandbox with (tried /var/tmp and $HOME)",
     ))
 }
+
+/// The live processes (not zombies) that have `arg` among their arguments:
+/// how a test finds what a command started when the command, in a PID
+/// namespace of its own, cannot tell it a pid.
+pub fn pids_with_arg(arg: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let state = stat
+                .get(stat.rfind(')')? + 2..)?
+                .split_whitespace()
+                .next()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let has = cmdline.split(|b| *b == 0).any(|a| a == arg.as_bytes());
+            (has && state != "Z").then_some(pid)
+        })
+        .collect()
+}
+
+/// Whether a live process has `arg` among its arguments ([`pids_with_arg`]).
+pub fn running_with_arg(arg: &str) -> bool {
+    !pids_with_arg(arg).is_empty()
+}

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The OS sandbox applied to shell commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     /// Read anything, write nothing, no network.

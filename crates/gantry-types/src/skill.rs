@@ -8,6 +8,11 @@ use serde::{Deserialize, Serialize};
 
 /// Where a skill came from. Earlier variants shadow later ones on a name
 /// clash during discovery.
+///
+/// `Workspace` and `Claude` skills live in the workspace, which the model
+/// can write (and a cloned repository brings): their `allowed-tools` become
+/// allow rules only in a workspace the operator trusts. The others are the
+/// user's, the operator's or a client's and always apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SkillSource {
@@ -34,8 +39,12 @@ pub struct SkillListing {
     pub source: SkillSource,
     /// Its folder, if any.
     pub dir: Option<PathBuf>,
-    /// Rules it allows while active.
+    /// Rules it allows while active, as its `SKILL.md` declares them.
     pub allowed_tools: Vec<String>,
+    /// Whether those rules take effect in this thread: false for a skill
+    /// found in a workspace the operator has not trusted, whose
+    /// `allowed-tools` add no rights.
+    pub allowed_tools_granted: bool,
     /// Whether the model may invoke it.
     pub model_invocable: bool,
     /// Whether it is loaded in this thread.

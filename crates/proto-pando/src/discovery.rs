@@ -3,14 +3,23 @@
 //! exclusive `flock` while serving) and the machine-wide registry entry
 //! `/tmp/pando-instances/<instance_id>.json`. Both files go when the
 //! instance stops ([`Registration`] removes them when dropped); entries a
-//! dead process left are replaced.
+//! dead process left are replaced. Neither place is ours alone (the
+//! model's commands write in the workspace, any user in `/tmp`), so every
+//! file is reached beneath a directory handle without following links
+//! (`nofollow`).
 
-use std::fs::{DirBuilder, File, OpenOptions, Permissions};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::ffi::{OsStr, OsString};
+use std::fs::{DirBuilder, File};
+use std::io::{Seek, SeekFrom, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Component, Path, PathBuf};
 
+use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
+
+use crate::nofollow::{self, os};
 
 /// Where Pando instances register, machine-wide.
 pub const DEFAULT_REGISTRY_DIR: &str = "/tmp/pando-instances";
@@ -92,6 +101,14 @@ pub enum DiscoveryError {
         /// What its lock file says, when readable.
         holder: Option<LockInfo>,
     },
+    /// A file or directory discovery keeps is not what it must be (a
+    /// symlink, a hard link, another user's, ...): refused, not touched.
+    Refused {
+        /// The file or directory.
+        path: PathBuf,
+        /// What it is and why that is refused.
+        why: String,
+    },
     /// A file or directory could not be made or written.
     Io {
         /// What was being done.
@@ -114,6 +131,9 @@ impl std::fmt::Display for DiscoveryError {
                     )?;
                 }
                 write!(f, ": it holds {}", lock_path(dir).display())
+            }
+            DiscoveryError::Refused { path, why } => {
+                write!(f, "refusing {}: {why}", path.display())
             }
             DiscoveryError::Io { what, source } => write!(f, "{what}: {source}"),
         }
@@ -146,41 +166,46 @@ pub fn pid_alive(pid: i64) -> bool {
     )
 }
 
+/// The lock file's name in `<workdir>/.pando`.
+const LOCK_NAME: &str = "ipc.lock";
+
 /// A workspace's lock, held: its file stays open with the `flock` on.
 pub struct WorkspaceLock {
     file: File,
+    /// `<dir>/.pando`, held open: the lock file is removed through it, so
+    /// a link put in its place meanwhile is never followed.
+    pando: OwnedFd,
     path: PathBuf,
 }
 
 impl WorkspaceLock {
-    /// Takes `dir`'s lock, or says who holds it.
+    /// Takes `dir`'s lock, or says who holds it. `.pando` and the lock
+    /// file must be a real directory and a regular file this process's
+    /// user owns (a symlink, a hard link or anything else is refused,
+    /// never followed): the model's commands can write in the workspace.
     pub fn acquire(dir: &Path) -> Result<Self, DiscoveryError> {
-        let pando = dir.join(".pando");
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&pando)
-            .map_err(io(format!("cannot create {}", pando.display())))?;
-        std::fs::set_permissions(&pando, Permissions::from_mode(0o700))
-            .map_err(io(format!("cannot set the mode of {}", pando.display())))?;
+        // The workspace itself is the user's choice, followed if a link;
+        // what is inside it is not.
+        let ws = rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(os(format!("cannot open {}", dir.display())))?;
+        let pando_path = dir.join(".pando");
+        let (pando, st) = nofollow::open_dir(ws.as_fd(), OsStr::new(".pando"), 0o700, &pando_path)?;
+        nofollow::check_owner(&st, &pando_path)?;
+        rustix::fs::fchmod(&pando, Mode::from_raw_mode(0o700)).map_err(os(format!(
+            "cannot set the mode of {}",
+            pando_path.display()
+        )))?;
         let path = lock_path(dir);
-        // Not truncated on open: a live holder's content stays readable.
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .map_err(io(format!("cannot open {}", path.display())))?;
+        let mut file = nofollow::open_own_file(pando.as_fd(), OsStr::new(LOCK_NAME), 0o600, &path)?;
         match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => {
-                let mut text = String::new();
-                let holder = file
-                    .read_to_string(&mut text)
-                    .ok()
-                    .and_then(|_| serde_json::from_str(&text).ok());
+                let holder = nofollow::read_bounded(&mut file)
+                    .and_then(|text| serde_json::from_str(&text).ok());
                 return Err(DiscoveryError::AlreadyServed {
                     dir: dir.to_path_buf(),
                     holder,
@@ -193,9 +218,9 @@ impl WorkspaceLock {
                 });
             }
         }
-        std::fs::set_permissions(&path, Permissions::from_mode(0o600))
-            .map_err(io(format!("cannot set the mode of {}", path.display())))?;
-        Ok(Self { file, path })
+        rustix::fs::fchmod(&file, Mode::from_raw_mode(0o600))
+            .map_err(os(format!("cannot set the mode of {}", path.display())))?;
+        Ok(Self { file, pando, path })
     }
 
     /// Writes `info` (pretty JSON, trailing newline), replacing what a
@@ -215,33 +240,40 @@ impl WorkspaceLock {
 /// An instance's lock file and registry entry, removed when dropped.
 pub struct Registration {
     lock: WorkspaceLock,
+    /// The registry directory, held open: the entry is removed through it.
+    registry: OwnedFd,
+    name: OsString,
     entry: PathBuf,
 }
 
 impl Registration {
     /// Writes the lock file and the registry entry in `registry_dir`,
     /// after removing entries for the same path whose process is dead.
+    /// The registry must be a real directory (not a symlink) owned by this
+    /// process's user or root, and sticky if others may write in it; its
+    /// entries are read without following links or waiting on a FIFO, and
+    /// ours is written by temp file and rename, so a link planted under
+    /// its name is replaced, never followed.
     pub fn publish(
         mut lock: WorkspaceLock,
         entry: &RegistryEntry,
         registry_dir: &Path,
     ) -> Result<Self, DiscoveryError> {
         lock.write(&entry.lock)?;
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(registry_dir)
-            .map_err(io(format!("cannot create {}", registry_dir.display())))?;
-        remove_stale(registry_dir, &entry.path);
-        let path = registry_dir.join(format!("{}.json", entry.lock.instance_id));
-        let tmp = registry_dir.join(format!(".{}.json.tmp", entry.lock.instance_id));
-        let what = format!("cannot write {}", path.display());
+        let registry = open_registry(registry_dir)?;
+        remove_stale(registry.as_fd(), &entry.path);
+        let name = OsString::from(format!("{}.json", entry.lock.instance_id));
+        let path = registry_dir.join(&name);
         let mut text = serde_json::to_string_pretty(entry).unwrap_or_default();
         text.push('\n');
-        std::fs::write(&tmp, text).map_err(io(what.clone()))?;
-        std::fs::set_permissions(&tmp, Permissions::from_mode(0o644)).map_err(io(what.clone()))?;
-        std::fs::rename(&tmp, &path).map_err(io(what))?;
-        Ok(Self { lock, entry: path })
+        nofollow::replace_file(registry.as_fd(), &name, text.as_bytes(), 0o644)
+            .map_err(io(format!("cannot write {}", path.display())))?;
+        Ok(Self {
+            lock,
+            registry,
+            name,
+            entry: path,
+        })
     }
 
     /// The registry entry's file.
@@ -258,30 +290,96 @@ impl Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         // Removed while the lock is still held: the next instance finds no
-        // file, or one it creates and locks itself.
-        let _ = std::fs::remove_file(&self.entry);
-        let _ = std::fs::remove_file(&self.lock.path);
+        // file, or one it creates and locks itself. Through the directories
+        // opened at start: a link swapped in for either since leads nowhere.
+        nofollow::unlink(&self.registry, &self.name);
+        nofollow::unlink(&self.lock.pando, OsStr::new(LOCK_NAME));
     }
 }
 
-/// Removes the entries for `path` in `registry_dir` a dead process left.
-fn remove_stale(registry_dir: &Path, path: &str) {
-    let Ok(entries) = std::fs::read_dir(registry_dir) else {
+/// Opens the registry directory `registry_dir`, created (mode 0755, as
+/// Pando makes it) when missing. Refused: a symlink or anything but a
+/// directory; one owned by another user than ours or root (that user
+/// could remove or replace our entry and point Pando's clients at other
+/// ports); one others may write in that is not sticky (the same, for them).
+fn open_registry(registry_dir: &Path) -> Result<OwnedFd, DiscoveryError> {
+    let dir = absolute(registry_dir).map_err(io(format!(
+        "cannot make {} absolute",
+        registry_dir.display()
+    )))?;
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return Err(nofollow::refused(
+            &dir,
+            "it is not a directory Gantry can register in",
+        ));
+    };
+    // Its ancestors (`/tmp`) are the machine's, trusted and followed.
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(parent)
+        .map_err(io(format!("cannot create {}", parent.display())))?;
+    let parent_fd = rustix::fs::open(
+        parent,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(os(format!("cannot open {}", parent.display())))?;
+    let (fd, st) = nofollow::open_dir(parent_fd.as_fd(), name, 0o755, &dir)?;
+    if st.st_uid != nofollow::euid() && st.st_uid != 0 {
+        return Err(nofollow::refused(
+            &dir,
+            format!(
+                "it is owned by uid {}, neither this process's user (uid {}) nor root: that user \
+                 could remove or replace this instance's entry (remove the directory, or point \
+                 the registry elsewhere)",
+                st.st_uid,
+                nofollow::euid()
+            ),
+        ));
+    }
+    let mode = st.st_mode & 0o7777;
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        return Err(nofollow::refused(
+            &dir,
+            format!(
+                "others may write in it (mode {mode:o}) and it is not sticky: they could remove \
+                 or replace this instance's entry (make it 0755, or 1777 to share it)"
+            ),
+        ));
+    }
+    Ok(fd)
+}
+
+/// Removes the entries for `path` in `registry` a dead process left. Any
+/// user may put files there: only regular files are read (a link, FIFO or
+/// device is skipped, never waited on), at most [`nofollow::READ_LIMIT`]
+/// bytes of each, and only our own user's entries are removed.
+fn remove_stale(registry: BorrowedFd<'_>, path: &str) {
+    let Ok(entries) = rustix::fs::Dir::read_from(registry) else {
         return;
     };
     for file in entries.flatten() {
-        let name = file.path();
-        if name.extension().is_none_or(|e| e != "json") {
+        let name = OsStr::from_bytes(file.file_name().to_bytes());
+        if Path::new(name).extension().is_none_or(|e| e != "json") {
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(&name) else {
+        let Some((mut file, st)) = nofollow::open_regular(registry, name) else {
+            continue;
+        };
+        let Some(text) = nofollow::read_bounded(&mut file) else {
             continue;
         };
         let Ok(entry) = serde_json::from_str::<RegistryEntry>(&text) else {
             continue;
         };
-        if entry.path == path && !pid_alive(entry.lock.pid) {
-            let _ = std::fs::remove_file(&name);
+        if entry.path == path
+            && !pid_alive(entry.lock.pid)
+            && st.st_uid == nofollow::euid()
+            // The name may have been given to another file since it was read.
+            && nofollow::same_file(registry, name, &st)
+        {
+            nofollow::unlink(registry, name);
         }
     }
 }
@@ -289,6 +387,10 @@ fn remove_stale(registry_dir: &Path, path: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::Permissions;
+    use std::os::unix::fs::PermissionsExt;
+
+    use rustix::fs::Mode;
 
     fn info(id: &str, pid: i64) -> LockInfo {
         LockInfo {
@@ -377,5 +479,118 @@ mod tests {
         let (entry_path, lock_file) = (reg.entry_path().to_owned(), reg.lock_path().to_owned());
         drop(reg);
         assert!(!entry_path.exists() && !lock_file.exists());
+    }
+
+    #[test]
+    fn publish_replaces_links_planted_under_the_entrys_names_without_following_them() {
+        use std::os::unix::fs::{MetadataExt, symlink};
+        let tmp = tempfile::tempdir().unwrap();
+        let (ws, registry, outside) = (
+            tmp.path().join("ws"),
+            tmp.path().join("registry"),
+            tmp.path().join("outside"),
+        );
+        for d in [&ws, &registry, &outside] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let entry = RegistryEntry {
+            lock: info("planted", i64::from(std::process::id())),
+            path: ws.to_string_lossy().into_owned(),
+            mode: MODE.to_owned(),
+            is_primary: true,
+        };
+        // Links named like the entry and like the temp file it was once
+        // written through, to files outside.
+        let names = ["planted.json", ".planted.json.tmp"];
+        for name in names {
+            let target = outside.join(name);
+            std::fs::write(&target, "outside\n").unwrap();
+            std::fs::set_permissions(&target, Permissions::from_mode(0o600)).unwrap();
+            symlink(&target, registry.join(name)).unwrap();
+        }
+        let lock = WorkspaceLock::acquire(&ws).unwrap();
+        let reg = Registration::publish(lock, &entry, &registry).unwrap();
+        for name in names {
+            let target = outside.join(name);
+            assert_eq!(std::fs::read_to_string(&target).unwrap(), "outside\n");
+            assert_eq!(std::fs::metadata(&target).unwrap().mode() & 0o777, 0o600);
+        }
+        let meta = std::fs::symlink_metadata(reg.entry_path()).unwrap();
+        assert!(meta.is_file() && meta.mode() & 0o777 == 0o644);
+        let read: RegistryEntry =
+            serde_json::from_str(&std::fs::read_to_string(reg.entry_path()).unwrap()).unwrap();
+        assert_eq!(read, entry);
+        drop(reg);
+        assert!(outside.join("planted.json").exists());
+    }
+
+    #[test]
+    fn a_registry_others_could_rewrite_is_refused() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let entry = RegistryEntry {
+            lock: info("mine", i64::from(std::process::id())),
+            path: ws.to_string_lossy().into_owned(),
+            mode: MODE.to_owned(),
+            is_primary: true,
+        };
+        let publish = |registry: &Path| {
+            let lock = WorkspaceLock::acquire(&ws).unwrap();
+            Registration::publish(lock, &entry, registry).map(drop)
+        };
+        let registry = tmp.path().join("registry");
+        std::fs::create_dir(&registry).unwrap();
+        // Writable by all and not sticky: refused, nothing written.
+        std::fs::set_permissions(&registry, Permissions::from_mode(0o777)).unwrap();
+        let said = publish(&registry).unwrap_err().to_string();
+        assert!(
+            said.contains("not sticky") && said.contains("777"),
+            "{said}"
+        );
+        assert_eq!(std::fs::read_dir(&registry).unwrap().count(), 0);
+        // Sticky, as /tmp is: accepted.
+        std::fs::set_permissions(&registry, Permissions::from_mode(0o1777)).unwrap();
+        publish(&registry).unwrap();
+        // Another user's (settable only as root): refused.
+        let theirs = tmp.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        let other = rustix::process::Uid::from_raw(4242);
+        if rustix::fs::chown(&theirs, Some(other), None).is_ok() {
+            assert_eq!(std::fs::metadata(&theirs).unwrap().uid(), 4242);
+            let said = publish(&theirs).unwrap_err().to_string();
+            assert!(said.contains("owned by uid 4242"), "{said}");
+            assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0);
+        }
+    }
+
+    #[test]
+    fn acquire_refuses_what_is_not_a_plain_file_or_dir_and_changes_nothing() {
+        use std::os::unix::fs::MetadataExt;
+        let refused = |ws: &Path, what: &str| match WorkspaceLock::acquire(ws) {
+            // DiscoveryError::Refused, said so (matched by its text so
+            // that this test also runs against code without the variant).
+            Err(e) if e.to_string().starts_with("refusing ") => {
+                let said = e.to_string();
+                assert!(said.contains(what), "{said}");
+            }
+            Err(e) => panic!("not refused as {what}: {e}"),
+            Ok(_) => panic!("accepted, not refused as {what}"),
+        };
+        // `.pando` a regular file.
+        let a = tempfile::tempdir().unwrap();
+        std::fs::write(a.path().join(".pando"), "x").unwrap();
+        refused(a.path(), "a regular file, not a directory");
+        // The lock file a FIFO (refused at once, not waited on) or a directory.
+        let b = tempfile::tempdir().unwrap();
+        std::fs::create_dir(b.path().join(".pando")).unwrap();
+        let lock = lock_path(b.path());
+        rustix::fs::mkfifoat(rustix::fs::CWD, &lock, Mode::from_raw_mode(0o644)).unwrap();
+        refused(b.path(), "a FIFO, not a regular file");
+        assert_eq!(std::fs::metadata(&lock).unwrap().mode() & 0o777, 0o644);
+        std::fs::remove_file(&lock).unwrap();
+        std::fs::create_dir(&lock).unwrap();
+        refused(b.path(), "a directory, not a regular file");
     }
 }

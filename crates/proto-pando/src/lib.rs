@@ -14,6 +14,7 @@
 pub mod discovery;
 mod instance;
 mod messages;
+mod nofollow;
 mod publisher;
 mod pubsock;
 mod rpc;

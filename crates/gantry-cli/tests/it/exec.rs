@@ -447,8 +447,18 @@ fn the_login_profile_runs_once_for_a_turn_of_commands_unless_snapshots_are_off()
     let home = home_with_counting_profile(&s);
     let runs = || read(&home.join("runs")).lines().count();
 
+    // Unsandboxed, so that the profile can count its runs: for sandboxed
+    // commands it runs read-only (gantry-tools' sandbox_namespaces tests).
     let model = s.script("p.json", three_commands_using_the_profile());
-    let out = s.run(&["exec", "--json", "--model", &model, "use the profile"]);
+    let out = s.run(&[
+        "exec",
+        "--json",
+        "--sandbox",
+        "danger-full-access",
+        "--model",
+        &model,
+        "use the profile",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let outputs: Vec<Value> = json_lines(&out)
         .into_iter()
@@ -459,7 +469,15 @@ fn the_login_profile_runs_once_for_a_turn_of_commands_unless_snapshots_are_off()
     assert_eq!(runs(), 1, "one snapshot for three commands");
 
     let model = s.script("p2.json", three_commands_using_the_profile());
-    let out = s.run(&["exec", "--no-shell-snapshot", "--model", &model, "again"]);
+    let out = s.run(&[
+        "exec",
+        "--no-shell-snapshot",
+        "--sandbox",
+        "danger-full-access",
+        "--model",
+        &model,
+        "again",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         runs(),

@@ -177,20 +177,23 @@ fn is_dead(pid: u32) -> bool {
 #[test]
 fn ctrl_c_while_a_command_runs_kills_its_process_group_and_exits_130() {
     let s = Scratch::new();
-    // A command that leaves a child in its process group and says its pid.
+    // A command that leaves a child in its process group, named by its
+    // argument (in its PID namespace the command knows no pid of ours).
     let command = json!({"steps": [
-        {"reply": {"tool_calls": [{"name": "shell", "arguments": {"command": "sleep 600 & echo $!; wait"}}]}},
+        {"reply": {"tool_calls": [{"name": "shell", "arguments": {"command": "sleep 600.0193 & echo started; wait"}}]}},
         {"reply": {"text": "not reached"}}
     ]});
     let (mut gantry, stdout, stderr) = exec(&s, command, &[]);
     let mut seen = lines_until(&stdout, |l| is_type(l, "command.output"));
-    let sleeper: u32 = json(seen.last().expect("the output line"))["text"]
-        .as_str()
-        .expect("text")
-        .trim()
-        .parse()
-        .expect("the sleeper's pid");
-    assert!(!is_dead(sleeper), "the command's child runs");
+    // It may still be between its fork and its exec.
+    let deadline = Instant::now() + GUARD;
+    let sleeper = loop {
+        if let [pid] = gantry_testkit::process::pids_with_arg("600.0193")[..] {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the command's child never ran");
+        std::thread::yield_now();
+    };
 
     gantry.signal(Signal::SIGINT);
     seen.extend(rest(&stdout));

@@ -21,4 +21,5 @@ mod rome_conformance;
 mod runner_conformance;
 mod runner_control_plane;
 mod serve;
+mod store_password;
 mod tls;

@@ -49,7 +49,14 @@ impl PostgresControlPlaneStore {
     /// to date. The database must be the control plane's own, not the
     /// engine's: both have tables named `threads` and `agents`.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
-        let pool = gantry_postgres::open(url, &MIGRATOR).await.map_err(|e| {
+        Self::open_with_password(url, None).await
+    }
+
+    /// Like [`PostgresControlPlaneStore::open`], logging in with `password`
+    /// when given (read from a file: a password in a command line's URL is
+    /// visible to other processes).
+    pub async fn open_with_password(url: &str, password: Option<&str>) -> Result<Self, StoreError> {
+        let pool = gantry_postgres::open_with_password(url, password, &MIGRATOR).await.map_err(|e| {
             let hint = match &e {
                 gantry_postgres::OpenError::Migrate {
                     source: MigrateError::VersionMismatch(_) | MigrateError::VersionMissing(_),

@@ -174,10 +174,12 @@ impl ThreadActor {
         // Reading skill folders blocks (a slow disk, a FIFO named SKILL.md):
         // off the runtime's threads, so only this thread's load waits.
         let cwd = view.thread.cwd.clone();
-        let skills =
-            tokio::task::spawn_blocking(move || discover_skills(&cwd, agent_skills.as_deref()))
-                .await
-                .unwrap_or_else(|_| SkillSet::shared(Vec::new()));
+        let for_skills = shared.clone();
+        let skills = tokio::task::spawn_blocking(move || {
+            discover_skills(&cwd, agent_skills.as_deref(), &for_skills.config)
+        })
+        .await
+        .unwrap_or_else(|_| SkillSet::shared(Vec::new()));
         let mut actor = ThreadActor {
             shared,
             view: Arc::new(view),

@@ -78,6 +78,8 @@ pub(super) async fn run_command(
     let mut cmd = tokio::process::Command::new(if snapshot.is_some() { "bash" } else { "sh" });
     // The server's environment minus its keys, then the engine's variables.
     gantry_tools::sandbox::child_env::apply(cmd.as_std_mut(), env);
+    // Not the runtime's /proc: what the job runs cannot read its keys.
+    gantry_tools::sandbox::isolate(cmd.as_std_mut());
     if let Some(snapshot) = snapshot {
         cmd.env("BASH_ENV", snapshot);
     }

@@ -88,7 +88,12 @@ pub(super) async fn execute(
         JobAction::Command { command, cwd } => {
             let env = engine.shared.command_env();
             let launch = match &engine.shared.shell_snapshots {
-                Some(snapshots) => Some(snapshots.launch(&env).await),
+                // Jobs' commands run unsandboxed, and so does their profile.
+                Some(snapshots) => Some(
+                    snapshots
+                        .launch(&env, &gantry_tools::SandboxPolicy::danger_full_access())
+                        .await,
+                ),
                 None => None,
             };
             let snapshot = launch.as_ref().and_then(Launch::file);

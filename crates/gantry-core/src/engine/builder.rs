@@ -111,6 +111,7 @@ impl EngineBuilder {
             }
         });
         let shell_snapshots = shell_snapshots(&self.config);
+        let private_temps = private_temps(&self.config);
         let engine = Engine {
             shared: Arc::new(Shared {
                 store: self.store,
@@ -131,6 +132,7 @@ impl EngineBuilder {
                 command_env_source: self.command_env_source,
                 tool_host_source: self.tool_host_source,
                 shell_snapshots,
+                private_temps,
                 cells: Default::default(),
             }),
         };
@@ -145,6 +147,22 @@ impl EngineBuilder {
             }
         }
         Ok(engine)
+    }
+}
+
+/// The threads' private temp dirs. A data dir that cannot hold them costs
+/// privacy, not service: commands share the temp dir, as without
+/// namespaces, and the log says so.
+fn private_temps(config: &crate::EngineConfig) -> Option<gantry_tools::sandbox::PrivateTemps> {
+    match gantry_tools::sandbox::PrivateTemps::new(config.data_dir.as_deref()) {
+        Ok(temps) => Some(temps),
+        Err(e) => {
+            tracing::warn!(
+                error = %e,
+                "cannot make the threads' private temp dirs; sandboxed commands share the temp dir"
+            );
+            None
+        }
     }
 }
 

@@ -76,6 +76,9 @@ pub(crate) struct Shared {
     pub command_env: std::sync::RwLock<Arc<BTreeMap<String, String>>>,
     /// The login profile's snapshots for commands; `None` when turned off.
     pub shell_snapshots: Option<Arc<gantry_tools::ShellSnapshots>>,
+    /// Threads' private temp dirs; `None` when they could not be made
+    /// (sandboxed commands then share the temp dir).
+    pub private_temps: Option<gantry_tools::sandbox::PrivateTemps>,
     /// Variables minted for one command as it starts.
     pub command_env_source: Option<Arc<dyn crate::CommandEnvSource>>,
     /// Who serves tool calls' file and command I/O, if not the tools.
@@ -86,6 +89,18 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The OS sandbox of thread `thread`'s commands under `mode`.
+    pub(crate) fn sandbox_policy(
+        &self,
+        mode: gantry_types::SandboxMode,
+        workspace: &std::path::Path,
+        thread: &str,
+    ) -> gantry_tools::SandboxPolicy {
+        let mut policy = self.config.sandbox_policy(mode, workspace);
+        policy.private_tmp = self.private_temps.as_ref().map(|t| t.for_thread(thread));
+        policy
+    }
+
     /// The extra environment of commands (a cheap `Arc` clone).
     pub(crate) fn command_env(&self) -> Arc<BTreeMap<String, String>> {
         // A panicking writer cannot leave the map half-replaced.

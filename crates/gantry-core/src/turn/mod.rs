@@ -187,7 +187,9 @@ pub(crate) async fn run(
         && let Some(snapshots) = shared.shell_snapshots.clone()
     {
         let env = shared.command_env();
-        tokio::spawn(async move { snapshots.prepare(&env).await });
+        let mode = spec.live.borrow().policy.sandbox;
+        let policy = shared.sandbox_policy(mode, &spec.cwd, spec.thread_id.as_str());
+        tokio::spawn(async move { snapshots.prepare(&env, &policy).await });
     }
     let mut lp = Loop {
         shared: &shared,
@@ -371,7 +373,7 @@ impl Loop<'_> {
             parts.push(catalog);
         }
         for skill in skills.requested() {
-            parts.push(skill.instructions());
+            parts.push(skill.instructions(skills.grants(skill)));
         }
         (!parts.is_empty()).then(|| parts.join("\n\n"))
     }

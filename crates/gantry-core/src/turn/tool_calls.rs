@@ -130,7 +130,9 @@ impl Loop<'_> {
         ctx.env = self.shared.command_env();
         ctx.shell_snapshots = self.shared.shell_snapshots.clone();
         let mode = self.live.borrow().policy.sandbox;
-        ctx.sandbox = self.shared.config.sandbox_policy(mode, &self.spec.cwd);
+        ctx.sandbox =
+            self.shared
+                .sandbox_policy(mode, &self.spec.cwd, self.spec.thread_id.as_str());
         if let Some(source) = &self.shared.tool_host_source {
             ctx.host = source.host_for(&self.spec.thread_id);
         }

@@ -263,9 +263,10 @@ async fn a_job_past_its_timeout_is_killed_with_its_process_group() {
     let mut job = command_job(
         "slow",
         "0 0 1 1 *",
-        // The shell leads the group ($$ is the group id); a background
-        // child and a foreground child both outlive any sane timeout.
-        "echo $$ > pgid; echo started; sleep 300 & sleep 300; echo never",
+        // A background child and a foreground child both outlive any sane
+        // timeout; distinct durations name them (in a PID namespace of its
+        // own, the job knows no pid the test could look up).
+        "echo started; sleep 300.733 & sleep 301.733; echo never",
         s.dir.path(),
     );
     // Long enough for `sh` to start even on a loaded machine.
@@ -280,16 +281,7 @@ async fn a_job_past_its_timeout_is_killed_with_its_process_group() {
     assert!(error.contains("timed out after 1.5 s"), "{error}");
     assert!(error.contains("process group"), "{error}");
 
-    let pgid: u32 = std::fs::read_to_string(s.dir.path().join("pgid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert_eq!(
-        gantry_testkit::process::live_group_members(pgid),
-        Vec::<u32>::new(),
-        "every process of the job's group is gone"
-    );
+    all_gone(&["300.733", "301.733"]).await;
     let job = s.engine.jobs().get(&job.id).await.unwrap();
     assert_eq!((job.run_count, job.fail_count), (0, 1));
     assert_eq!(job.status, JobStatus::Active);
@@ -312,7 +304,9 @@ async fn deleting_a_running_job_cancels_its_run() {
         .create(command_job(
             "doomed",
             "@yearly",
-            "echo $$ > pgid; echo up > ready; sleep 300 & sleep 300",
+            // Distinct durations name its processes: in a PID namespace
+            // of its own, the job knows no pid the test could look up.
+            "echo up > ready; sleep 300.417 & sleep 301.417",
             s.dir.path(),
         ))
         .await
@@ -348,15 +342,7 @@ async fn deleting_a_running_job_cancels_its_run() {
         .unwrap()
         .unwrap();
     assert_eq!(run.status, ExecutionStatus::Cancelled, "{run:?}");
-    let pgid: u32 = std::fs::read_to_string(s.dir.path().join("pgid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert_eq!(
-        gantry_testkit::process::live_group_members(pgid),
-        Vec::<u32>::new()
-    );
+    all_gone(&["300.417", "301.417"]).await;
     assert!(matches!(
         s.engine.jobs().history(&job.id, None).await,
         Err(EngineError::NotFound { .. })
@@ -725,4 +711,21 @@ async fn jobs_are_managed_by_id_and_name_with_clear_errors() {
         ops,
         ["created", "updated", "started", "finished", "deleted"]
     );
+}
+
+/// Waits (bounded) until no process has any of `args` among its arguments:
+/// a job's, named by distinct `sleep` durations, since in its PID namespace
+/// the job knows no pid the test could look up.
+async fn all_gone(args: &[&str]) {
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while args
+        .iter()
+        .any(|a| gantry_testkit::process::running_with_arg(a))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a process of the job outlived it: {args:?}"
+        );
+        tokio::task::yield_now().await;
+    }
 }

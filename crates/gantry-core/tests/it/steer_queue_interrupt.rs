@@ -27,7 +27,8 @@ async fn wait_ready(sub: &mut gantry_core::Subscription) {
 
 #[tokio::test]
 async fn steer_reaches_the_model_before_its_next_request() {
-    let dir = tempfile::tempdir().unwrap();
+    // Outside the temp dir: sandboxed commands see a private /tmp.
+    let dir = gantry_testkit::process::dir_outside_temp().unwrap();
     let fifo = dir.path().join("gate");
     make_fifo(&fifo);
     let h = Harness::new(vec![blocked_shell(&fifo), Step::text("steered answer")]).await;
@@ -72,7 +73,8 @@ async fn steer_reaches_the_model_before_its_next_request() {
 
 #[tokio::test]
 async fn steering_past_the_capacity_is_refused_clearly_and_every_earlier_steer_arrives() {
-    let dir = tempfile::tempdir().unwrap();
+    // Outside the temp dir: sandboxed commands see a private /tmp.
+    let dir = gantry_testkit::process::dir_outside_temp().unwrap();
     let fifo = dir.path().join("gate");
     make_fifo(&fifo);
     let h = Harness::new(vec![blocked_shell(&fifo), Step::text("steered answer")]).await;
@@ -159,7 +161,8 @@ async fn steer_without_a_running_turn_is_refused() {
 
 #[tokio::test]
 async fn queued_message_runs_after_the_current_turn() {
-    let dir = tempfile::tempdir().unwrap();
+    // Outside the temp dir: sandboxed commands see a private /tmp.
+    let dir = gantry_testkit::process::dir_outside_temp().unwrap();
     let fifo = dir.path().join("gate");
     make_fifo(&fifo);
     let h = Harness::new(vec![
@@ -277,7 +280,8 @@ async fn interrupt_cancels_a_streaming_model_answer() {
 
 #[tokio::test]
 async fn a_message_sent_twice_with_one_key_runs_once() {
-    let dir = tempfile::tempdir().unwrap();
+    // Outside the temp dir: sandboxed commands see a private /tmp.
+    let dir = gantry_testkit::process::dir_outside_temp().unwrap();
     let fifo = dir.path().join("gate");
     make_fifo(&fifo);
     let h = Harness::new(vec![

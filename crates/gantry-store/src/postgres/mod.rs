@@ -25,6 +25,9 @@ use crate::{Store, StoreError};
 /// `url` without its password, fit for errors and logs.
 pub use gantry_postgres::redacted;
 
+/// Whether a database URL carries a password.
+pub use gantry_postgres::has_password;
+
 /// The schema migrations, embedded at compile time from `migrations-postgres/`.
 pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations-postgres");
 
@@ -46,7 +49,18 @@ impl PostgresStore {
     /// created if missing): every process sharing the database needs the
     /// same one to read the keys another stored.
     pub async fn open(url: &str, secret_key: &Path) -> Result<Self, StoreError> {
-        let pool = gantry_postgres::open(url, &MIGRATOR)
+        Self::open_with_password(url, None, secret_key).await
+    }
+
+    /// Like [`PostgresStore::open`], logging in with `password` when given
+    /// (read from a file: a password in a command line's URL is visible to
+    /// other processes).
+    pub async fn open_with_password(
+        url: &str,
+        password: Option<&str>,
+        secret_key: &Path,
+    ) -> Result<Self, StoreError> {
+        let pool = gantry_postgres::open_with_password(url, password, &MIGRATOR)
             .await
             .map_err(|e| StoreError::Database(e.to_string()))?;
         let sealer = Sealer::load_or_create(secret_key)?;

@@ -145,6 +145,9 @@ impl LspServer {
         let mut cmd = Command::new(&program);
         // Gantry's environment minus its keys.
         crate::sandbox::child_env::apply(cmd.as_std_mut(), std::iter::empty::<(&str, &str)>());
+        // Not the runtime's /proc: it runs the workspace's code (build
+        // scripts, plugins), which the model may have written.
+        crate::sandbox::isolate(cmd.as_std_mut());
         let mut child = cmd
             .args(&command.args)
             .current_dir(root)

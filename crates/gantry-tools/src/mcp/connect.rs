@@ -72,6 +72,8 @@ pub(crate) async fn connect(cfg: &McpServerConfig) -> Result<Connection, String>
             // Gantry's environment minus its keys; the server's configured
             // variables pass as given.
             crate::sandbox::child_env::apply(cmd.as_std_mut(), env);
+            // Not the runtime's /proc: the model drives what it runs.
+            crate::sandbox::isolate(cmd.as_std_mut());
             cmd.args(args);
             if let Some(cwd) = cwd {
                 cmd.current_dir(cwd);

@@ -33,11 +33,27 @@ pub use gantry_types::SandboxMode;
 
 pub mod child_env;
 #[cfg(target_os = "linux")]
+pub(crate) mod clone;
+#[cfg(target_os = "linux")]
+mod isolate;
+#[cfg(target_os = "linux")]
 mod landlock;
+#[cfg(target_os = "linux")]
+pub(crate) mod namespaces;
+mod private_tmp;
 #[cfg(target_os = "linux")]
 mod seccomp;
 mod support;
 
+#[cfg(target_os = "linux")]
+pub use isolate::isolate;
+#[cfg(target_os = "linux")]
+pub use namespaces::{NAMESPACES_VAR, Namespaces};
+
+/// Off Linux there are no namespaces: `cmd` starts as it is.
+#[cfg(not(target_os = "linux"))]
+pub fn isolate(_cmd: &mut std::process::Command) {}
+pub use private_tmp::PrivateTemps;
 pub use support::SandboxSupport;
 
 /// What a thread's shell commands may touch.
@@ -56,7 +72,7 @@ pub use support::SandboxSupport;
 /// Python's multiprocessing locks), not the user's caches and history files
 /// (login scripts that write there print errors; the command still runs);
 /// add such paths to `writable_roots` if a thread needs them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SandboxPolicy {
     /// The mode.
     pub mode: SandboxMode,
@@ -98,6 +114,17 @@ pub struct SandboxPolicy {
     /// Whether sandboxed commands may use the network (`workspace-write`
     /// only: `read-only` never may, `danger-full-access` always may).
     pub network: bool,
+    /// The thread's private temp dir (created when first needed, mode
+    /// 0700): where commands have their own namespaces, it is what they see
+    /// at `/tmp` (and `$TMPDIR`), writable, instead of the shared one, and
+    /// a temp dir among `writable_roots` is taken to mean this one. `None`:
+    /// the temp dirs are shared.
+    pub private_tmp: Option<PathBuf>,
+    /// Paths beneath the real temp dir that commands still see (read-only)
+    /// when it is replaced by `private_tmp`: `$HOME` and `PATH` entries, say.
+    /// The workspace, the writable roots and `protected_readable` are kept
+    /// in view without being listed here.
+    pub keep_visible: Vec<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -116,6 +143,8 @@ impl SandboxPolicy {
             protected: Vec::new(),
             protected_readable: Vec::new(),
             network: matches!(mode, SandboxMode::DangerFullAccess),
+            private_tmp: None,
+            keep_visible: Vec::new(),
         }
     }
 
@@ -128,6 +157,8 @@ impl SandboxPolicy {
             protected: Vec::new(),
             protected_readable: Vec::new(),
             network: true,
+            private_tmp: None,
+            keep_visible: Vec::new(),
         }
     }
 
@@ -151,6 +182,23 @@ impl SandboxPolicy {
             SandboxMode::DangerFullAccess => true,
         }
     }
+}
+
+/// What a command's environment `env` needs to stay in view when the temp
+/// dir is replaced by a private one ([`SandboxPolicy::keep_visible`]): its
+/// `$HOME` and the directories of its `PATH`, where its tools are.
+pub fn tools_in_view(
+    env: &std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>,
+) -> Vec<PathBuf> {
+    let home = env.get(std::ffi::OsStr::new("HOME")).map(PathBuf::from);
+    let path = env
+        .get(std::ffi::OsStr::new("PATH"))
+        .map(|p| std::env::split_paths(p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    home.into_iter()
+        .chain(path)
+        .filter(|p| p.is_absolute())
+        .collect()
 }
 
 /// Why a sandboxed command could not be started.
@@ -183,6 +231,8 @@ pub(crate) struct PreparedSandbox {
     ruleset: std::os::fd::OwnedFd,
     /// The seccomp program, when the network is denied.
     filter: Option<&'static seccomp::Filter>,
+    /// The command's own namespaces, where the machine allows them.
+    namespaces: Option<namespaces::Plan>,
 }
 
 /// Uninhabited off Linux: [`prepare`] never returns one there.
@@ -209,12 +259,29 @@ fn prepare_enforceable(
     policy: &SandboxPolicy,
     workspace: &Path,
 ) -> Result<PreparedSandbox, SandboxError> {
+    let canon = |p: &PathBuf| std::fs::canonicalize(p).ok();
+    let private_tmp = policy
+        .private_tmp
+        .as_deref()
+        .filter(|_| Namespaces::probe().available());
+    // With a private temp dir, a temp dir among the writable roots means it.
+    let temp_dirs: Vec<PathBuf> = match private_tmp {
+        Some(_) => [PathBuf::from("/tmp"), std::env::temp_dir()]
+            .iter()
+            .filter_map(canon)
+            .collect(),
+        None => Vec::new(),
+    };
     let mut writable = Vec::new();
     if matches!(policy.mode, SandboxMode::WorkspaceWrite) {
         let roots = std::iter::once(workspace).chain(policy.writable_roots.iter().map(|p| &**p));
         // A root that does not exist cannot be opened for a rule; skipping
         // it only takes rights away.
-        writable.extend(roots.filter_map(|p| std::fs::canonicalize(p).ok()));
+        writable.extend(
+            roots
+                .filter_map(|p| std::fs::canonicalize(p).ok())
+                .filter(|p| p == workspace || !temp_dirs.contains(p)),
+        );
     }
     let mut denied = Vec::new();
     for path in &policy.readable_denied {
@@ -230,15 +297,47 @@ fn prepare_enforceable(
         }
         denied.push(canon);
     }
-    let canon = |p: &PathBuf| std::fs::canonicalize(p).ok();
+    let protected: Vec<PathBuf> = policy.protected.iter().filter_map(canon).collect();
+    let readable: Vec<PathBuf> = policy.protected_readable.iter().filter_map(canon).collect();
+
+    let namespaces = {
+        let workspace_writable = matches!(policy.mode, SandboxMode::WorkspaceWrite);
+        let visible: Vec<namespaces::Visible> =
+            std::iter::once((canon(&workspace.to_path_buf()), workspace_writable))
+                .chain(writable.iter().map(|w| (Some(w.clone()), true)))
+                .chain(readable.iter().map(|r| (Some(r.clone()), false)))
+                .chain(policy.keep_visible.iter().map(|k| (canon(k), false)))
+                .filter_map(|(path, writable)| {
+                    Some(namespaces::Visible {
+                        path: path?,
+                        writable,
+                    })
+                })
+                .collect();
+        let hidden: Vec<PathBuf> = denied.iter().chain(&protected).cloned().collect();
+        namespaces::Plan::build(&namespaces::Layout {
+            private_tmp,
+            visible: &visible,
+            hidden: &hidden,
+        })?
+    };
+    if namespaces.is_some()
+        && let Some(private) = private_tmp.and_then(|p| std::fs::canonicalize(p).ok())
+    {
+        writable.push(private);
+    }
+
     let keep: Vec<PathBuf> = std::iter::once(workspace.to_path_buf())
-        .chain(policy.protected_readable.iter().cloned())
         .filter_map(|p| canon(&p))
+        .chain(readable.iter().cloned())
         .chain(writable.iter().cloned())
         .collect();
-    for path in policy.protected.iter().filter_map(canon) {
+    for path in protected {
         if let Some(root) = writable.iter().find(|w| path.starts_with(w)) {
-            warn_unprotected(&path, root);
+            // In a namespace of its own the command finds it covered.
+            if namespaces.is_none() {
+                warn_unprotected(&path, root);
+            }
             continue;
         }
         expand_protected(&path, &keep, &mut denied);
@@ -249,7 +348,11 @@ fn prepare_enforceable(
     } else {
         Some(seccomp::deny_network()?)
     };
-    Ok(PreparedSandbox { ruleset, filter })
+    Ok(PreparedSandbox {
+        ruleset,
+        filter,
+        namespaces,
+    })
 }
 
 /// Adds to `denied` what keeps `path` (canonical) unreadable while every
@@ -310,6 +413,30 @@ fn prepare_enforceable(
 const CAP_SYS_PTRACE: libc::c_ulong = 19;
 
 impl PreparedSandbox {
+    /// The `CLONE_NEW*` flags the command's child is cloned with (none
+    /// where the machine has no namespaces for it).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn clone_flags(&self) -> libc::c_int {
+        self.namespaces
+            .as_ref()
+            .map_or(0, namespaces::Plan::clone_flags)
+    }
+
+    /// Sets up the child's namespaces (see [`namespaces`]): first in the
+    /// child cloned with [`Self::clone_flags`], before its `chdir`, since
+    /// the directory may lie under a path mounted back.
+    ///
+    /// # Safety
+    /// Only in that child; see [`Self::apply_in_child`] for its limits.
+    #[cfg(target_os = "linux")]
+    pub(crate) unsafe fn enter_namespaces(&self) -> Result<(), namespaces::Failure> {
+        match &self.namespaces {
+            // SAFETY: the caller is that child.
+            Some(plan) => unsafe { plan.enter() },
+            None => Ok(()),
+        }
+    }
+
     /// Confines the calling process. Meant for the child between its clone
     /// and `exec` (`shell/spawn.rs`), which shares the parent's memory: it
     /// only makes raw system calls on memory built before the clone, writes

@@ -19,6 +19,11 @@ pub struct SandboxSupport {
     pub seccomp: bool,
     /// Why sandboxed modes cannot be enforced; `None` when they can.
     pub problem: Option<String>,
+    /// Why sandboxed commands cannot have PID and mount namespaces of their
+    /// own (so they see the runtime's processes under `/proc` and share the
+    /// temp dir); `None` when they do. Landlock and seccomp still confine
+    /// them either way.
+    pub namespace_problem: Option<String>,
 }
 
 impl SandboxSupport {
@@ -27,8 +32,9 @@ impl SandboxSupport {
     /// can read.
     pub const MIN_LANDLOCK_ABI: u32 = 3;
 
-    /// Probes the running kernel. Cheap (two system calls on Linux), so the
-    /// shell tool calls it for every sandboxed command.
+    /// Probes the running kernel. Cheap (two system calls on Linux; the
+    /// namespaces are tried once per process), so the shell tool calls it
+    /// for every sandboxed command.
     pub fn probe() -> Self {
         probe_os()
     }
@@ -90,10 +96,15 @@ fn probe_os() -> SandboxSupport {
     } else if !seccomp_ok {
         problems.push("the kernel does not offer seccomp filters".to_string());
     }
+    let namespace_problem = match super::Namespaces::probe() {
+        super::Namespaces::Unavailable(why) => Some(why.clone()),
+        super::Namespaces::Direct | super::Namespaces::User => None,
+    };
     SandboxSupport {
         landlock_abi,
         seccomp,
         problem: (!problems.is_empty()).then(|| problems.join("; ")),
+        namespace_problem,
     }
 }
 
@@ -106,5 +117,6 @@ fn probe_os() -> SandboxSupport {
             "the OS sandbox is only implemented on Linux, not {}",
             std::env::consts::OS
         )),
+        namespace_problem: Some("namespaces are Linux's".to_owned()),
     }
 }

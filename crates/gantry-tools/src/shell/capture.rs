@@ -3,19 +3,18 @@
 //! plain `bash -c` sources first, through `BASH_ENV`.
 //!
 //! The profile runs as the user's own terminal would run it: as the user,
-//! in `$HOME`, outside the command sandbox, with the environment commands
-//! get (Gantry's own minus its keys, plus the engine's command variables).
-//! Its output and errors never reach a command's output.
+//! in `$HOME`, with the environment commands get (Gantry's own minus its
+//! keys, plus the engine's command variables), but in the sandbox the
+//! snapshot's caller chose (`snapshot.rs`). Its output and errors never
+//! reach a command's output.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use crate::sandbox::child_env;
-use crate::shell::GroupGuard;
+use crate::sandbox::{PreparedSandbox, child_env};
 
 /// How long the profile may take before the capture is given up.
 pub(super) const CAPTURE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -131,55 +130,47 @@ impl Shell {
 /// Why a capture failed, in one line for the thread.
 pub(super) type CaptureError = String;
 
-/// Runs `shell`'s login profile with `env` (what commands get) and returns
-/// the snapshot's text.
+/// Runs `shell`'s login profile with `env` (what commands get), inside
+/// `jail` if given, and returns the snapshot's text.
 pub(super) async fn capture(
     shell: Shell,
     program: &Path,
     env: &BTreeMap<OsString, OsString>,
-    explicit: &BTreeMap<String, String>,
+    jail: Option<&PreparedSandbox>,
 ) -> Result<Vec<u8>, CaptureError> {
     let nonce = nonce();
-    let mut cmd = tokio::process::Command::new(program);
-    child_env::apply(cmd.as_std_mut(), explicit.iter());
     // The profile runs in $HOME, as in a new terminal; never in a workspace
     // whose files it might pick up.
-    let home = env.get(OsStr::new("HOME")).map(PathBuf::from);
-    if let Some(home) = home.filter(|h| h.is_dir()) {
-        cmd.current_dir(home);
-    }
-    cmd.arg("-l")
-        .arg("-c")
-        .arg(shell.script())
-        .arg("gantry-shell-snapshot")
-        .arg(&nonce)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Never killed halfway because Gantry stopped waiting (a runtime
-        // shutting down, say): a profile cut off mid-work can leave its lock
-        // files behind (`pyenv rehash`), holding every later shell. Only the
-        // time limit below kills it.
-        .process_group(0)
-        .kill_on_drop(false);
-    let child = cmd
-        .spawn()
-        .map_err(|e| format!("could not start {}: {e}", program.display()))?;
-    let pgid = child.id();
-    let waited = tokio::time::timeout(CAPTURE_TIMEOUT, child.wait_with_output()).await;
+    let home = env
+        .get(OsStr::new("HOME"))
+        .map(PathBuf::from)
+        .filter(|h| h.is_dir())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let args = [
+        "-l",
+        "-c",
+        shell.script(),
+        "gantry-shell-snapshot",
+        nonce.as_str(),
+    ];
     // Whatever the profile left running in its group (it ended, or ran out
     // of time) goes with it.
-    GroupGuard::new(pgid).kill();
-    let output = match waited {
-        Ok(Ok(output)) => output,
-        Ok(Err(e)) => return Err(format!("{} failed: {e}", shell.name())),
-        Err(_) => {
-            return Err(format!(
-                "the {} profile took longer than {} s",
-                shell.name(),
-                CAPTURE_TIMEOUT.as_secs()
-            ));
-        }
+    let ran = super::run_to_end(
+        program.as_os_str(),
+        &args,
+        env.clone(),
+        &home,
+        jail,
+        CAPTURE_TIMEOUT,
+    )
+    .await
+    .map_err(|e| format!("could not start {}: {e}", program.display()))?;
+    let Some(output) = ran else {
+        return Err(format!(
+            "the {} profile took longer than {} s",
+            shell.name(),
+            CAPTURE_TIMEOUT.as_secs()
+        ));
     };
     let stderr = first_line(&output.stderr);
     if !output.stderr.is_empty() {
@@ -276,7 +267,7 @@ fn render(
             continue;
         };
         if SHELL_OWNED.contains(&name)
-            || child_env::is_hidden(name)
+            || child_env::is_hidden_var(name, value)
             || before.get(OsStr::new(name)) == Some(value)
         {
             continue;

@@ -96,7 +96,7 @@ pub(super) async fn run(
 fn host_env(ctx: &ToolContext) -> Vec<(String, String)> {
     ctx.env
         .iter()
-        .filter(|(name, _)| !child_env::is_hidden(name))
+        .filter(|(name, value)| !child_env::is_hidden_var(name, std::ffi::OsStr::new(value)))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }

@@ -176,9 +176,18 @@ impl Tool for ShellTool {
             .await;
         }
         let launch = match &ctx.shell_snapshots {
-            Some(snapshots) => snapshots.launch(&ctx.env).await,
+            Some(snapshots) => snapshots.launch(&ctx.env, &ctx.sandbox).await,
             None => Launch::Login(None),
         };
+        // Gantry's environment minus its keys, then the context's variables.
+        let mut env = sandbox::child_env::resolved(
+            ctx.env
+                .iter()
+                .chain(ctx.minted_env.iter().map(|(k, v)| (k, v))),
+        );
+        if let Some((name, value)) = launch.env() {
+            env.insert(name.into(), value.into());
+        }
         // Built before the clone (it allocates and opens files, which the
         // child must not); off the async threads since it touches the disk.
         let jail = if ctx.sandbox.is_sandboxed() {
@@ -188,6 +197,7 @@ impl Tool for ShellTool {
             policy
                 .protected_readable
                 .extend(launch.file().map(Path::to_path_buf));
+            policy.keep_visible.extend(sandbox::tools_in_view(&env));
             let workspace = ctx.workspace.clone();
             match tokio::task::spawn_blocking(move || sandbox::prepare(&policy, &workspace)).await {
                 Ok(Ok(s)) => s,
@@ -198,7 +208,17 @@ impl Tool for ShellTool {
             None
         };
         let sandboxed = jail.is_some();
-        let ran = run_command(&parsed.command, &launch, &cwd, timeout, &ctx, jail, started).await;
+        let ran = run_command(
+            &parsed.command,
+            &launch,
+            env,
+            &cwd,
+            timeout,
+            &ctx,
+            jail,
+            started,
+        )
+        .await;
         match ran {
             Ok(out) => match &launch {
                 Launch::Login(Some(note)) => with_note_first(out, note),
@@ -275,50 +295,110 @@ impl Process {
     }
 }
 
-/// Starts `bash` with `args`, exactly the variables of `env`, in `cwd`, in a
-/// process group of its own, stdin empty, stdout and stderr to `output`,
-/// inside `sandbox` if given. Dropping the result kills the process.
+/// Starts `program` with `args`, exactly the variables of `env`, in `cwd`,
+/// in a process group of its own, stdin empty, stdout and stderr to the
+/// given fds (one fd twice for merged output), inside `sandbox` if given.
+/// Dropping the result kills the process.
 fn start(
+    program: &OsStr,
     args: &[&str],
     env: BTreeMap<OsString, OsString>,
     cwd: &Path,
-    output: OwnedFd,
-    sandbox: Option<PreparedSandbox>,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    sandbox: Option<&PreparedSandbox>,
 ) -> std::io::Result<Process> {
     if let Some(sandbox) = sandbox {
         #[cfg(target_os = "linux")]
         {
-            let cmd = spawn::Command::new("bash", args.iter().map(OsStr::new), env, cwd)?;
+            let cmd = spawn::Command::new(program, args.iter().map(OsStr::new), env, cwd)?;
             let stdin = std::fs::File::open("/dev/null")?;
             return cmd
-                .spawn(stdin.as_fd(), output.as_fd(), &sandbox)
+                .spawn(stdin.as_fd(), stdout.as_fd(), stderr.as_fd(), sandbox)
                 .map(Process::Sandboxed);
         }
         #[cfg(not(target_os = "linux"))]
-        match sandbox {}
+        match *sandbox {}
     }
-    let mut cmd = tokio::process::Command::new("bash");
+    let mut cmd = tokio::process::Command::new(program);
     cmd.env_clear()
         .envs(env)
         .args(args)
         .current_dir(cwd)
         .stdin(Stdio::null())
-        .stdout(Stdio::from(output.try_clone()?))
-        .stderr(Stdio::from(output))
+        .stdout(Stdio::from(stdout))
+        .stderr(Stdio::from(stderr))
         // Own group: the whole tree (children, grandchildren) can be killed
         // with one killpg, and a terminal's signals do not reach it.
         .process_group(0)
         .kill_on_drop(true);
     let spawned = cmd.spawn();
-    // The Command holds our copies of the write end; drop them or the pipe
-    // never reports EOF.
+    // The Command holds our copies of the write ends; drop them or the
+    // pipes never report EOF.
     drop(cmd);
     spawned.map(Process::Plain)
 }
 
+/// What a command that ran to its end left.
+pub(super) struct Ran {
+    pub(super) status: ExitStatus,
+    pub(super) stdout: Vec<u8>,
+    pub(super) stderr: Vec<u8>,
+}
+
+/// Runs `program` as [`start`] does, stdout and stderr read apart, to its
+/// end or for at most `limit` (`None`: it ran out of time). Its process
+/// group is killed either way, so nothing it started outlives it.
+pub(super) async fn run_to_end(
+    program: &OsStr,
+    args: &[&str],
+    env: BTreeMap<OsString, OsString>,
+    cwd: &Path,
+    sandbox: Option<&PreparedSandbox>,
+    limit: Duration,
+) -> std::io::Result<Option<Ran>> {
+    let (out_reader, out_writer) = std::io::pipe()?;
+    let (err_reader, err_writer) = std::io::pipe()?;
+    let mut child = start(
+        program,
+        args,
+        env,
+        cwd,
+        out_writer.into(),
+        err_writer.into(),
+        sandbox,
+    )?;
+    let mut guard = GroupGuard::new(child.id());
+    let read_all = |reader: std::io::PipeReader| async move {
+        let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+        let mut bytes = Vec::new();
+        pipe.read_to_end(&mut bytes).await?;
+        Ok::<_, std::io::Error>(bytes)
+    };
+    let ran = async {
+        // Both pipes at once: a child that fills one while we wait on the
+        // other would never finish.
+        let (stdout, stderr, status) =
+            tokio::join!(read_all(out_reader), read_all(err_reader), child.wait());
+        Ok::<_, std::io::Error>(Ran {
+            status: status?,
+            stdout: stdout?,
+            stderr: stderr?,
+        })
+    };
+    let ran = tokio::time::timeout(limit, ran).await;
+    guard.kill();
+    match ran {
+        Ok(ran) => ran.map(Some),
+        Err(_) => Ok(None),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn run_command(
     command: &str,
     launch: &Launch,
+    env: BTreeMap<OsString, OsString>,
     cwd: &Path,
     timeout: Duration,
     ctx: &ToolContext,
@@ -328,17 +408,17 @@ async fn run_command(
     // One pipe for both stdout and stderr, like `2>&1`: the kernel keeps the
     // writes in the order they happened, which two pipes cannot.
     let (reader, writer) = std::io::pipe()?;
-    // Gantry's environment minus its keys, then the context's variables.
-    let mut env = sandbox::child_env::resolved(
-        ctx.env
-            .iter()
-            .chain(ctx.minted_env.iter().map(|(k, v)| (k, v))),
-    );
-    if let Some((name, value)) = launch.env() {
-        env.insert(name.into(), value.into());
-    }
     let args = launch.args(command);
-    let mut child = start(&args, env, cwd, OwnedFd::from(writer), sandbox)?;
+    let writer = OwnedFd::from(writer);
+    let mut child = start(
+        OsStr::new("bash"),
+        &args,
+        env,
+        cwd,
+        writer.try_clone()?,
+        writer,
+        sandbox.as_ref(),
+    )?;
     let pid = child.id();
     let mut guard = GroupGuard::new(pid);
     let mut reader = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;

@@ -5,12 +5,19 @@
 //! profile file changes; when taking one fails, commands run as
 //! `bash -lc` again and the first of them says why, once.
 //!
-//! A snapshot depends only on the login shell, the profile files and the
+//! A snapshot depends only on the login shell, the profile files, the
 //! environment commands get (Gantry's minus its keys, plus the engine's
-//! command variables); threads that share those share the file. It holds
-//! nothing of any thread's own, and no secret-looking variable. The files
-//! live in the engine's data dir (`shell-snapshots/`, mode 0600), which
-//! sandboxed commands cannot read, except for the one file they source.
+//! command variables) and the sandbox the profile runs in; threads that
+//! share those share the file. It holds nothing of any thread's own, and no
+//! secret-looking variable. The files live in the engine's data dir
+//! (`shell-snapshots/`, mode 0600), which sandboxed commands cannot read,
+//! except for the one file they source.
+//!
+//! The profile never runs with more rights than the commands it serves: for
+//! sandboxed commands it runs sandboxed too, read-only, without network (a
+//! profile the model could write, `~/.bashrc` in a workspace, runs with no
+//! more rights than any sandboxed command; see [`profile_sandbox`]). Only
+//! for unsandboxed commands does it run unsandboxed.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
@@ -25,7 +32,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::OnceCell;
 
 use super::capture::{self, Shell};
-use crate::sandbox::child_env;
+use crate::sandbox::{self, SandboxPolicy, child_env};
 
 /// How a command's `bash` starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,8 +132,13 @@ impl ShellSnapshots {
     /// it waits does not kill the profile halfway (which can leave its lock
     /// files behind, as `pyenv rehash` does), and the next command finds the
     /// snapshot ready.
-    pub async fn launch(self: &Arc<Self>, explicit: &BTreeMap<String, String>) -> Launch {
-        let (entry, taken) = self.current(explicit).await;
+    /// `sandbox` is the commands' sandbox, which decides the profile's.
+    pub async fn launch(
+        self: &Arc<Self>,
+        explicit: &BTreeMap<String, String>,
+        sandbox: &SandboxPolicy,
+    ) -> Launch {
+        let (entry, taken) = self.current(explicit, sandbox).await;
         match taken {
             Ok(path) => Launch::Snapshot(path),
             Err(why) => {
@@ -146,8 +158,12 @@ impl ShellSnapshots {
     /// calls it beside its first model request, so that the profile's time
     /// is not spent between the model's first command and the command. A
     /// failure is still told by the first command that runs.
-    pub async fn prepare(self: &Arc<Self>, explicit: &BTreeMap<String, String>) {
-        let _ = self.current(explicit).await;
+    pub async fn prepare(
+        self: &Arc<Self>,
+        explicit: &BTreeMap<String, String>,
+        sandbox: &SandboxPolicy,
+    ) {
+        let _ = self.current(explicit, sandbox).await;
     }
 
     /// The entry for commands whose environment adds `explicit`, and its
@@ -156,10 +172,12 @@ impl ShellSnapshots {
     async fn current(
         self: &Arc<Self>,
         explicit: &BTreeMap<String, String>,
+        sandbox: &SandboxPolicy,
     ) -> (Arc<Entry>, Result<PathBuf, String>) {
         let env = child_env::resolved(explicit.iter());
         let (shell, program) = Shell::of(&env);
-        let key = hash_of(&(shell, &program, &env));
+        let confined = profile_sandbox(sandbox);
+        let key = hash_of(&(shell, &program, &env, &confined));
         let home = env.get(std::ffi::OsStr::new("HOME")).map(PathBuf::from);
         let stamp = home.map_or(0, |home| stamp_of(&shell.profile_files(&home)));
         let entry = {
@@ -171,12 +189,13 @@ impl ShellSnapshots {
             entry.clone()
         };
         let taking = {
-            let (entry, explicit) = (entry.clone(), explicit.clone());
+            let entry = entry.clone();
             let path = self.dir.join(format!("{key:016x}-{stamp:016x}.sh"));
+            let home = self.dir.clone();
             tokio::spawn(async move {
                 entry
                     .taken
-                    .get_or_init(|| take(shell, program, env, explicit, path))
+                    .get_or_init(|| take(shell, program, env, confined, home, path))
                     .await
                     .clone()
             })
@@ -188,17 +207,46 @@ impl ShellSnapshots {
     }
 }
 
-/// Captures the profile into `path`.
+/// The sandbox a profile runs in for commands confined by `commands`:
+/// `None` (unsandboxed) only for unsandboxed commands; otherwise read-only,
+/// without network, with the same paths kept from it. It names no thread's
+/// workspace or temp dir, so every sandboxed thread of an engine shares it,
+/// and the profile runs once for all of them.
+pub fn profile_sandbox(commands: &SandboxPolicy) -> Option<SandboxPolicy> {
+    commands.is_sandboxed().then(|| SandboxPolicy {
+        mode: gantry_types::SandboxMode::ReadOnly,
+        writable_roots: Vec::new(),
+        readable_denied: commands.readable_denied.clone(),
+        protected: commands.protected.clone(),
+        protected_readable: commands.protected_readable.clone(),
+        network: false,
+        private_tmp: None,
+        keep_visible: Vec::new(),
+    })
+}
+
+/// Captures the profile into `path`, in `confined` if given (`dir`, the
+/// snapshots' own dir, stands for its workspace: the profile needs none).
 async fn take(
     shell: Shell,
     program: PathBuf,
     env: BTreeMap<OsString, OsString>,
-    explicit: BTreeMap<String, String>,
+    confined: Option<SandboxPolicy>,
+    dir: PathBuf,
     path: PathBuf,
 ) -> Result<PathBuf, String> {
-    let text = capture::capture(shell, &program, &env, &explicit).await?;
+    let jail = match confined {
+        Some(policy) => {
+            let prepared = tokio::task::spawn_blocking(move || sandbox::prepare(&policy, &dir))
+                .await
+                .map_err(|e| format!("its sandbox could not be set up: {e}"))?;
+            prepared.map_err(|e| format!("its sandbox could not be set up: {e}"))?
+        }
+        None => None,
+    };
+    let text = capture::capture(shell, &program, &env, jail.as_ref()).await?;
     write_private(&path, &text).map_err(|e| format!("writing {}: {e}", path.display()))?;
-    check_sources_cleanly(&path, &explicit).await?;
+    check_sources_cleanly(&path, &env, jail.as_ref()).await?;
     tracing::debug!(path = %path.display(), bytes = text.len(), "shell snapshot taken");
     Ok(path)
 }
@@ -248,28 +296,30 @@ fn write_private(path: &Path, text: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Sources the snapshot once in a bare `bash -c :`: one that prints errors
-/// would print them into every command's output, so it is not used.
+/// Sources the snapshot once in a bare `bash -c :`, in the profile's
+/// sandbox: one that prints errors would print them into every command's
+/// output, so it is not used.
 async fn check_sources_cleanly(
     path: &Path,
-    explicit: &BTreeMap<String, String>,
+    env: &BTreeMap<OsString, OsString>,
+    jail: Option<&sandbox::PreparedSandbox>,
 ) -> Result<(), String> {
-    let mut cmd = tokio::process::Command::new("bash");
-    child_env::apply(cmd.as_std_mut(), explicit.iter());
-    let output = cmd
-        .env("BASH_ENV", path)
-        .arg("-c")
-        .arg(":")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(capture::CAPTURE_TIMEOUT, output).await {
-        Ok(Ok(out)) if out.status.success() && out.stderr.is_empty() && out.stdout.is_empty() => {
+    let mut env = env.clone();
+    env.insert("BASH_ENV".into(), path.into());
+    let ran = super::run_to_end(
+        std::ffi::OsStr::new("bash"),
+        &["-c", ":"],
+        env,
+        Path::new("/"),
+        jail,
+        capture::CAPTURE_TIMEOUT,
+    )
+    .await;
+    match ran {
+        Ok(Some(out)) if out.status.success() && out.stderr.is_empty() && out.stdout.is_empty() => {
             Ok(())
         }
-        Ok(Ok(out)) => {
+        Ok(Some(out)) => {
             let said = String::from_utf8_lossy(&out.stderr);
             let line = said.lines().next().unwrap_or("output on stdout");
             Err(format!(
@@ -277,7 +327,7 @@ async fn check_sources_cleanly(
                 line.chars().take(200).collect::<String>()
             ))
         }
-        Ok(Err(e)) => Err(format!("could not start bash: {e}")),
-        Err(_) => Err("sourcing its snapshot hung".to_owned()),
+        Ok(None) => Err("sourcing its snapshot hung".to_owned()),
+        Err(e) => Err(format!("could not start bash: {e}")),
     }
 }

@@ -9,31 +9,28 @@
 //! 14 MiB process).
 //!
 //! Here the child is cloned as `posix_spawn` clones it (`CLONE_VM |
-//! CLONE_VFORK`): it runs on a stack of its own in the parent's memory, makes
-//! only raw system calls on data built before the clone (the sandbox's
-//! ruleset and filter, `argv`, `envp`), and execs. The calling thread waits
-//! until the exec; the runtime's other threads run on. The child is waited
-//! for through a pidfd (`CLONE_PIDFD`), which needs Linux 5.2, older than the
-//! Landlock ABI the sandbox requires.
+//! CLONE_VFORK`, see `sandbox/clone.rs`), into namespaces of its own where
+//! the machine allows them: it runs on a stack of its own in the parent's
+//! memory, makes only raw system calls on data built before the clone (the
+//! sandbox's namespace plan, ruleset and filter, `argv`, `envp`), and execs.
+//! The calling thread waits until the exec; the runtime's other threads run
+//! on. The child is waited for through a pidfd (`CLONE_PIDFD`), which needs
+//! Linux 5.2, older than the Landlock ABI the sandbox requires.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::AtomicI32;
 
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
 use crate::sandbox::PreparedSandbox;
-
-/// The child's stack. It only calls a few system call wrappers and the
-/// sandbox's `apply_in_child`; 64 KiB leaves ample room.
-const STACK_SIZE: usize = 64 * 1024;
+use crate::sandbox::clone::{clone_vfork, reap};
+use crate::sandbox::namespaces::Failure;
 
 /// Linux's highest signal number (`_NSIG - 1`).
 const MAX_SIGNAL: libc::c_int = 64;
@@ -50,7 +47,7 @@ impl Command {
     /// `program` (looked up in `env`'s `PATH` unless it holds a `/`) with
     /// `args`, in `cwd`, with exactly the variables of `env`.
     pub(super) fn new<'a>(
-        program: &'a str,
+        program: &'a OsStr,
         args: impl IntoIterator<Item = &'a OsStr>,
         env: impl IntoIterator<Item = (OsString, OsString)>,
         cwd: &Path,
@@ -71,10 +68,13 @@ impl Command {
         let resolved = find_program(program, path).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotFound,
-                format!("{program} not found in the command's PATH"),
+                format!(
+                    "{} not found in the command's PATH",
+                    program.to_string_lossy()
+                ),
             )
         })?;
-        let argv = std::iter::once(OsStr::new(program))
+        let argv = std::iter::once(program)
             .chain(args)
             .map(|a| c_string(a.as_bytes()))
             .collect::<io::Result<Vec<_>>>()?;
@@ -87,22 +87,25 @@ impl Command {
     }
 
     /// Starts the command in a process group of its own, stdin from
-    /// `stdin`, stdout and stderr both to `output`, confined by `sandbox`.
-    /// Returns once `bash` has been exec'd, or with the error of the step
-    /// that failed (nothing runs then).
+    /// `stdin`, stdout to `stdout` and stderr to `stderr` (the same fd for
+    /// merged output), confined by `sandbox`. Returns once `bash` has been
+    /// exec'd, or with the error of the step that failed (nothing runs then).
     pub(super) fn spawn(
         &self,
         stdin: BorrowedFd<'_>,
-        output: BorrowedFd<'_>,
+        stdout: BorrowedFd<'_>,
+        stderr: BorrowedFd<'_>,
         sandbox: &PreparedSandbox,
     ) -> io::Result<Child> {
         // The child copies these onto 0, 1 and 2 in that order: a source
         // that is itself 0, 1 or 2 (a runtime started with stdio closed)
         // could be overwritten before its turn, so such fds are copied above.
         let stdin_high = above_stdio(stdin)?;
-        let output_high = above_stdio(output)?;
+        let stdout_high = above_stdio(stdout)?;
+        let stderr_high = above_stdio(stderr)?;
         let stdin = stdin_high.as_ref().map_or(stdin, AsFd::as_fd);
-        let output = output_high.as_ref().map_or(output, AsFd::as_fd);
+        let stdout = stdout_high.as_ref().map_or(stdout, AsFd::as_fd);
+        let stderr = stderr_high.as_ref().map_or(stderr, AsFd::as_fd);
 
         let argv = null_terminated(&self.argv);
         let envp = null_terminated(&self.envp);
@@ -111,49 +114,25 @@ impl Command {
             argv: argv.as_ptr(),
             envp: envp.as_ptr(),
             cwd: self.cwd.as_ptr(),
-            stdin: stdin.as_raw_fd(),
-            output: output.as_raw_fd(),
+            stdio: [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()],
             sandbox,
             error: AtomicI32::new(0),
         };
-        let mut stack: Vec<MaybeUninit<u8>> = Vec::with_capacity(STACK_SIZE);
-        // The stack grows down from its end, which the ABI wants 16-byte aligned.
-        let top = (stack.as_mut_ptr() as usize + STACK_SIZE) & !15;
-
-        let mut pidfd: libc::c_int = -1;
-        let pid = {
-            // No signal handler may run in the child before it has reset
-            // them: a handler would run on the child's stack in our memory.
-            let _blocked = BlockedSignals::all()?;
-            // SAFETY: `child_main` only reads `args`, which outlives the
-            // call: CLONE_VFORK suspends this thread until the child has
-            // exec'd or exited, and `argv`, `envp`, `self` and the stack live
-            // until the end of this function. The child writes nothing of
-            // ours but `args.error`, an atomic. `pidfd` receives the pidfd
-            // (CLONE_PIDFD takes it through the parent-tid argument).
-            let pid = unsafe {
-                libc::clone(
-                    child_main,
-                    top as *mut libc::c_void,
-                    libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
-                    (&raw const args).cast_mut().cast::<libc::c_void>(),
-                    &raw mut pidfd,
-                )
-            };
-            // Read before the mask is restored, which may touch errno.
-            if pid < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            pid
+        // SAFETY: `child_main` only reads `args`, which outlives the call
+        // (CLONE_VFORK returns after the exec or exit; `argv`, `envp` and
+        // `self` live until the end of this function), and writes nothing of
+        // ours but `args.error`, an atomic.
+        let (pid, pidfd) = unsafe {
+            clone_vfork(
+                sandbox.clone_flags(),
+                child_main,
+                (&raw const args).cast_mut().cast::<libc::c_void>(),
+            )?
         };
-        // SAFETY: CLONE_PIDFD stored a new fd (close-on-exec) that nothing
-        // else owns.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
-        let failed = args.error.load(Ordering::Acquire);
-        if failed != 0 {
+        if let Some(failed) = Failure::load(&args.error) {
             // The child has exited (the exec did not happen): reap it.
             let _ = reap(pid, 0);
-            return Err(io::Error::from_raw_os_error(failed));
+            return Err(failed);
         }
         let mut child = Child {
             pid,
@@ -230,36 +209,17 @@ impl Drop for Child {
     }
 }
 
-/// Reaps `pid` (`waitpid`); `None` when `WNOHANG` finds it still running.
-fn reap(pid: libc::pid_t, flags: libc::c_int) -> io::Result<Option<ExitStatus>> {
-    let mut status = 0;
-    loop {
-        // SAFETY: waitpid writes the status into a local.
-        let rc = unsafe { libc::waitpid(pid, &raw mut status, flags) };
-        if rc == pid {
-            return Ok(Some(ExitStatus::from_raw(status)));
-        }
-        if rc == 0 {
-            return Ok(None);
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    }
-}
-
 /// What the child reads; built by the parent before the clone.
 struct ChildArgs<'a> {
     program: *const libc::c_char,
     argv: *const *const libc::c_char,
     envp: *const *const libc::c_char,
     cwd: *const libc::c_char,
-    stdin: RawFd,
-    output: RawFd,
+    /// What becomes the command's stdin, stdout and stderr.
+    stdio: [RawFd; 3],
     sandbox: &'a PreparedSandbox,
-    /// The errno of the step that failed, set by the child before it exits;
-    /// 0 if it exec'd.
+    /// What failed ([`Failure`]), set by the child before it exits; 0 if it
+    /// exec'd.
     error: AtomicI32,
 }
 
@@ -271,29 +231,32 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // child has exec'd or exited (see `Command::spawn`).
     let args = unsafe { &*arg.cast::<ChildArgs<'_>>() };
     // SAFETY: see `exec`; the parent's memory is only read.
-    let errno = unsafe { exec(args) };
-    args.error.store(errno.max(1), Ordering::Release);
+    let failure = unsafe { exec(args) };
+    failure.store(&args.error);
     // SAFETY: `_exit` ends only this child (its own thread group), running
     // nothing of the parent's (no atexit handlers, no buffers flushed).
     unsafe { libc::_exit(127) }
 }
 
-/// Sets the child up and execs; returns the errno of what failed.
+/// Sets the child up and execs; returns what failed.
 ///
 /// # Safety
 /// Only in the cloned child of `Command::spawn`, with `args` valid.
-unsafe fn exec(args: &ChildArgs<'_>) -> libc::c_int {
+unsafe fn exec(args: &ChildArgs<'_>) -> Failure {
     let errno = || {
-        io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO)
+        Failure::other(
+            io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO)
+                .max(1),
+        )
     };
     // SAFETY (the whole block): system calls on fds and C strings the parent
     // made for this child and keeps alive; no memory of ours is written.
     unsafe {
         // dup2 clears close-on-exec on the copies; the sources are above 2.
-        for (from, to) in [(args.stdin, 0), (args.output, 1), (args.output, 2)] {
-            if libc::dup2(from, to) < 0 {
+        for (to, from) in args.stdio.iter().enumerate() {
+            if libc::dup2(*from, to as libc::c_int) < 0 {
                 return errno();
             }
         }
@@ -302,6 +265,10 @@ unsafe fn exec(args: &ChildArgs<'_>) -> libc::c_int {
         if libc::setpgid(0, 0) != 0 {
             return errno();
         }
+        // Before the directory, which may lie under a path mounted back.
+        if let Err(failure) = args.sandbox.enter_namespaces() {
+            return failure;
+        }
         if libc::chdir(args.cwd) != 0 {
             return errno();
         }
@@ -309,7 +276,7 @@ unsafe fn exec(args: &ChildArgs<'_>) -> libc::c_int {
         // After stdio, the group and the directory: the sandbox covers
         // exactly the exec of bash and on.
         if let Err(e) = args.sandbox.apply_in_child() {
-            return e.raw_os_error().unwrap_or(libc::EPERM);
+            return Failure::other(e.raw_os_error().unwrap_or(libc::EPERM));
         }
         libc::execve(args.program, args.argv, args.envp);
     }
@@ -342,40 +309,6 @@ unsafe fn reset_signals() {
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&raw mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &raw const none, std::ptr::null_mut());
-    }
-}
-
-/// All signals blocked on this thread until dropped.
-struct BlockedSignals {
-    before: libc::sigset_t,
-}
-
-impl BlockedSignals {
-    fn all() -> io::Result<Self> {
-        // SAFETY: sigset operations and pthread_sigmask on locals.
-        unsafe {
-            let mut all: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&raw mut all);
-            let mut before: libc::sigset_t = std::mem::zeroed();
-            let rc = libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut before);
-            if rc != 0 {
-                return Err(io::Error::from_raw_os_error(rc));
-            }
-            Ok(Self { before })
-        }
-    }
-}
-
-impl Drop for BlockedSignals {
-    fn drop(&mut self) {
-        // SAFETY: restores the mask saved in `all`.
-        unsafe {
-            libc::pthread_sigmask(
-                libc::SIG_SETMASK,
-                &raw const self.before,
-                std::ptr::null_mut(),
-            );
-        }
     }
 }
 
@@ -413,8 +346,8 @@ fn c_string(bytes: &[u8]) -> io::Result<CString> {
 
 /// `program` as `execvp` would find it: itself if it holds a `/`, else the
 /// first executable file of that name in `path` (`/bin:/usr/bin` without one).
-fn find_program(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
-    if program.contains('/') {
+fn find_program(program: &OsStr, path: Option<&OsStr>) -> Option<PathBuf> {
+    if program.as_bytes().contains(&b'/') {
         return Some(PathBuf::from(program));
     }
     let path = path.unwrap_or(OsStr::new("/bin:/usr/bin"));

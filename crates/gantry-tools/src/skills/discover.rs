@@ -58,6 +58,8 @@ pub fn discover(workspace: &Path, config_home: Option<&Path>) -> (Vec<Skill>, Ve
 /// subfolders too). Hidden subfolders (`.install-*` staging) and
 /// subfolders without a `SKILL.md` are skipped. Two subfolders declaring
 /// the same name: the first (by folder name) wins, the second is reported.
+/// A skill's `dir` is its folder's real path, so a skill linked in from a
+/// workspace counts as one ([`Skill::from_workspace`]).
 pub fn discover_dir(dir: &Path, source: SkillSource) -> (Vec<Skill>, Vec<SkillError>) {
     let mut skills: Vec<Skill> = Vec::new();
     let mut errors = Vec::new();
@@ -81,7 +83,12 @@ pub fn discover_dir(dir: &Path, source: SkillSource) -> (Vec<Skill>, Vec<SkillEr
             continue;
         }
         match Skill::from_dir(&path, source) {
-            Ok(skill) => {
+            Ok(mut skill) => {
+                // Parsed under the link's name (the default `name`), kept
+                // under the real path: where the files can be written.
+                if let Ok(real) = std::fs::canonicalize(&path) {
+                    skill.dir = Some(real);
+                }
                 if let Some(first) = skills.iter().find(|s| s.name == skill.name) {
                     errors.push(SkillError::Invalid {
                         file: path.join("SKILL.md").display().to_string(),

@@ -8,7 +8,10 @@
 //!   (`<workspace>/.gantry/skills`, `<workspace>/.claude/skills`,
 //!   `$XDG_CONFIG_HOME/gantry/skills`, first one wins on a name clash).
 //! - [`SkillSet`] is a thread's view: what the model may invoke, what is
-//!   loaded, the catalog the model sees.
+//!   loaded, the catalog the model sees, and which loaded skills' rules
+//!   apply: a skill found in the workspace (which the model can write)
+//!   adds instructions but no rights unless the operator trusts the
+//!   workspace.
 //! - [`SkillTool`] is the `skill` tool the model calls to invoke one.
 //! - [`install`] and [`delete`] manage an agent's skills directory from a
 //!   package coordinate (local path, `.tar.gz`/`.zip` URL, git URL).

@@ -1,6 +1,7 @@
 //! A thread's skills: what exists, what the model may invoke, what is loaded.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use super::{Skill, SkillError, SkillSource};
@@ -15,6 +16,11 @@ pub use gantry_types::skill::SkillListing;
 /// the thread's context and its `allowed-tools` into effect; the engine
 /// reads [`SkillSet::loaded`] and [`SkillSet::active_allowed_tools`] for
 /// that.
+///
+/// A skill found in the workspace ([`Skill::from_workspace`]) adds
+/// instructions but no rights: its `allowed-tools` apply only once
+/// [`SkillSet::set_workspace`] says the operator trusts the workspace.
+/// [`SkillSet::active_allowed_tools`] is the one place that rule is kept.
 #[derive(Debug, Clone, Default)]
 pub struct SkillSet {
     skills: BTreeMap<String, Skill>,
@@ -25,6 +31,11 @@ pub struct SkillSet {
     /// Skills an inline skill of the same name replaced; they come back
     /// when the inline one is unloaded.
     shadowed: BTreeMap<String, Skill>,
+    /// The thread's workspace (canonical); `None` until the engine sets it.
+    workspace: Option<PathBuf>,
+    /// Whether the operator trusts it, so its skills' `allowed-tools` apply.
+    /// False by default: a set that was never told grants no workspace rights.
+    workspace_trusted: bool,
 }
 
 impl SkillSet {
@@ -41,6 +52,28 @@ impl SkillSet {
     /// A [`SharedSkillSet`] of `skills`.
     pub fn shared(skills: impl IntoIterator<Item = Skill>) -> SharedSkillSet {
         Arc::new(RwLock::new(SkillSet::new(skills)))
+    }
+
+    /// Sets the thread's workspace (canonical) and whether the operator
+    /// trusts it; from then on the `allowed-tools` of skills in it apply
+    /// only if `trusted`. Called when the thread goes live and when it
+    /// moves to another workspace.
+    pub fn set_workspace(&mut self, workspace: PathBuf, trusted: bool) {
+        self.workspace = Some(workspace);
+        self.workspace_trusted = trusted;
+    }
+
+    /// The thread's workspace, if set.
+    pub fn workspace(&self) -> Option<&Path> {
+        self.workspace.as_deref()
+    }
+
+    /// Whether `skill`'s `allowed-tools` become allow rules in this thread:
+    /// always for a skill from outside the workspace (the user's, an
+    /// installed package, an inline one a client gave); for one in the
+    /// workspace only when the operator trusts it.
+    pub fn grants(&self, skill: &Skill) -> bool {
+        self.workspace_trusted || !skill.from_workspace(self.workspace.as_deref())
     }
 
     /// Adds a skill, replacing one of the same name (which stays loaded if
@@ -115,7 +148,7 @@ impl SkillSet {
         if !self.skills.contains_key(name) {
             return Err(self.unknown(name));
         }
-        self.loaded.insert(name.to_string());
+        self.mark_loaded(name);
         self.requested.insert(name.to_string());
         self.skills.get(name).ok_or_else(|| self.unknown(name))
     }
@@ -126,8 +159,27 @@ impl SkillSet {
         if !self.skills.contains_key(name) {
             return Err(self.unknown(name));
         }
-        self.loaded.insert(name.to_string());
+        self.mark_loaded(name);
         self.skills.get(name).ok_or_else(|| self.unknown(name))
+    }
+
+    /// Marks `name` loaded; the first time, says so in the log when its
+    /// `allowed-tools` are ignored, so an operator sees why a call it
+    /// seems to allow is refused or asks for approval.
+    fn mark_loaded(&mut self, name: &str) {
+        if !self.loaded.insert(name.to_string()) {
+            return;
+        }
+        if let Some(skill) = self.skills.get(name)
+            && !skill.allowed_tools.is_empty()
+            && !self.grants(skill)
+        {
+            tracing::warn!(
+                workspace = %self.workspace.as_deref().unwrap_or(Path::new("")).display(),
+                "{}",
+                skill.ignored_note()
+            );
+        }
     }
 
     /// Parses `text` as a `SKILL.md`, adds it as an inline skill and loads
@@ -193,18 +245,22 @@ impl SkillSet {
                 source: s.source,
                 dir: s.dir.clone(),
                 allowed_tools: s.allowed_tools.clone(),
+                allowed_tools_granted: self.grants(s),
                 model_invocable: s.model_invocable(),
                 loaded: self.loaded.contains(&s.name),
             })
             .collect()
     }
 
-    /// The `allowed-tools` rules of every loaded skill, deduplicated, for the
-    /// engine to add as allow rules while those skills are active.
+    /// The `allowed-tools` rules of every loaded skill that [grants
+    /// them](SkillSet::grants), deduplicated, for the engine to add as allow
+    /// rules while those skills are active. A workspace skill's rules are
+    /// left out unless the operator trusts the workspace.
     pub fn active_allowed_tools(&self) -> Vec<String> {
         let mut seen = BTreeSet::new();
         self.loaded()
             .into_iter()
+            .filter(|s| self.grants(s))
             .flat_map(|s| s.allowed_tools.iter())
             .filter(|r| seen.insert(r.as_str()))
             .cloned()

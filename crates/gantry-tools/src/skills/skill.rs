@@ -185,10 +185,26 @@ impl Skill {
         out
     }
 
+    /// Whether the skill lives in `workspace`, the thread's (canonical)
+    /// workspace: found in its `.gantry/skills` or `.claude/skills`, or in
+    /// any folder inside it (a user's config dir when the workspace is the
+    /// home directory). The model can write such a skill, so its
+    /// `allowed-tools` must not grant rights unless the operator trusts
+    /// the workspace. Without a workspace only the source tells.
+    pub fn from_workspace(&self, workspace: Option<&Path>) -> bool {
+        matches!(self.source, SkillSource::Workspace | SkillSource::Claude)
+            || self
+                .dir
+                .as_deref()
+                .zip(workspace)
+                .is_some_and(|(dir, ws)| dir.starts_with(ws))
+    }
+
     /// What the model is given when the skill is invoked or loaded: its
-    /// folder, the instructions, the rules it allows and its extra files
-    /// (`files`, from [`Skill::files`]).
-    pub fn render_instructions(&self, files: &[String]) -> String {
+    /// folder, the instructions, the rules it allows (or that they are
+    /// ignored, when `granted` is false: see [`Skill::from_workspace`]) and
+    /// its extra files (`files`, from [`Skill::files`]).
+    pub fn render_instructions(&self, files: &[String], granted: bool) -> String {
         let mut out = format!(
             "Skill `{}` is now active. Follow its instructions.\n",
             self.name
@@ -200,10 +216,20 @@ impl Skill {
             ));
         }
         if !self.allowed_tools.is_empty() {
-            out.push_str(&format!(
-                "Allowed without asking while it is active: {}\n",
-                self.allowed_tools.join(", ")
-            ));
+            if granted {
+                out.push_str(&format!(
+                    "Allowed without asking while it is active: {}\n",
+                    self.allowed_tools.join(", ")
+                ));
+            } else {
+                // Said to the model so it expects refusals or approval
+                // prompts instead of retrying as if the rules applied.
+                out.push_str(&format!(
+                    "{}; these tools follow the thread's permission rules (they may be \
+                     refused or need approval).\n",
+                    self.ignored_note()
+                ));
+            }
         }
         out.push('\n');
         out.push_str(&self.body);
@@ -221,8 +247,19 @@ impl Skill {
     }
 
     /// [`Skill::render_instructions`] with the files read now.
-    pub fn instructions(&self) -> String {
-        self.render_instructions(&self.files())
+    pub fn instructions(&self, granted: bool) -> String {
+        self.render_instructions(&self.files(), granted)
+    }
+
+    /// One line saying this skill's `allowed-tools` are ignored because its
+    /// workspace is not trusted, for logs and the model.
+    pub fn ignored_note(&self) -> String {
+        format!(
+            "allowed-tools of workspace skill `{}` ignored ({}): workspace not trusted by the \
+             operator",
+            self.name,
+            self.allowed_tools.join(", ")
+        )
     }
 }
 

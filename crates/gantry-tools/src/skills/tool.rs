@@ -16,7 +16,8 @@ const NAME: &str = "skill";
 
 /// The `skill` tool of one thread. Invoking a skill loads it in the
 /// thread's [`SkillSet`], so its `allowed-tools` show up in
-/// [`SkillSet::active_allowed_tools`].
+/// [`SkillSet::active_allowed_tools`] (unless it is a workspace skill in a
+/// workspace the operator has not trusted; its result then says so).
 #[derive(Clone)]
 pub struct SkillTool {
     skills: SharedSkillSet,
@@ -99,10 +100,11 @@ impl Tool for SkillTool {
                 )),
                 Some(s) => {
                     let s = s.clone();
+                    let granted = set.grants(&s);
                     // Invoking is loading: the engine applies the skill's
                     // allowed-tools from the set's loaded skills.
                     let _ = set.invoke(&s.name);
-                    Ok(s)
+                    Ok((s, granted))
                 }
             }
         });
@@ -110,10 +112,12 @@ impl Tool for SkillTool {
             Err(msg) => Err(msg),
             // Listing the extra files touches the disk; keep it off the
             // async threads and cancellable.
-            Ok(skill) => match run_blocking(&ctx.cancel, move |_| Ok(skill.instructions())).await {
-                Some(r) => r,
-                None => return tool_call_interrupted(NAME, &args),
-            },
+            Ok((skill, granted)) => {
+                match run_blocking(&ctx.cancel, move |_| Ok(skill.instructions(granted))).await {
+                    Some(r) => r,
+                    None => return tool_call_interrupted(NAME, &args),
+                }
+            }
         };
         tool_call_output(NAME, &args, result)
     }

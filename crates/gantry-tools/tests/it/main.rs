@@ -6,6 +6,7 @@ mod files;
 mod host;
 mod mcp;
 mod sandbox;
+mod sandbox_namespaces;
 mod sandbox_protected;
 mod search;
 mod shell;

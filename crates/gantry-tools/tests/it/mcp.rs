@@ -108,6 +108,28 @@ fn py_stdio_config(name: &str, py: &str) -> McpServerConfig {
     )
 }
 
+/// `config` with `tag` as an extra argument (the fixture ignores it), so a
+/// test can find its server among the machine's processes.
+fn tagged(mut config: McpServerConfig, tag: &std::path::Path) -> McpServerConfig {
+    if let McpTransport::Stdio { args, .. } = &mut config.transport {
+        args.push(tag.display().to_string());
+    }
+    config
+}
+
+/// The pid, as the host sees it, of the one server started [`tagged`] with
+/// `tag`. What the server could say of itself is no use: it runs in a PID
+/// namespace of its own.
+fn server_pid(tag: &std::path::Path) -> i32 {
+    let pids = gantry_testkit::process::pids_with_arg(&tag.display().to_string());
+    assert_eq!(
+        pids.len(),
+        1,
+        "one server process, tagged {tag:?}: {pids:?}"
+    );
+    i32::try_from(pids[0]).unwrap()
+}
+
 fn sleeper(name: &str, startup_timeout_ms: u64) -> McpServerConfig {
     // A process that never speaks MCP: startup can only time out.
     McpServerConfig {
@@ -452,7 +474,7 @@ async fn server_killed_mid_call_fails_cleanly_and_reconnects() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("pid");
     let m = McpManager::new();
-    m.add(py_stdio_config("py", &py)).unwrap();
+    m.add(tagged(py_stdio_config("py", &py), &marker)).unwrap();
     m.connect("py").await.unwrap();
 
     let call_task = {
@@ -460,11 +482,11 @@ async fn server_killed_mid_call_fails_cleanly_and_reconnects() {
         let marker = marker.display().to_string();
         tokio::spawn(async move { call(&m, "py", "block", json!({"marker": marker})).await })
     };
-    // The tool writes its server's pid once it is running.
+    // The tool writes its marker once it is running.
     let deadline = Instant::now() + Duration::from_secs(60);
     let pid = loop {
-        if let Ok(s) = std::fs::read_to_string(&marker) {
-            break s.trim().parse::<i32>().unwrap();
+        if marker.exists() {
+            break server_pid(&marker);
         }
         assert!(Instant::now() < deadline, "the block tool never started");
         assert!(
@@ -509,9 +531,9 @@ async fn tools_reconnects_a_server_whose_process_died() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("pid");
     let m = McpManager::new();
-    m.add(py_stdio_config("py", &py)).unwrap();
+    m.add(tagged(py_stdio_config("py", &py), &marker)).unwrap();
     m.connect("py").await.unwrap();
-    // Learn the pid through the block tool, cut short by a timeout.
+    // Run the block tool, cut short by a timeout, so the server is busy.
     let err = m
         .call(
             "py",
@@ -521,10 +543,8 @@ async fn tools_reconnects_a_server_whose_process_died() {
             &CancellationToken::new(),
         )
         .await;
-    let pid: i32 = match std::fs::read_to_string(&marker) {
-        Ok(s) => s.trim().parse().unwrap(),
-        Err(e) => panic!("block did not run ({e}); call: {err:?}"),
-    };
+    assert!(marker.exists(), "block did not run; call: {err:?}");
+    let pid = server_pid(&marker);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,

@@ -163,7 +163,7 @@ async fn a_snapshot_prepared_ahead_is_the_one_the_first_command_uses() {
     let c = ctx_with(ws.path(), home.path(), &snapshots);
 
     // What a turn does beside its first model request.
-    snapshots.prepare(&c.env).await;
+    snapshots.prepare(&c.env, &c.sandbox).await;
     assert_eq!(
         profile_runs(home.path()),
         1,
@@ -187,7 +187,7 @@ async fn a_failure_found_ahead_is_still_told_by_the_first_command() {
     let snapshots = Arc::new(ShellSnapshots::new(None).unwrap());
     let c = ctx_with(ws.path(), home.path(), &snapshots);
 
-    snapshots.prepare(&c.env).await;
+    snapshots.prepare(&c.env, &c.sandbox).await;
     let (status, first, code) = run(&c, "echo still runs").await;
     assert_eq!((status, code), (ToolStatus::Ok, Some(0)), "{first}");
     let (note, rest) = first.split_once('\n').unwrap();

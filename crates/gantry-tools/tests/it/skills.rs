@@ -215,10 +215,14 @@ fn discovery_precedence_and_broken_skills() {
 
 // ---------------------------------------------------------------- SkillSet
 
+/// The fixtures as the skills of a workspace the operator trusts (their
+/// `allowed-tools` apply; see the trust tests below for one not trusted).
 fn fixture_set() -> SkillSet {
     let (skills, errors) = discover_dir(&fixtures(), SkillSource::Workspace);
     assert!(errors.is_empty(), "{errors:?}");
-    SkillSet::new(skills)
+    let mut set = SkillSet::new(skills);
+    set.set_workspace(fixtures(), true);
+    set
 }
 
 #[test]
@@ -324,8 +328,7 @@ fn inline_skills_load_shadow_and_unload() {
 
 #[tokio::test]
 async fn skill_tool_returns_instructions_and_refuses_what_it_must() {
-    let (skills, _) = discover_dir(&fixtures(), SkillSource::Workspace);
-    let shared = SkillSet::shared(skills);
+    let shared = std::sync::Arc::new(std::sync::RwLock::new(fixture_set()));
     let tool = SkillTool::new(shared.clone());
     let ws = tempfile::tempdir().unwrap();
 
@@ -406,6 +409,140 @@ async fn skill_tool_returns_instructions_and_refuses_what_it_must() {
     let text = result_text(&out);
     assert!(text.contains("Inline body."));
     assert!(!text.contains("Base directory") && !text.contains("Files in this skill"));
+}
+
+// ------------------------------------------------------- workspace trust
+
+const BASH_SKILL: &str =
+    "---\nname: NAME\ndescription: Runs things.\nallowed-tools: Bash\n---\nRun what you need.\n";
+
+fn write_bash_skill(dir: &Path, name: &str) {
+    fs::create_dir_all(dir).unwrap();
+    fs::write(dir.join("SKILL.md"), BASH_SKILL.replace("NAME", name)).unwrap();
+}
+
+/// A workspace with a `.gantry/skills` and a `.claude/skills` skill, and a
+/// config home (outside it) with a user skill, each allowing `Bash`.
+fn workspace_and_user_skills() -> (tempfile::TempDir, PathBuf, SkillSet) {
+    let root = tempfile::tempdir().unwrap();
+    let ws = root.path().join("ws");
+    let home = root.path().join("config");
+    write_bash_skill(&ws.join(".gantry/skills/ws-helper"), "ws-helper");
+    write_bash_skill(&ws.join(".claude/skills/claude-helper"), "claude-helper");
+    write_bash_skill(&home.join("gantry/skills/user-helper"), "user-helper");
+    let (skills, errors) = discover(&ws, Some(&home));
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut set = SkillSet::new(skills);
+    for name in ["ws-helper", "claude-helper", "user-helper"] {
+        set.load(name).unwrap();
+    }
+    (root, ws, set)
+}
+
+fn granted(set: &SkillSet) -> Vec<(String, bool)> {
+    set.list()
+        .into_iter()
+        .map(|l| (l.name, l.allowed_tools_granted))
+        .collect()
+}
+
+#[test]
+fn workspace_skills_grant_no_rights_unless_the_operator_trusts_the_workspace() {
+    let (_root, ws, mut set) = workspace_and_user_skills();
+    set.set_workspace(ws.clone(), false);
+    assert_eq!(
+        granted(&set),
+        [
+            ("claude-helper".to_owned(), false),
+            ("user-helper".to_owned(), true),
+            ("ws-helper".to_owned(), false),
+        ]
+    );
+    // Only the user's skill's rule: the workspace ones are ignored. Here
+    // `Bash` comes from the user's skill alone; unload it and none is left.
+    assert_eq!(set.active_allowed_tools(), ["Bash"]);
+    set.unload("user-helper").unwrap();
+    assert!(
+        set.active_allowed_tools().is_empty(),
+        "{:?}",
+        set.active_allowed_tools()
+    );
+
+    // Trusted by the operator: the workspace's skills grant theirs.
+    set.set_workspace(ws, true);
+    assert_eq!(set.active_allowed_tools(), ["Bash"]);
+    assert!(granted(&set).iter().all(|(_, g)| *g));
+}
+
+#[test]
+fn a_set_never_told_its_workspace_grants_nothing_to_workspace_skills() {
+    let (_root, _ws, mut set) = workspace_and_user_skills();
+    set.unload("user-helper").unwrap();
+    assert!(set.active_allowed_tools().is_empty());
+    // An inline skill (a client's) still grants its rules.
+    set.load_inline("---\nname: inline\ndescription: d\nallowed-tools: Read\n---\nx\n")
+        .unwrap();
+    assert_eq!(set.active_allowed_tools(), ["Read"]);
+}
+
+#[test]
+fn a_user_or_installed_skill_inside_the_workspace_counts_as_a_workspace_skill() {
+    // The workspace is the home dir: the user's skills dir is in it, so the
+    // model could have written it.
+    let home = tempfile::tempdir().unwrap();
+    let ws = home.path().to_path_buf();
+    write_bash_skill(&ws.join(".config/gantry/skills/user-helper"), "user-helper");
+    let (skills, _) = discover(&ws, Some(&ws.join(".config")));
+    let mut set = SkillSet::new(skills);
+    set.set_workspace(ws.clone(), false);
+    set.load("user-helper").unwrap();
+    assert!(set.active_allowed_tools().is_empty());
+
+    // An installed skill linked in from the workspace: its real folder is
+    // there, so it is judged there.
+    let outside = tempfile::tempdir().unwrap();
+    let installed = outside.path().join("agents/a1/skills");
+    fs::create_dir_all(&installed).unwrap();
+    write_bash_skill(&ws.join("linked"), "linked");
+    std::os::unix::fs::symlink(ws.join("linked"), installed.join("linked")).unwrap();
+    let (found, errors) = discover_dir(&installed, SkillSource::Installed);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(
+        found[0].dir.as_deref(),
+        Some(fs::canonicalize(ws.join("linked")).unwrap().as_path())
+    );
+    set.sync_source(SkillSource::Installed, found);
+    set.load("linked").unwrap();
+    assert!(set.active_allowed_tools().is_empty());
+    set.set_workspace(ws, true);
+    assert_eq!(set.active_allowed_tools(), ["Bash"]);
+}
+
+#[tokio::test]
+async fn the_skill_tool_tells_the_model_when_allowed_tools_are_ignored() {
+    let (_root, ws, mut set) = workspace_and_user_skills();
+    set.set_workspace(ws.clone(), false);
+    set.unload("ws-helper").unwrap();
+    let shared = std::sync::Arc::new(std::sync::RwLock::new(set));
+    let tool = SkillTool::new(shared.clone());
+
+    let text = result_text(&call(&tool, &ws, json!({"name": "ws-helper"})).await);
+    assert!(text.contains("Run what you need."), "{text}");
+    assert!(
+        text.contains(
+            "allowed-tools of workspace skill `ws-helper` ignored (Bash): workspace not trusted \
+             by the operator; these tools follow the thread's permission rules"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("Allowed without asking"), "{text}");
+    assert!(shared.read().unwrap().is_loaded("ws-helper"));
+
+    let text = result_text(&call(&tool, &ws, json!({"name": "user-helper"})).await);
+    assert!(
+        text.contains("Allowed without asking while it is active: Bash"),
+        "{text}"
+    );
 }
 
 // ---------------------------------------------------------------- install

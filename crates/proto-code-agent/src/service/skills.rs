@@ -3,9 +3,12 @@
 //!
 //! A skill brings instructions and an `allowed-tools` list of permission
 //! patterns (`Bash(gh:*)`, `Read`): rules allowed without asking while it
-//! is loaded. That list is what `LoadSkillResponse.tool_names`,
-//! `UnloadSkillResponse.removed_tools` and `Skill.allowed_tools` carry; a
-//! skill adds no tool of its own.
+//! is loaded. That list is what `Skill.allowed_tools` carries; a skill adds
+//! no tool of its own. `LoadSkillResponse.tool_names` and
+//! `UnloadSkillResponse.removed_tools` carry the rules that take effect:
+//! none for a workspace skill (`.gantry/skills`, `.claude/skills`) in a
+//! workspace the operator has not trusted, whose `allowed-tools` add no
+//! rights (`metadata.allowed_tools_granted` says which).
 //!
 //! A3S's skills are the server's: a skill a client loads inline is
 //! remembered by the server, listed without a session, and loaded into
@@ -29,7 +32,9 @@ use crate::status::{required, session_id, status};
 /// `skill_content` (the text of a `SKILL.md`) the skill is added inline,
 /// replacing a discovered one of the same name until unloaded; otherwise
 /// `skill_name` names one of the session's skills (`NOT_FOUND` if none).
-/// `tool_names`: the skill's `allowed-tools` patterns.
+/// `tool_names`: the skill's `allowed-tools` patterns that take effect
+/// (none when the engine ignores them: a workspace skill in a workspace
+/// the operator has not trusted).
 pub(crate) async fn load_skill(
     ctx: &Ctx,
     req: pb::LoadSkillRequest,
@@ -58,7 +63,7 @@ pub(crate) async fn load_skill(
     let skill = listing(&session_skills(ctx, &id).await?, &name)?.clone();
     Ok(pb::LoadSkillResponse {
         success: true,
-        tool_names: skill.allowed_tools,
+        tool_names: granted(skill),
     })
 }
 
@@ -96,7 +101,7 @@ fn parse_inline(name: &str, text: &str) -> Result<Skill, Status> {
 /// skill, `FAILED_PRECONDITION` for one not loaded). An inline skill is
 /// dropped, and the discovered skill it replaced, if any, is back
 /// (unloaded). `removed_tools`: the skill's `allowed-tools` patterns that
-/// no other loaded skill still allows.
+/// were in effect and no other loaded skill still allows.
 pub(crate) async fn unload_skill(
     ctx: &Ctx,
     req: pb::UnloadSkillRequest,
@@ -133,10 +138,9 @@ pub(crate) async fn unload_skill(
         .await?
         .into_iter()
         .filter(|s| s.loaded)
-        .flat_map(|s| s.allowed_tools)
+        .flat_map(granted)
         .collect();
-    let removed_tools = skill
-        .allowed_tools
+    let removed_tools = granted(skill)
         .into_iter()
         .filter(|t| !still_allowed.contains(t))
         .collect();
@@ -153,7 +157,8 @@ pub(crate) async fn unload_skill(
 /// (`.gantry/skills`, `.claude/skills`, the user's config dir).
 /// `allowed_tools` joins the `allowed-tools` patterns; `metadata` has `source`
 /// (workspace, claude, user, inline, installed), `model_invocable`,
-/// `loaded` (sessions only) and `dir` (skills with a folder).
+/// `loaded` and `allowed_tools_granted` (sessions only: whether those
+/// patterns take effect) and `dir` (skills with a folder).
 pub(crate) async fn list_skills(
     ctx: &Ctx,
     req: pb::ListSkillsRequest,
@@ -196,6 +201,15 @@ pub(crate) async fn get_claude_code_skills(
     Ok(pb::GetClaudeCodeSkillsResponse {
         skills: skills.into_iter().map(claude_code_skill).collect(),
     })
+}
+
+/// The `allowed-tools` patterns of a session's skill that take effect.
+fn granted(skill: SkillListing) -> Vec<String> {
+    if skill.allowed_tools_granted {
+        skill.allowed_tools
+    } else {
+        Vec::new()
+    }
 }
 
 /// The session's skills, by name.
@@ -260,6 +274,10 @@ async fn workspace_skills(ctx: &Ctx, workspace: PathBuf) -> Result<Vec<Skill>, S
 fn listed_skill(skill: SkillListing) -> pb::Skill {
     let mut metadata = metadata(skill.source, skill.dir.as_deref(), skill.model_invocable);
     metadata.insert("loaded".to_owned(), skill.loaded.to_string());
+    metadata.insert(
+        "allowed_tools_granted".to_owned(),
+        skill.allowed_tools_granted.to_string(),
+    );
     pb::Skill {
         name: skill.name,
         description: skill.description,

@@ -183,12 +183,15 @@ async fn the_server_workspace_skills_are_listed_and_read_whole() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_loaded_skill_reaches_the_model_until_unloaded() {
-    let mut s = Server::start(vec![Step::text("tagged"), Step::text("done")]).await;
+    let mut s = Server::start_trusted(vec![Step::text("tagged"), Step::text("done")]).await;
     workspace_with_skills(&s);
     let session = s.session().await;
     let before = list(&mut s, Some(&session)).await;
     assert!(
-        before.iter().all(|k| k.metadata["loaded"] == "false"),
+        before
+            .iter()
+            .all(|k| k.metadata["loaded"] == "false"
+                && k.metadata["allowed_tools_granted"] == "true"),
         "{before:?}"
     );
 
@@ -212,6 +215,32 @@ async fn a_loaded_skill_reaches_the_model_until_unloaded() {
 
     let again = unload(&mut s, &session, "release").await.unwrap_err();
     assert_eq!(again.code(), Code::FailedPrecondition, "{again:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_skill_loads_without_its_allowed_tools_in_an_untrusted_workspace() {
+    let mut s = Server::start(vec![Step::text("tagged")]).await;
+    workspace_with_skills(&s);
+    let session = s.session().await;
+    let loaded = load(&mut s, &session, "release", None).await.unwrap();
+    assert!(loaded.success);
+    assert!(loaded.tool_names.is_empty(), "{:?}", loaded.tool_names);
+    let listed = list(&mut s, Some(&session)).await;
+    let release = listed.iter().find(|k| k.name == "release").unwrap();
+    assert_eq!(release.metadata["allowed_tools_granted"], "false");
+    assert_eq!(release.allowed_tools.as_deref(), Some("Bash(git tag:*)"));
+
+    // The instructions still reach the model, saying the rules are ignored.
+    run_turn(&s, &session, "cut 1.2.0").await;
+    let first = s.llm.requests()[0].body.to_string();
+    assert!(first.contains("Tag the release as vX.Y.Z."), "{first}");
+    assert!(
+        first.contains("allowed-tools of workspace skill `release` ignored"),
+        "{first}"
+    );
+
+    let unloaded = unload(&mut s, &session, "release").await.unwrap();
+    assert!(unloaded.removed_tools.is_empty(), "{unloaded:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,3 +4,4 @@
 
 mod common;
 mod instance;
+mod planted;

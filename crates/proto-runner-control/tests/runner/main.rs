@@ -308,7 +308,8 @@ async fn a_message_runs_a_turn_and_every_update_answers_its_request() {
 
 #[tokio::test]
 async fn a_running_turn_is_steered_only_when_allowed() {
-    let dir = tempfile::tempdir().unwrap();
+    // Outside the temp dir: sandboxed commands see a private /tmp.
+    let dir = gantry_testkit::process::dir_outside_temp().unwrap();
     let fifo = dir.path().join("gate");
     make_fifo(&fifo);
     let mut rig = Rig::start(vec![blocked_shell(&fifo), Step::text("steered")]).await;
@@ -534,7 +535,8 @@ async fn skill_packages_install_into_the_agent() {
 
 #[tokio::test]
 async fn after_the_channel_breaks_the_runner_reconnects_and_reports_the_rest_of_the_turn() {
-    let dir = tempfile::tempdir().unwrap();
+    // Outside the temp dir: sandboxed commands see a private /tmp.
+    let dir = gantry_testkit::process::dir_outside_temp().unwrap();
     let fifo = dir.path().join("gate");
     make_fifo(&fifo);
     let mut rig = Rig::start(vec![
@@ -588,7 +590,8 @@ async fn after_the_channel_breaks_the_runner_reconnects_and_reports_the_rest_of_
 
 #[tokio::test]
 async fn when_its_replica_goes_away_the_runner_moves_to_the_next_and_reports_what_ran_meanwhile() {
-    let dir = tempfile::tempdir().unwrap();
+    // Outside the temp dir: sandboxed commands see a private /tmp.
+    let dir = gantry_testkit::process::dir_outside_temp().unwrap();
     let fifo = dir.path().join("gate");
     make_fifo(&fifo);
     let llm = MockLlm::start(Script::new(vec![

@@ -43,6 +43,10 @@ impl Scratch {
             // A bare home: the machine's login profile stays out of `bash -lc`.
             .env("HOME", self.dir.path().join("home"))
             .env("GANTRY_DATA_DIR", self.dir.path().join("data"))
+            // The data dir is under the temp dir; on a machine without
+            // namespaces for commands that is refused unless allowed
+            // (`keys.rs` tests the refusal).
+            .env("GANTRY_ALLOW_EXPOSED_DATA_DIR", "true")
             .current_dir(self.workspace());
         cmd
     }

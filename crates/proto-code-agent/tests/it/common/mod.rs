@@ -41,6 +41,16 @@ pub(crate) struct Server {
 impl Server {
     /// A server whose model answers with `steps`, in order.
     pub(crate) async fn start(steps: Vec<Step>) -> Self {
+        Self::launch(steps, false).await
+    }
+
+    /// [`Server::start`] with its workspace trusted by the operator (the
+    /// workspace's skills grant their `allowed-tools`).
+    pub(crate) async fn start_trusted(steps: Vec<Step>) -> Self {
+        Self::launch(steps, true).await
+    }
+
+    async fn launch(steps: Vec<Step>, trusted: bool) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(dir.path().join("ws")).expect("workspace");
         let llm = MockLlm::start(Script::new(steps)).expect("mock llm");
@@ -81,6 +91,11 @@ impl Server {
             .config(EngineConfig {
                 default_model: format!("{PROVIDER}/test-model"),
                 data_dir: Some(dir.path().join("data")),
+                trusted_workspaces: if trusted {
+                    vec![dir.path().join("ws")]
+                } else {
+                    Vec::new()
+                },
                 ..EngineConfig::default()
             })
             .start()
