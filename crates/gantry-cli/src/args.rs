@@ -175,6 +175,27 @@ pub(crate) enum StorageBackend {
     File,
 }
 
+/// `gantry serve --max-sandbox`: a sandbox mode, by its CLI name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SandboxCeiling {
+    /// Commands read, never write, never reach the network.
+    ReadOnly,
+    /// Commands write in their workspace and temp dir only.
+    WorkspaceWrite,
+    /// No ceiling: a client may run commands unsandboxed.
+    DangerFullAccess,
+}
+
+impl From<SandboxCeiling> for gantry_types::SandboxMode {
+    fn from(ceiling: SandboxCeiling) -> Self {
+        match ceiling {
+            SandboxCeiling::ReadOnly => Self::ReadOnly,
+            SandboxCeiling::WorkspaceWrite => Self::WorkspaceWrite,
+            SandboxCeiling::DangerFullAccess => Self::DangerFullAccess,
+        }
+    }
+}
+
 /// `gantry serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
@@ -260,6 +281,27 @@ pub(crate) struct ServeArgs {
     /// File holding the bearer token Rome runner calls must carry.
     #[arg(long, value_name = "FILE", requires = "rome_addr")]
     pub rome_token_file: Option<PathBuf>,
+
+    /// The loosest sandbox a client of any listener may give a thread: a
+    /// looser one is refused, and below `danger-full-access` no approval
+    /// reruns a command outside the sandbox. Clients reach these listeners
+    /// over the network; raise it only when every client is trusted.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        default_value = "workspace-write"
+    )]
+    pub max_sandbox: SandboxCeiling,
+
+    /// Another host name (or `name:port`) the HTTP listeners (the HTTP API
+    /// and dashboard, CodeWhale, Rome) answer to, besides their listen
+    /// address and, on loopback, `localhost`: the name a proxy or another
+    /// machine uses for this server. Repeat for more. Requests naming any
+    /// other `Host`, or sent by a page of any other origin, are refused:
+    /// a web page cannot reach these listeners through DNS rebinding.
+    #[arg(long, value_name = "HOST")]
+    pub allowed_host: Vec<String>,
 
     /// Also serve Gantry's own HTTP API (`/v1`, events over SSE,
     /// `/openapi.json`) and its web dashboard (`/`) here, on the same

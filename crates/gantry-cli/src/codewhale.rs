@@ -56,6 +56,7 @@ impl HttpListener {
         workspace: PathBuf,
         addr: &str,
         token_file: Option<&Path>,
+        allowed_hosts: Vec<String>,
         stop: CancellationToken,
     ) -> Result<Self> {
         let token = token_file.map(read_token).transpose()?;
@@ -72,7 +73,18 @@ impl HttpListener {
         let cw = CodeWhale::open(engine.clone(), workspace)
             .await
             .context("CodeWhale's stored settings")?;
-        let task = tokio::spawn(proto_codewhale::serve_http(cw, listener, token, stop));
+        if token.is_none() {
+            // Whoever reaches a listener without a token may not re-point a
+            // provider (and send its key) elsewhere.
+            cw.lock_providers();
+        }
+        let task = tokio::spawn(proto_codewhale::serve_http(
+            cw,
+            listener,
+            token,
+            allowed_hosts,
+            stop,
+        ));
         Ok(Self { addr, task })
     }
 

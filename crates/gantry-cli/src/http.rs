@@ -33,6 +33,7 @@ impl HttpApiListener {
         workspace: PathBuf,
         addr: &str,
         data_dir: &Path,
+        allowed_hosts: Vec<String>,
         stop: CancellationToken,
     ) -> Result<Self> {
         let listener = TcpListener::bind(addr)
@@ -42,7 +43,11 @@ impl HttpApiListener {
         // The data dir's tokens, whatever the storage backend: they are
         // what `gantry tokens` makes.
         let tokens = Tokens::in_dir(data_dir);
-        let options = HttpOptions { workspace, tokens };
+        let options = HttpOptions {
+            workspace,
+            tokens,
+            allowed_hosts,
+        };
         let task = tokio::spawn(proto_http::serve(engine.clone(), listener, options, stop));
         Ok(Self { addr, task })
     }

@@ -31,6 +31,7 @@ impl RomeListener {
         profiles: Profiles,
         addr: &str,
         token_file: Option<&Path>,
+        allowed_hosts: Vec<String>,
         stop: CancellationToken,
     ) -> Result<Self> {
         let token = token_file.map(read_token).transpose()?;
@@ -45,7 +46,13 @@ impl RomeListener {
             );
         }
         let rome = Rome::new(engine.clone(), workspace, profiles);
-        let task = tokio::spawn(proto_rome::serve_http(rome, listener, token, stop));
+        let task = tokio::spawn(proto_rome::serve_http(
+            rome,
+            listener,
+            token,
+            allowed_hosts,
+            stop,
+        ));
         Ok(Self { addr, task })
     }
 

@@ -65,8 +65,10 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     };
     let data_dir = data.as_ref().map(|d| d.path.clone());
     let protected = crate::setup::sandbox_protected(&global, data.as_ref());
-    let engine =
-        daemon_engine(store, providers_config, data_dir, protected, &global, |b| b).await?;
+    let engine = daemon_engine(store, providers_config, data_dir, protected, &global, |b| {
+        b.max_sandbox(args.max_sandbox.into())
+    })
+    .await?;
     start_background_work(&engine);
     let profiles = crate::config::register_agents(&engine, declared_agents).await?;
     let scheduler = engine.jobs().start_scheduler().await?;
@@ -85,6 +87,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
                 workspace.clone(),
                 addr,
                 args.codewhale_token_file.as_deref(),
+                args.allowed_host.clone(),
                 stopping.clone(),
             )
             .await?,
@@ -106,6 +109,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
                 profiles,
                 addr,
                 args.rome_token_file.as_deref(),
+                args.allowed_host.clone(),
                 stopping.clone(),
             )
             .await?,
@@ -119,6 +123,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
                 workspace.clone(),
                 addr,
                 &crate::setup::data_dir_path(&global)?,
+                args.allowed_host.clone(),
                 stopping.clone(),
             )
             .await?,

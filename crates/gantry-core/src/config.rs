@@ -55,6 +55,12 @@ pub struct EngineConfig {
     /// can write it. Must come from outside any workspace (a flag, the
     /// operator's config file). Empty by default.
     pub trusted_workspaces: Vec<PathBuf>,
+    /// The loosest sandbox a client may give a thread: a looser one is
+    /// refused when a thread is created or its policy changed, and above
+    /// `workspace-write` no approval reruns a failed command outside the
+    /// sandbox. `danger-full-access` (no ceiling) by default, for an
+    /// embedding whose only client is its own code; a server lowers it.
+    pub max_sandbox: SandboxMode,
 }
 
 impl EngineConfig {
@@ -70,6 +76,21 @@ impl EngineConfig {
             .protected
             .extend(self.sandbox_protected.iter().cloned());
         policy
+    }
+
+    /// `policy` if it stays within [`EngineConfig::max_sandbox`], else why not.
+    pub(crate) fn check_ceiling(
+        &self,
+        policy: &gantry_types::ThreadPolicy,
+    ) -> Result<(), crate::EngineError> {
+        if policy.sandbox <= self.max_sandbox {
+            return Ok(());
+        }
+        Err(crate::EngineError::InvalidInput(format!(
+            "sandbox `{}` is looser than this server allows: at most `{}`",
+            policy.sandbox.as_str(),
+            self.max_sandbox.as_str()
+        )))
     }
 
     /// Whether `workspace` (canonical, as a thread keeps it) is one of
@@ -104,6 +125,7 @@ impl Default for EngineConfig {
             shell_snapshot: true,
             shell_snapshot_ahead: false,
             trusted_workspaces: Vec::new(),
+            max_sandbox: SandboxMode::DangerFullAccess,
         }
     }
 }

@@ -2,8 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The OS sandbox applied to shell commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+/// The OS sandbox applied to shell commands. Ordered from the strictest to
+/// the loosest, so a ceiling is a `<=`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     /// Read anything, write nothing, no network.

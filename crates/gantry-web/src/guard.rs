@@ -13,11 +13,16 @@
 //!    types cross-origin without asking first; JSON makes them ask (CORS
 //!    preflight), which these APIs never grant.
 //!
-//! [`bearer`] reads the token an API then checks.
+//! [`bearer`] reads the token an API then checks; [`OneToken`] is the
+//! whole guard of a listener whose one token comes from a file (CodeWhale,
+//! Rome).
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
 
+use std::sync::Arc;
+
+use axum::body::HttpBody;
 use axum::extract::Request;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 
@@ -92,6 +97,19 @@ impl Access {
 
     /// The request's host must be one of ours; returns the port it named.
     fn check_host(&self, request: &Request) -> Result<Option<u16>, Refusal> {
+        // Two Host headers: which one a proxy in front of us read is unknown.
+        if request
+            .headers()
+            .get_all(header::HOST)
+            .iter()
+            .nth(1)
+            .is_some()
+        {
+            return Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "more than one Host header",
+            ));
+        }
         let mut named = Vec::new();
         // An absolute request target carries an authority, which wins over
         // Host (RFC 9112 §3.2.2): check both.
@@ -163,7 +181,10 @@ impl Access {
     /// of the route).
     pub fn check_content_type(&self, request: &Request) -> Result<(), Refusal> {
         let headers = request.headers();
-        let has_body = headers.contains_key(header::TRANSFER_ENCODING)
+        // HTTP/2 frames a body without a length header or chunking: only an
+        // empty body is known to be empty.
+        let has_body = HttpBody::size_hint(request.body()).exact() != Some(0)
+            || headers.contains_key(header::TRANSFER_ENCODING)
             || headers
                 .get(header::CONTENT_LENGTH)
                 .is_some_and(|v| v.as_bytes() != b"0");
@@ -185,6 +206,52 @@ impl Access {
             ))
         }
     }
+}
+
+/// The guard of a listener with one bearer token (none: open, for a
+/// loopback listener): the host and origin checks on every request, then
+/// exactly `Authorization: Bearer <token>` (the scheme case-sensitive, as
+/// CodeWhale's app-server checks it) on every route but the open ones.
+#[derive(Debug, Clone)]
+pub struct OneToken {
+    access: Access,
+    token: Option<Arc<str>>,
+}
+
+impl OneToken {
+    /// `access`'s checks, and `token` when there is one.
+    pub fn new(access: Access, token: Option<String>) -> Self {
+        Self {
+            access,
+            token: token.map(Arc::from),
+        }
+    }
+
+    /// Checks `request`; `open` routes (a health check) need no token.
+    pub fn check(&self, request: &Request, open: bool) -> Result<(), Refusal> {
+        self.access.check_sender(request)?;
+        let Some(expected) = self.token.as_deref().filter(|_| !open) else {
+            return Ok(());
+        };
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if given.is_some_and(|token| same(token.as_bytes(), expected.as_bytes())) {
+            Ok(())
+        } else {
+            Err(Refusal::new(
+                StatusCode::UNAUTHORIZED,
+                "bearer token required",
+            ))
+        }
+    }
+}
+
+/// Compares in time independent of where the bytes differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Why a request was refused: its status and a message saying what to do.

@@ -55,6 +55,9 @@ pub struct HttpOptions {
     pub workspace: PathBuf,
     /// The API tokens (see [`Tokens`]).
     pub tokens: Tokens,
+    /// Host names (`name` or `name:port`) the API answers to besides its
+    /// listen address (and, on loopback, `localhost`).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// Serves the API over `engine` on `listener` until `stop` is cancelled;

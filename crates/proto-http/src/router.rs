@@ -25,7 +25,10 @@ pub fn router(
         engine,
         workspace: Arc::new(options.workspace),
         tokens: Arc::new(options.tokens),
-        access: Arc::new(gantry_web::guard::Access::new(listen, &[])),
+        access: Arc::new(gantry_web::guard::Access::new(
+            listen,
+            &options.allowed_hosts,
+        )),
         stop,
     };
     let guard = axum::middleware::from_fn_with_state(state.clone(), guard::guard);

@@ -80,9 +80,12 @@ struct Plan {
 }
 
 impl Rome {
-    /// Sessions without a `workingDir` work in `workspace`; `profiles`
-    /// add tools and output schemas to agents by name.
+    /// Sessions without a `workingDir` work in `workspace`, and a
+    /// `workingDir` must lie inside it; `profiles` add tools and output
+    /// schemas to agents by name.
     pub fn new(engine: Engine, workspace: PathBuf, profiles: Profiles) -> Self {
+        // Compared with canonical `workingDir`s.
+        let workspace = std::fs::canonicalize(&workspace).unwrap_or(workspace);
         Self {
             inner: Arc::new(Inner {
                 engine,
@@ -97,8 +100,12 @@ impl Rome {
     /// `sessionId`, else by agent and `channelThreadKey`, else new.
     pub async fn run(&self, req: RunRequest) -> Result<mpsc::Receiver<Bytes>, Refused> {
         non_empty(&req.prompt)?;
+        let cwd = workspace(
+            &self.inner.workspace,
+            req.working_dir.as_deref(),
+            req.thread_context.as_ref(),
+        )?;
         let agent = self.agent(&req.agent_name).await?;
-        let cwd = workspace(req.working_dir.as_deref(), req.thread_context.as_ref())?;
         let key = req.channel_thread_key.filter(|k| !k.is_empty());
         let (thread, create) = match req.session_id.filter(|s| !s.is_empty()) {
             Some(id) => {
@@ -134,8 +141,12 @@ impl Rome {
     /// Runs a turn on a fork of a session of the same agent and key.
     pub async fn fork(&self, req: ForkRequest) -> Result<mpsc::Receiver<Bytes>, Refused> {
         non_empty(&req.prompt)?;
+        let cwd = workspace(
+            &self.inner.workspace,
+            req.working_dir.as_deref(),
+            req.thread_context.as_ref(),
+        )?;
         let agent = self.agent(&req.agent_name).await?;
-        let cwd = workspace(req.working_dir.as_deref(), req.thread_context.as_ref())?;
         let source = ThreadId(req.source_session_id.clone());
         self.session_of(&agent, &source, Some(&req.channel_thread_key))
             .await?;
@@ -393,14 +404,21 @@ fn non_empty(prompt: &str) -> Result<(), Refused> {
 }
 
 /// The session's workspace: `workingDir` (which must be an existing
-/// directory), else the thread context's project when it is one.
+/// directory inside `root`, the runner's workspace: a caller may not point
+/// the agent at the rest of the machine), else the thread context's project
+/// when it is one inside `root`.
 fn workspace(
+    root: &Path,
     working_dir: Option<&str>,
     context: Option<&ThreadContext>,
 ) -> Result<Option<PathBuf>, Refused> {
     if let Some(dir) = working_dir.filter(|d| !d.is_empty()) {
         return match std::fs::canonicalize(dir) {
-            Ok(path) if path.is_dir() => Ok(Some(path)),
+            Ok(path) if path.is_dir() && path.starts_with(root) => Ok(Some(path)),
+            Ok(path) if path.is_dir() => Err(Refused::Invalid(format!(
+                "workingDir: `{dir}` lies outside this runner's workspace `{}`",
+                root.display()
+            ))),
             _ => Err(Refused::Invalid(format!(
                 "workingDir: `{dir}` is not an existing directory"
             ))),
@@ -409,7 +427,7 @@ fn workspace(
     let project = context.and_then(|c| c.project_path.as_deref());
     Ok(project
         .and_then(|p| std::fs::canonicalize(p).ok())
-        .filter(|p| p.is_dir()))
+        .filter(|p| p.is_dir() && p.starts_with(root)))
 }
 
 /// What the model gets: the prompt, the host's suffix, the shared context.
@@ -452,12 +470,37 @@ mod tests {
 
     #[test]
     fn a_working_dir_must_exist() {
-        let err = workspace(Some("/no/such/dir"), None).unwrap_err();
+        let err = workspace(Path::new("/"), Some("/no/such/dir"), None).unwrap_err();
         assert!(err.to_string().contains("/no/such/dir"), "{err}");
         let context = ThreadContext {
             project_path: Some("/no/such/dir".into()),
             ..ThreadContext::default()
         };
-        assert_eq!(workspace(None, Some(&context)).unwrap(), None);
+        assert_eq!(
+            workspace(Path::new("/"), None, Some(&context)).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_working_dir_must_lie_inside_the_workspace() {
+        let root = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(root.path()).unwrap();
+        std::fs::create_dir(root.join("app")).unwrap();
+        let inside = root.join("app").display().to_string();
+        assert_eq!(
+            workspace(&root, Some(&inside), None).unwrap(),
+            Some(root.join("app"))
+        );
+        let err = workspace(&root, Some("/"), None).unwrap_err();
+        assert!(err.to_string().contains("outside"), "{err}");
+        // Up and out through `..` is the same directory as `/`.
+        let climbing = format!("{inside}/../../../../../../../..");
+        assert!(workspace(&root, Some(&climbing), None).is_err());
+        let context = ThreadContext {
+            project_path: Some("/".into()),
+            ..ThreadContext::default()
+        };
+        assert_eq!(workspace(&root, None, Some(&context)).unwrap(), None);
     }
 }

@@ -14,6 +14,7 @@ mod exec;
 mod http_serve;
 mod keys;
 mod lifecycle;
+mod listeners;
 mod pando_conformance;
 mod postgres_store;
 mod pytest;

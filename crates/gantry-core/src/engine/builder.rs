@@ -87,6 +87,13 @@ impl EngineBuilder {
         self
     }
 
+    /// Sets [`EngineConfig::max_sandbox`], the loosest sandbox a client may
+    /// give a thread.
+    pub fn max_sandbox(mut self, mode: gantry_types::SandboxMode) -> Self {
+        self.config.max_sandbox = mode;
+        self
+    }
+
     /// Starts the engine: its store writer, then crash recovery (turns left
     /// running by a dead process are closed as interrupted).
     pub async fn start(self) -> Result<Engine, EngineError> {

@@ -96,6 +96,8 @@ impl Shared {
         workspace: &std::path::Path,
         thread: &str,
     ) -> gantry_tools::SandboxPolicy {
+        // A thread stored before the ceiling was lowered gets no more than it.
+        let mode = mode.min(self.config.max_sandbox);
         let mut policy = self.config.sandbox_policy(mode, workspace);
         policy.private_tmp = self.private_temps.as_ref().map(|t| t.for_thread(thread));
         policy

@@ -60,12 +60,14 @@ impl Safety<'_> {
     }
 
     /// Replaces the thread's policy (persisted; applies from the next tool call,
-    /// also inside a running turn).
+    /// also inside a running turn). A sandbox looser than the engine's
+    /// [`max_sandbox`](crate::EngineConfig::max_sandbox) is refused.
     pub async fn set_policy(
         &self,
         thread: &ThreadId,
         policy: ThreadPolicy,
     ) -> Result<(), EngineError> {
+        self.engine.shared.config.check_ceiling(&policy)?;
         self.engine
             .ask(thread, |reply| Command::SetPolicy { policy, reply })
             .await?

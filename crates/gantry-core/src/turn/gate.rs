@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use gantry_policy::{ToolRequest, Verdict};
-use gantry_types::Refusal;
 use gantry_types::{HandlerMode, Item, ItemKind, ItemStatus, LaneHandler, new_id};
+use gantry_types::{Refusal, SandboxMode};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -73,6 +73,12 @@ impl Loop<'_> {
         call_id: &str,
         args: &Value,
     ) -> Gate {
+        if self.shared.config.max_sandbox < SandboxMode::DangerFullAccess {
+            return Gate::Refuse(Refusal::PolicyDenied {
+                reason: "this server runs no command outside the sandbox".to_owned(),
+                rules: Vec::new(),
+            });
+        }
         let policy = self.live.borrow().policy.clone();
         if !gantry_policy::asks_on_failure(&policy) {
             return Gate::Refuse(Refusal::PolicyDenied {

@@ -7,17 +7,17 @@
 //! Body errors are axum's `Json` rejections, which are CodeWhale's: 400
 //! (not JSON), 422 (a missing or unknown `kind` or field), 415 (no
 //! `Content-Type: application/json`), as `text/plain`; unknown paths 404
-//! and wrong methods 405 with empty bodies. Auth runs first.
+//! and wrong methods 405 with empty bodies. The guard (host, origin, token: `guard.rs`) runs first.
 
-mod auth;
+mod guard;
 mod handlers;
 mod sse;
 
 use std::future::IntoFuture;
-use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::{get, post};
+use gantry_web::guard::{Access, OneToken};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -30,20 +30,16 @@ pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8787";
 #[derive(Clone)]
 pub(crate) struct AppState {
     pub cw: CodeWhale,
-    /// The bearer token every protected route needs (none: open).
-    pub token: Option<Arc<str>>,
+    /// Host, origin and token checks, before any route.
+    pub guard: OneToken,
     /// Ends live streams when the server stops.
     pub stop: CancellationToken,
 }
 
-/// The routes, over `cw`; `token` protects all but `/healthz`; live
-/// streams end when `stop` is cancelled.
-pub fn router(cw: CodeWhale, token: Option<String>, stop: CancellationToken) -> Router {
-    let state = AppState {
-        cw,
-        token: token.map(Arc::from),
-        stop,
-    };
+/// The routes over `cw`, every one behind `guard` (which lets `/healthz`
+/// through without a token); live streams end when `stop` is cancelled.
+pub fn router(cw: CodeWhale, guard: OneToken, stop: CancellationToken) -> Router {
+    let state = AppState { cw, guard, stop };
     let protected = Router::new()
         .route("/thread", post(handlers::thread))
         .route("/app", post(handlers::app))
@@ -54,27 +50,31 @@ pub fn router(cw: CodeWhale, token: Option<String>, stop: CancellationToken) -> 
             "/thread/{id}/approvals/{approval_id}",
             post(handlers::approval),
         )
-        .route("/thread/{id}/interrupt", post(handlers::interrupt))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_token,
-        ));
+        .route("/thread/{id}/interrupt", post(handlers::interrupt));
     Router::new()
         .route("/healthz", get(handlers::healthz))
         .merge(protected)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::guard,
+        ))
         .with_state(state)
 }
 
-/// Serves `cw` on `listener` until `stop` is cancelled; live streams end
+/// Serves `cw` on `listener` (answering to its address and
+/// `allowed_hosts`; `token`, when given, needed on every route but
+/// `/healthz`) until `stop` is cancelled; live streams end
 /// then, and the server returns once open requests are answered.
 pub async fn serve_http(
     cw: CodeWhale,
     listener: TcpListener,
     token: Option<String>,
+    allowed_hosts: Vec<String>,
     stop: CancellationToken,
 ) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
-    let app = router(cw, token, stop.clone());
+    let guard = OneToken::new(Access::new(listener.local_addr()?, &allowed_hosts), token);
+    let app = router(cw, guard, stop.clone());
     let listener = listener.tap_io(|tcp| {
         // Frames are small and each matters now: no Nagle delay.
         if let Err(e) = tcp.set_nodelay(true) {

@@ -82,9 +82,17 @@ impl CodeWhale {
             }
             Key::Sandbox => {
                 let sandbox = parse_sandbox(value).map_err(ServiceError::Invalid)?;
+                let ceiling = self.engine().config().max_sandbox;
+                if sandbox > ceiling {
+                    return Err(ServiceError::Invalid(format!(
+                        "sandbox_mode `{value}` is looser than this server allows: at most `{}`",
+                        ceiling.as_str()
+                    )));
+                }
                 self.update_defaults(|d| d.sandbox = Some(sandbox)).await?;
             }
             Key::Provider { name, field } => {
+                self.check_providers_open(text)?;
                 let field = field.ok_or_else(|| unknown(text))?;
                 let providers = self.engine().providers();
                 // A masked key sent back unchanged keeps the stored key.
@@ -115,12 +123,14 @@ impl CodeWhale {
             Key::Approval => self.update_defaults(|d| d.approval = None).await?,
             Key::Sandbox => self.update_defaults(|d| d.sandbox = None).await?,
             Key::Provider { name, field: None } => {
+                self.check_providers_open(text)?;
                 self.engine().providers().remove(name).await?;
             }
             Key::Provider {
                 name,
                 field: Some(field),
             } => {
+                self.check_providers_open(text)?;
                 let providers = self.engine().providers();
                 let mut provider = providers.get(name)?;
                 set_provider_field(&mut provider, field, None)?;

@@ -111,6 +111,9 @@ struct Inner {
     /// Held from a change of the defaults to its write, so the stored
     /// document is always the latest.
     saving: tokio::sync::Mutex<()>,
+    /// Whether `config` may not change the provider registry (see
+    /// [`CodeWhale::lock_providers`]).
+    providers_locked: std::sync::atomic::AtomicBool,
 }
 
 impl CodeWhale {
@@ -129,8 +132,33 @@ impl CodeWhale {
                 workspace,
                 defaults: RwLock::new(defaults),
                 saving: tokio::sync::Mutex::new(()),
+                providers_locked: std::sync::atomic::AtomicBool::new(false),
             }),
         })
+    }
+
+    /// Refuses `config set|unset providers.*` from now on: a listener whose
+    /// callers need no token must not let one re-point a provider's
+    /// `base_url` (and send the provider's key there) or replace its key.
+    pub fn lock_providers(&self) {
+        self.inner
+            .providers_locked
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// `Err` when the provider registry is locked ([`CodeWhale::lock_providers`]).
+    fn check_providers_open(&self, key: &str) -> Result<(), ServiceError> {
+        if self
+            .inner
+            .providers_locked
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Err(ServiceError::Invalid(format!(
+                "{key}: providers cannot be changed over a listener without a token \
+                 (give the listener a token, or set them in the config file)"
+            )));
+        }
+        Ok(())
     }
 
     /// The engine.

@@ -75,6 +75,7 @@ async fn mcp_startup_streams_over_http_and_resumes_after_the_last_id() {
         s.cw.clone(),
         listener,
         None,
+        Vec::new(),
         stop.clone(),
     ));
 

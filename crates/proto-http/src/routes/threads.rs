@@ -116,6 +116,18 @@ pub(crate) async fn create(State(state): State<AppState>, bytes: Bytes) -> Creat
             .map_err(|e| ApiError::validation(Some("policy"), format!("policy: {e}")))?,
         None => ThreadPolicy::default(),
     };
+    // The engine refuses it too; here the error names the field.
+    let ceiling = state.engine.config().max_sandbox;
+    if policy.sandbox > ceiling {
+        return Err(ApiError::validation(
+            Some("policy"),
+            format!(
+                "policy: sandbox `{}` is looser than this server allows: at most `{}`",
+                policy.sandbox.as_str(),
+                ceiling.as_str()
+            ),
+        ));
+    }
     let cwd = match new.workspace {
         Some(dir) if !dir.trim().is_empty() => dir.into(),
         Some(_) => {

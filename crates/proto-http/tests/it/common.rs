@@ -74,6 +74,7 @@ pub(crate) async fn start(steps: Vec<Step>) -> Server {
     let options = HttpOptions {
         workspace: workspace.clone(),
         tokens: tokens.clone(),
+        allowed_hosts: Vec::new(),
     };
     tokio::spawn(proto_http::serve(
         engine.clone(),

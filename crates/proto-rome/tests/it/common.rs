@@ -119,6 +119,7 @@ pub(crate) async fn start(steps: Vec<Step>, profiles: Profiles, token: Option<&s
         rome,
         listener,
         token.map(str::to_owned),
+        Vec::new(),
         stop.clone(),
     ));
     Setup {

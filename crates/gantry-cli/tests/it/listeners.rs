@@ -1,0 +1,327 @@
+//! Every HTTP listener of `gantry serve` (the HTTP API and its dashboard,
+//! CodeWhale, Rome) refuses what a web page can send, token or not: a page
+//! whose domain was rebound to 127.0.0.1 names its own domain in `Host`,
+//! and any page names its own origin in `Origin`. And a client that may
+//! call cannot widen the server's safety: a sandbox looser than
+//! `--max-sandbox`, a Rome `workingDir` outside the workspace, a provider
+//! re-pointed without the operator's token.
+//!
+//! The requests are curl's, a client Gantry did not write.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::Scratch;
+
+/// A running `gantry serve` with its three HTTP listeners' addresses.
+struct Served {
+    child: Child,
+    http: String,
+    codewhale: String,
+    rome: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `gantry serve` with every HTTP listener on a free loopback port; with
+/// `tokens`, CodeWhale's and Rome's token files hold `secret` and the HTTP
+/// API has a token named `t` (written to `http.token`).
+fn serve(scratch: &Scratch, tokens: bool) -> Served {
+    let mut cmd = scratch.gantry();
+    cmd.args(["serve", "--listen-addr", "127.0.0.1:0"])
+        .args(["--storage-backend", "memory"])
+        .args(["--http-addr", "127.0.0.1:0"])
+        .args(["--codewhale-addr", "127.0.0.1:0"])
+        .args(["--rome-addr", "127.0.0.1:0"]);
+    if tokens {
+        let made = scratch.run(&["tokens", "create", "--name", "t"]);
+        assert!(made.status.success(), "{made:?}");
+        let token = String::from_utf8_lossy(&made.stdout).trim().to_owned();
+        std::fs::write(scratch.dir.path().join("http.token"), token).expect("write");
+        let file = scratch.dir.path().join("listener.token");
+        std::fs::write(&file, "secret\n").expect("write");
+        cmd.arg("--codewhale-token-file")
+            .arg(&file)
+            .arg("--rome-token-file")
+            .arg(&file);
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn gantry serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let (mut http, mut codewhale, mut rome) = (None, None, None);
+    while http.is_none() || codewhale.is_none() || rome.is_none() {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("gantry serve announces its listeners");
+        if let Some(a) = line.strip_prefix("gantry: serving the HTTP API and dashboard on http://")
+        {
+            http = Some(a.trim_end_matches('/').to_owned());
+        }
+        if let Some(a) = line.strip_prefix("gantry: serving CodeWhale HTTP on ") {
+            codewhale = Some(a.to_owned());
+        }
+        if let Some(a) = line.strip_prefix("gantry: serving the Rome agent runner on ") {
+            rome = Some(a.to_owned());
+        }
+    }
+    Served {
+        child,
+        http: http.expect("http"),
+        codewhale: codewhale.expect("codewhale"),
+        rome: rome.expect("rome"),
+    }
+}
+
+/// curl's answer: status and body.
+fn curl(method: &str, url: &str, headers: &[String], body: Option<&Value>) -> (u16, String) {
+    let mut cmd = std::process::Command::new("curl");
+    cmd.args([
+        "-sS",
+        "--max-time",
+        "30",
+        "-X",
+        method,
+        "-w",
+        "\n%{http_code}",
+    ]);
+    for header in headers {
+        cmd.args(["-H", header]);
+    }
+    if let Some(body) = body {
+        cmd.args(["-H", "Content-Type: application/json", "--data-binary"])
+            .arg(body.to_string());
+    }
+    let out = cmd.arg(url).output().expect("curl runs");
+    assert!(out.status.success(), "curl: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').expect("status line");
+    (code.trim().parse().expect("status"), body.to_owned())
+}
+
+/// Sends `request` as it is and reads the whole answer.
+fn raw(addr: &str, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut tcp = std::net::TcpStream::connect(addr).expect("connect");
+    tcp.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    tcp.write_all(request.as_bytes()).expect("send");
+    let mut answer = String::new();
+    let _ = tcp.read_to_string(&mut answer);
+    answer
+}
+
+/// One request a page would like to make of each listener, with the
+/// headers a legitimate client sends (its token, when there are tokens).
+fn requests(
+    s: &Served,
+    scratch: &Scratch,
+    tokens: bool,
+) -> Vec<(&'static str, String, Vec<String>, Option<Value>)> {
+    let http_auth: Vec<String> = if tokens {
+        let token = std::fs::read_to_string(scratch.dir.path().join("http.token")).expect("token");
+        vec![format!("Authorization: Bearer {}", token.trim())]
+    } else {
+        Vec::new()
+    };
+    let auth: Vec<String> = if tokens {
+        vec!["Authorization: Bearer secret".to_owned()]
+    } else {
+        Vec::new()
+    };
+    vec![
+        (
+            "POST",
+            format!("http://{}/v1/threads", s.http),
+            http_auth.clone(),
+            Some(json!({})),
+        ),
+        (
+            "GET",
+            format!("http://{}/v1/threads", s.http),
+            http_auth.clone(),
+            None,
+        ),
+        ("GET", format!("http://{}/", s.http), http_auth, None),
+        (
+            "POST",
+            format!("http://{}/thread", s.codewhale),
+            auth.clone(),
+            Some(json!({"kind": "create"})),
+        ),
+        (
+            "GET",
+            format!("http://{}/healthz", s.codewhale),
+            auth.clone(),
+            None,
+        ),
+        (
+            "GET",
+            format!("http://{}/v1/rome/agents/main", s.rome),
+            auth.clone(),
+            None,
+        ),
+        ("GET", format!("http://{}/healthz", s.rome), auth, None),
+    ]
+}
+
+fn a_rebound_page_reaches_no_listener(tokens: bool) {
+    let scratch = Scratch::new();
+    let s = serve(&scratch, tokens);
+    for (method, url, auth, body) in requests(&s, &scratch, tokens) {
+        // What a legitimate client sends passes the guard (so the
+        // refusals below are about the page, not the request; an agent the
+        // server does not have is a 404 of the route).
+        let (ok, answer) = curl(method, &url, &auth, body.as_ref());
+        assert!(
+            !matches!(ok, 400 | 401 | 403 | 421),
+            "{method} {url}: {ok} {answer}"
+        );
+
+        // A rebound page: its own name in Host, its own origin.
+        let mut page = auth.clone();
+        page.push("Host: evil.example".to_owned());
+        page.push("Origin: http://evil.example".to_owned());
+        let (status, answer) = curl(method, &url, &page, body.as_ref());
+        assert_eq!(status, 421, "{method} {url} with a rebound Host: {answer}");
+        assert!(answer.contains("evil.example"), "{answer}");
+
+        // Any other page, through the right host: its Origin is refused.
+        let mut other = auth.clone();
+        other.push("Origin: http://evil.example".to_owned());
+        let (status, answer) = curl(method, &url, &other, body.as_ref());
+        assert_eq!(status, 403, "{method} {url} from another origin: {answer}");
+
+        // Two Host headers (curl sends one: these are raw bytes): which
+        // one a proxy in front read is unknown.
+        let (addr, path) = url
+            .trim_start_matches("http://")
+            .split_once('/')
+            .expect("a path");
+        let mut request =
+            format!("{method} /{path} HTTP/1.1\r\nHost: {addr}\r\nHost: evil.example\r\n");
+        for header in &auth {
+            request.push_str(&format!("{header}\r\n"));
+        }
+        request.push_str("Connection: close\r\nContent-Length: 0\r\n\r\n");
+        let answer = raw(addr, &request);
+        assert!(
+            answer.starts_with("HTTP/1.1 400"),
+            "{method} {url} with two Hosts: {answer}"
+        );
+    }
+}
+
+#[test]
+fn a_rebound_page_reaches_no_listener_without_tokens() {
+    a_rebound_page_reaches_no_listener(false);
+}
+
+#[test]
+fn a_rebound_page_reaches_no_listener_with_tokens() {
+    a_rebound_page_reaches_no_listener(true);
+}
+
+#[test]
+fn a_client_cannot_widen_the_servers_safety() {
+    let scratch = Scratch::new();
+    let s = serve(&scratch, false);
+    let workspace = std::fs::canonicalize(scratch.workspace()).expect("workspace");
+
+    // A sandbox looser than --max-sandbox (workspace-write by default).
+    let (status, answer) = curl(
+        "POST",
+        &format!("http://{}/thread", s.codewhale),
+        &[],
+        Some(
+            &json!({"kind": "start", "sandbox": "danger-full-access", "approval_policy": "never"}),
+        ),
+    );
+    assert!(
+        answer.contains("looser than this server allows"),
+        "{status} {answer}"
+    );
+    let (status, answer) = curl(
+        "POST",
+        &format!("http://{}/app", s.codewhale),
+        &[],
+        Some(&json!({"kind": "config_set", "key": "sandbox_mode", "value": "danger-full-access"})),
+    );
+    assert!(
+        answer.contains("looser than this server allows"),
+        "{status} {answer}"
+    );
+    let (status, answer) = curl(
+        "POST",
+        &format!("http://{}/v1/threads", s.http),
+        &[],
+        Some(&json!({"policy": {"sandbox": "danger-full-access"}})),
+    );
+    assert_eq!(status, 422, "{answer}");
+    assert!(answer.contains(r#""field":"policy""#), "{answer}");
+    assert!(
+        answer.contains("looser than this server allows"),
+        "{answer}"
+    );
+    // Within the ceiling is fine.
+    let (status, answer) = curl(
+        "POST",
+        &format!("http://{}/thread", s.codewhale),
+        &[],
+        Some(&json!({"kind": "start", "sandbox": "read-only"})),
+    );
+    assert!(
+        status < 400 && !answer.contains("error"),
+        "{status} {answer}"
+    );
+
+    // A provider re-pointed (its key sent elsewhere) without a token.
+    let (status, answer) = curl(
+        "POST",
+        &format!("http://{}/app", s.codewhale),
+        &[],
+        Some(
+            &json!({"kind": "config_set", "key": "providers.openai.base_url", "value": "http://evil.example/v1"}),
+        ),
+    );
+    assert!(
+        answer.contains("providers cannot be changed"),
+        "{status} {answer}"
+    );
+
+    // Rome: the agent pointed at the whole machine.
+    let (status, answer) = curl(
+        "POST",
+        &format!("http://{}/v1/rome/run", s.rome),
+        &[],
+        Some(&json!({"agentName": "main", "prompt": "hi", "workingDir": "/"})),
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer.contains("outside this runner's workspace"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains(&workspace.display().to_string()),
+        "{answer}"
+    );
+}
