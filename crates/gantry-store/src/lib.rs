@@ -79,6 +79,11 @@ pub enum StoreError {
     BadCursor(String),
 }
 
+/// The setting that holds thread `id`'s API key ([`Store::thread_key`]).
+pub fn thread_key_setting(id: &ThreadId) -> String {
+    format!("thread_api_key/{}", id.as_str())
+}
+
 /// The storage port. Memory items and scheduled jobs are parts of it of
 /// their own ([`MemoryStorage`], [`JobStorage`]).
 #[async_trait]
@@ -128,6 +133,22 @@ pub trait Store: MemoryStorage + JobStorage + Send + Sync {
 
     /// Sets a setting.
     async fn put_setting(&self, key: &str, value: &str) -> Result<(), StoreError>;
+
+    /// The API key of thread `id`'s own model server
+    /// ([`ModelEndpoint`](gantry_types::ModelEndpoint)), kept beside the
+    /// thread: no event holds it, so no stream, log or view can show it.
+    /// Deleted with the thread.
+    async fn thread_key(&self, id: &ThreadId) -> Result<Option<String>, StoreError> {
+        let value = self.setting(&thread_key_setting(id)).await?;
+        Ok(value.filter(|v| !v.is_empty()))
+    }
+
+    /// Keeps `key` as thread `id`'s API key (sealed where the store seals
+    /// keys); `None`: the thread has none now.
+    async fn put_thread_key(&self, id: &ThreadId, key: Option<&str>) -> Result<(), StoreError> {
+        self.put_setting(&thread_key_setting(id), key.unwrap_or_default())
+            .await
+    }
 
     /// Every stored agent, by id.
     async fn agents(&self) -> Result<Vec<Agent>, StoreError>;

@@ -216,6 +216,17 @@ impl Store for Opening {
         self.for_write().await?.put_setting(key, value).await
     }
 
+    async fn thread_key(&self, id: &ThreadId) -> Result<Option<String>, StoreError> {
+        if self.unwritten().is_some() {
+            return Ok(None);
+        }
+        self.ready().await?.thread_key(id).await
+    }
+
+    async fn put_thread_key(&self, id: &ThreadId, key: Option<&str>) -> Result<(), StoreError> {
+        self.for_write().await?.put_thread_key(id, key).await
+    }
+
     async fn agents(&self) -> Result<Vec<Agent>, StoreError> {
         if self.unwritten().is_some() {
             return Ok(Vec::new());

@@ -35,7 +35,7 @@ pub(crate) const DELETED_CURSOR: &str = "deleted_cursor";
 /// What deleting a thread deletes, in order, each statement with one
 /// parameter: the thread's memory scope (`Scope`) or its id (`Id`). SQLite's
 /// search index rows go before these ([`DELETE_THREAD_FTS`]).
-pub(crate) const DELETE_THREAD: [(&str, ThreadKey); 4] = [
+pub(crate) const DELETE_THREAD: [(&str, ThreadKey); 5] = [
     (
         "DELETE FROM memory_tags WHERE memory_pk IN (SELECT pk FROM memories WHERE scope = $1)",
         ThreadKey::Scope,
@@ -43,6 +43,7 @@ pub(crate) const DELETE_THREAD: [(&str, ThreadKey); 4] = [
     ("DELETE FROM memories WHERE scope = $1", ThreadKey::Scope),
     ("DELETE FROM events WHERE thread_id = $1", ThreadKey::Id),
     ("DELETE FROM threads WHERE id = $1", ThreadKey::Id),
+    ("DELETE FROM settings WHERE key = $1", ThreadKey::ApiKey),
 ];
 
 /// Which of a thread's keys a statement of [`DELETE_THREAD`] binds.
@@ -52,6 +53,8 @@ pub(crate) enum ThreadKey {
     Scope,
     /// Its id.
     Id,
+    /// The setting of its API key ([`crate::thread_key_setting`]).
+    ApiKey,
 }
 
 /// SQLite's full-text index rows of a thread's memories (`$1`: its scope).

@@ -132,9 +132,12 @@ pub struct ModelEndpoint {
     /// Base URL (with or without the `/v1`); the vendor's own when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
-    /// The API key. Stored with the thread like a provider's key; adapters
-    /// never send it back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The API key. Never serialized: no event, view or log can carry it,
+    /// whatever an adapter sends. The engine keeps it beside the thread
+    /// (`Store::put_thread_key`) and puts it back when the thread loads.
+    /// Read when given (a client's settings; a log written before keys
+    /// were kept apart).
+    #[serde(default, skip_serializing)]
     pub api_key: Option<String>,
 }
 
@@ -262,5 +265,20 @@ mod endpoint_tests {
         };
         let shown = format!("{endpoint:?}");
         assert!(!shown.contains("SECRET123456"), "{shown}");
+    }
+
+    #[test]
+    fn no_serialized_thread_or_settings_holds_the_key() {
+        let endpoint = ModelEndpoint {
+            kind: crate::ProviderKind::OpenaiChat,
+            base_url: Some("http://127.0.0.1:1/v1".into()),
+            api_key: Some("sk-test-SECRET123456".into()),
+        };
+        let json = serde_json::to_string(&endpoint).unwrap();
+        assert!(!json.contains("SECRET123456"), "{json}");
+        // A key a client sends is still read.
+        let read: ModelEndpoint =
+            serde_json::from_str(r#"{"kind":"openai-chat","api_key":"sk-given"}"#).unwrap();
+        assert_eq!(read.api_key.as_deref(), Some("sk-given"));
     }
 }

@@ -416,6 +416,20 @@ impl ThreadActor {
                 turn: turn.id.clone(),
             });
         }
+        let key = settings
+            .endpoint
+            .as_ref()
+            .and_then(|e| e.api_key.as_deref());
+        let kept = thread.endpoint.as_ref().and_then(|e| e.api_key.as_deref());
+        if key != kept {
+            // Beside the thread, before the event: no event holds the key.
+            // A server without one loses the old key, never gets it.
+            self.shared
+                .store
+                .put_thread_key(&thread.id, key)
+                .await
+                .map_err(EngineError::from)?;
+        }
         if settings != thread.settings() {
             self.emit(EventPayload::ThreadConfigured { settings }).await;
         }

@@ -264,6 +264,26 @@ impl Engine {
         self.shared.cells.ids()
     }
 
+    /// Keeps `thread`'s API key beside it, if it has one: its events never
+    /// hold it.
+    pub(crate) async fn keep_thread_key(&self, thread: &Thread) -> Result<(), EngineError> {
+        let key = thread.endpoint.as_ref().and_then(|e| e.api_key.as_deref());
+        if key.is_some() {
+            self.shared.store.put_thread_key(&thread.id, key).await?;
+        }
+        Ok(())
+    }
+
+    /// `view` with its thread's API key put back from beside the thread
+    /// (its events never hold it), unless the log still did.
+    async fn with_thread_key(&self, mut view: ThreadView) -> Result<ThreadView, EngineError> {
+        let thread = &mut view.thread;
+        if let Some(endpoint) = thread.endpoint.as_mut().filter(|e| e.api_key.is_none()) {
+            endpoint.api_key = self.shared.store.thread_key(&thread.id).await?;
+        }
+        Ok(view)
+    }
+
     /// The live actor of a thread, loading it from the store if needed.
     /// Only this thread's cell is locked meanwhile.
     pub(crate) async fn actor(&self, id: &ThreadId) -> Result<ActorHandle, EngineError> {
@@ -282,6 +302,10 @@ impl Engine {
                     ThreadView::from_events(&events).ok_or(EngineError::ThreadNotFound(id.clone()))
                 }
                 Err(e) => Err(e.into()),
+            };
+            let loaded = match loaded {
+                Ok(view) => self.with_thread_key(view).await,
+                Err(e) => Err(e),
             };
             return match loaded {
                 Ok(view) => {

@@ -13,6 +13,7 @@ impl Threads<'_> {
     /// Creates a thread. It is stored by the time this returns.
     pub async fn create(self, params: CreateThread) -> Result<Thread, EngineError> {
         let (thread, payloads, chosen_id) = self.prepare(params).await?;
+        self.engine.keep_thread_key(&thread).await?;
         self.engine.spawn_new(payloads, chosen_id).await?;
         // A created thread is stored (and its creation published) by the
         // time the caller hears of it, like any event a client sees.
@@ -36,6 +37,7 @@ impl Threads<'_> {
         // A malformed message (empty, a bad image) creates no thread.
         let input = super::turns::checked(input, None)?;
         let (thread, payloads, chosen_id) = self.prepare(params).await?;
+        self.engine.keep_thread_key(&thread).await?;
         self.engine.spawn_new(payloads, chosen_id).await?;
         let created = self.read_back(&thread.id).await?;
         let delivered = self
@@ -247,6 +249,7 @@ impl Threads<'_> {
             thread_id: thread.clone(),
             turn_id: t.turn.id.clone(),
         });
+        self.engine.keep_thread_key(&thread_meta).await?;
         let mut payloads = vec![EventPayload::ThreadCreated {
             thread: thread_meta,
         }];

@@ -56,6 +56,32 @@ fn assert_no_key_on_disk(dir: &Path, when: &str) {
     }
 }
 
+/// Fails if the key is in any event of `thread` as a client is sent it:
+/// serialized, from the log and from the live feed.
+async fn assert_no_key_in_events(
+    engine: &gantry_core::Engine,
+    store: &dyn Store,
+    thread: &gantry_types::ThreadId,
+    when: &str,
+) {
+    let stored = store.events(thread, 1).await.unwrap();
+    assert!(!stored.is_empty());
+    let mut feed = engine.feeds().subscribe(thread, 1).await.unwrap();
+    let mut json = serde_json::to_string(&stored).unwrap();
+    let mut replayed = 0;
+    while replayed < stored.len() {
+        let note = tokio::time::timeout(std::time::Duration::from_secs(10), feed.next())
+            .await
+            .expect("the feed replays the log");
+        if let Some(gantry_core::Notification::Event(event)) = note {
+            json.push_str(&serde_json::to_string(&*event).unwrap());
+            replayed += 1;
+        }
+    }
+    json.push_str(&serde_json::to_string(&*engine.threads().read(thread).await.unwrap()).unwrap());
+    assert!(!json.contains(THREAD_KEY), "{when}: the key is in {json}");
+}
+
 async fn turn(engine: &gantry_core::Engine, thread: &gantry_types::ThreadId, text: &str) {
     let mut sub = engine.feeds().subscribe(thread, 1).await.unwrap();
     let turn = engine
@@ -97,12 +123,12 @@ async fn keys_are_sealed_at_rest_and_still_used_after_a_restart() {
     assert_eq!(llm.requests()[0].header("authorization"), Some(&*bearer));
     engine.flush().await.unwrap();
     assert_no_key_on_disk(dir.path(), "with the WAL open");
-    // The engine still hands the key back to itself.
-    let stored = store.thread(&thread).await.unwrap().unwrap();
+    // The key is kept beside the thread, never in what a client reads.
     assert_eq!(
-        stored.endpoint.unwrap().api_key.as_deref(),
+        store.thread_key(&thread).await.unwrap().as_deref(),
         Some(THREAD_KEY)
     );
+    assert_no_key_in_events(&engine, &*store, &thread, "live").await;
     let providers = store.providers().await.unwrap();
     assert_eq!(providers[0].api_key.as_deref(), Some(PROVIDER_KEY));
 
@@ -112,9 +138,19 @@ async fn keys_are_sealed_at_rest_and_still_used_after_a_restart() {
     assert_no_key_on_disk(dir.path(), "after a checkpoint");
     drop(store);
 
-    let (engine, _store) = start(dir.path()).await;
+    let (engine, store) = start(dir.path()).await;
     turn(&engine, &thread, "again").await;
     assert_eq!(llm.requests()[1].header("authorization"), Some(&*bearer));
+    assert_no_key_in_events(&engine, &*store, &thread, "after a restart").await;
+
+    // A fork keeps using the key; a deleted thread leaves it behind nowhere.
+    let fork = engine.threads().fork(&thread, None).await.unwrap().id;
+    engine.threads().delete(&thread).await.unwrap();
+    assert_eq!(store.thread_key(&thread).await.unwrap(), None);
+    assert_eq!(
+        store.thread_key(&fork).await.unwrap().as_deref(),
+        Some(THREAD_KEY)
+    );
     assert_eq!(
         engine.providers().get("p").unwrap().api_key.as_deref(),
         Some("sk-...T456"),

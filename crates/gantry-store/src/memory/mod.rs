@@ -216,6 +216,7 @@ impl Store for MemoryStore {
             for event in events.iter().flat_map(|log| log.values()) {
                 inner.by_cursor.remove(&event.cursor);
             }
+            inner.settings.remove(&crate::thread_key_setting(id));
             inner.threads.remove(id).is_some() || events.is_some()
         };
         let scope = [gantry_types::memory::MemoryScope::Thread(id.clone())];

@@ -162,6 +162,25 @@ macro_rules! impl_store {
                     Ok(row.map(|(value,)| value))
                 }
 
+                async fn thread_key(&self, id: &ThreadId) -> Result<Option<String>, StoreError> {
+                    let sealed = self.setting(&crate::thread_key_setting(id)).await?;
+                    // A value that does not open (the key file was replaced)
+                    // is dropped, as a provider's is.
+                    Ok(sealed.and_then(|v| self.sealer.open(&v)))
+                }
+
+                async fn put_thread_key(
+                    &self,
+                    id: &ThreadId,
+                    key: Option<&str>,
+                ) -> Result<(), StoreError> {
+                    // Empty: no key (and nothing to seal).
+                    let sealed = key.map(|k| self.sealer.seal(k)).transpose()?;
+                    let value = sealed.as_deref().unwrap_or_default();
+                    self.put_setting(&crate::thread_key_setting(id), value)
+                        .await
+                }
+
                 async fn put_setting(&self, key: &str, value: &str) -> Result<(), StoreError> {
                     let _writes = self.lock_writes().await;
                     sqlx::query(sql::UPSERT_SETTING)
@@ -236,12 +255,14 @@ macro_rules! impl_store {
                         .await
                         .map_err(db_error("remember the last cursor"))?;
                     let scope = MemoryScope::Thread(id.clone()).key();
+                    let api_key = crate::thread_key_setting(id);
                     let index = index.map(|statement| (statement, ThreadKey::Scope));
                     let mut found = false;
                     for (statement, key) in index.into_iter().chain(sql::DELETE_THREAD) {
                         let value = match key {
                             ThreadKey::Scope => scope.as_str(),
                             ThreadKey::Id => id.as_str(),
+                            ThreadKey::ApiKey => api_key.as_str(),
                         };
                         let done = sqlx::query(statement)
                             .bind(value)

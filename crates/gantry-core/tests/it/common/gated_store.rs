@@ -108,6 +108,12 @@ impl Store for GatedStore {
     async fn put_setting(&self, key: &str, value: &str) -> Result<(), StoreError> {
         self.inner.put_setting(key, value).await
     }
+    async fn thread_key(&self, id: &ThreadId) -> Result<Option<String>, StoreError> {
+        self.inner.thread_key(id).await
+    }
+    async fn put_thread_key(&self, id: &ThreadId, key: Option<&str>) -> Result<(), StoreError> {
+        self.inner.put_thread_key(id, key).await
+    }
     async fn agents(&self) -> Result<Vec<Agent>, StoreError> {
         self.inner.agents().await
     }
