@@ -40,10 +40,16 @@ where
         tools.attach(&agent);
     }
     let mut tasks = JoinSet::new();
-    let mut lines = BufReader::new(input).lines();
-    while let Some(line) = lines.next_line().await? {
+    // Lines as bytes: one that is not UTF-8 is answered, not the end.
+    let mut lines = BufReader::new(input).split(b'\n');
+    while let Some(line) = lines.next_segment().await? {
         // Finished requests leave the set.
         while tasks.try_join_next().is_some() {}
+        let Ok(line) = String::from_utf8(line) else {
+            let parse = crate::rpc::RpcError::parse("the line is not UTF-8");
+            peer.answer(&serde_json::Value::Null, Err(parse)).await;
+            continue;
+        };
         if line.trim().is_empty() {
             continue;
         }

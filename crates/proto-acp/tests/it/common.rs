@@ -109,6 +109,11 @@ pub(crate) fn connect_with(engine: &Engine, tools: Option<Arc<ClientTools>>) -> 
 }
 
 impl Client {
+    /// Writes `bytes` as they are.
+    pub(crate) async fn send_raw(&mut self, bytes: &[u8]) {
+        self.write.write_all(bytes).await.expect("write");
+    }
+
     pub(crate) async fn send(&mut self, message: Value) {
         let line = format!("{message}\n");
         self.write.write_all(line.as_bytes()).await.expect("write");

@@ -263,3 +263,19 @@ async fn a_models_refusal_answers_stop_reason_refusal() {
         .collect();
     assert_eq!(text, "I won't do that.");
 }
+
+#[tokio::test]
+async fn a_line_that_is_not_utf8_is_answered_and_the_session_goes_on() {
+    let setup = start(vec![]).await;
+    let mut client = connect(&setup.engine);
+    client
+        .send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\xfe\"}\n")
+        .await;
+    let answer = client.line().await;
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert_eq!(answer["id"], Value::Null, "{answer}");
+    let init = client
+        .call("initialize", json!({"protocolVersion": 1}), no_requests)
+        .await;
+    assert!(init.get("result").is_some(), "{init}");
+}

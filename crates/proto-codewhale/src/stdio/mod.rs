@@ -44,19 +44,25 @@ where
             .clone()
             .run_until_cancelled_owned(forward_mcp(cw.clone(), out.clone())),
     );
-    let mut lines = BufReader::new(input).lines();
+    // Lines as bytes: one that is not UTF-8 is answered, not the end.
+    let mut lines = BufReader::new(input).split(b'\n');
     let (exit_tx, mut exit_rx) = mpsc::channel::<()>(1);
     loop {
         // Answered requests leave the set.
         while requests.try_join_next().is_some() {}
         let line = tokio::select! {
-            line = lines.next_line() => line?,
+            line = lines.next_segment() => line?,
             _ = exit_rx.recv() => break,
         };
         let Some(line) = line else {
             // End of input: answer what was asked, then stop.
             while requests.join_next().await.is_some() {}
             break;
+        };
+        let Ok(line) = String::from_utf8(line) else {
+            let parse = rpc::RpcError::parse("the line is not UTF-8");
+            let _ = out.send(rpc::error(serde_json::Value::Null, parse)).await;
+            continue;
         };
         if line.trim().is_empty() {
             continue;
