@@ -1,6 +1,7 @@
 //! gantry-cli's integration tests, in one binary (one link, not one per file).
 
 mod a3s_conformance;
+mod acknowledged;
 mod acp_conformance;
 mod codewhale_conformance;
 mod codewhale_serve;

@@ -13,7 +13,9 @@ pub struct Turns<'e> {
 
 impl Turns<'_> {
     /// Sends a user message: starts a turn if the thread is idle, else does
-    /// what `if_busy` says. Returns the turn the message went to.
+    /// what `if_busy` says. Returns the turn the message went to once the
+    /// message is stored (the model request may start before): whatever a
+    /// client is told was accepted survives a crash.
     pub async fn send(
         &self,
         thread: &ThreadId,
@@ -35,7 +37,9 @@ impl Turns<'_> {
         if_busy: IfBusy,
     ) -> Result<TurnId, EngineError> {
         let input = checked(input, None)?;
-        Ok(self.deliver(thread, input, if_busy).await?.turn)
+        let delivered = self.deliver(thread, input, if_busy).await?;
+        self.engine.flush().await?;
+        Ok(delivered.turn)
     }
 
     /// Sends a message already [`checked`].
@@ -58,7 +62,7 @@ impl Turns<'_> {
     /// the first time like [`Turns::send`](crate::Turns::send); again with a key the
     /// thread has seen, nothing happens and the turn the first one went to
     /// is returned with `first_time: false`. Keys live in the thread's log,
-    /// so this holds across restarts.
+    /// so this holds across restarts. Returns once the message is stored.
     pub async fn send_once(
         &self,
         thread: &ThreadId,
@@ -68,7 +72,9 @@ impl Turns<'_> {
     ) -> Result<Delivered, EngineError> {
         let key = non_empty(key.into())?;
         let input = checked(UserInput::from(text.into()), Some(key))?;
-        self.deliver(thread, input, if_busy).await
+        let delivered = self.deliver(thread, input, if_busy).await?;
+        self.engine.flush().await?;
+        Ok(delivered)
     }
 
     /// Injects a message into the running turn; the model sees it before its

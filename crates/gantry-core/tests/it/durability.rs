@@ -117,11 +117,12 @@ async fn with_the_disk_full_clients_see_only_stored_events_and_nothing_is_lost_w
     let mut health = engine.feeds().engine_events();
 
     let filler = disk.fill();
-    let turn = engine
-        .turns()
-        .send(&thread.id, "go", IfBusy::Reject)
-        .await
-        .expect("send");
+    // Not acknowledged: an acknowledgement means stored.
+    let refused = engine.turns().send(&thread.id, "go", IfBusy::Reject).await;
+    assert!(
+        matches!(refused, Err(gantry_core::EngineError::StoreUnavailable(_))),
+        "{refused:?}"
+    );
     let cause = store_health(&mut health).await.expect("a failure");
     assert!(
         cause.contains("full"),
@@ -137,6 +138,7 @@ async fn with_the_disk_full_clients_see_only_stored_events_and_nothing_is_lost_w
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     };
     let ended = &view.turns.last().expect("turn").turn;
+    let turn = ended.id.clone();
     assert_eq!(ended.status, TurnStatus::Failed);
     assert_eq!(ended.failure, Some(TurnFailure::StoreUnavailable));
     assert!(!workspace.path().join("ran").exists(), "no tool ran");
@@ -439,11 +441,19 @@ impl SlowStore {
             .last_seq;
 
         commits.send_replace(false);
-        let turn = engine
-            .turns()
-            .send(&thread, "go", IfBusy::Reject)
+        // The acknowledgement waits for the store; the turn does not.
+        let acknowledged = {
+            let (engine, thread) = (engine.clone(), thread.clone());
+            tokio::spawn(async move { engine.turns().send(&thread, "go", IfBusy::Reject).await })
+        };
+        let mut started = taken.clone();
+        started
+            .wait_for(|n| *n > 0)
             .await
-            .expect("send");
+            .expect("the client counts");
+        let view = engine.threads().read(&thread).await.expect("read");
+        let turn = view.running_turn().expect("the turn runs").turn.id.clone();
+        assert!(!acknowledged.is_finished(), "acknowledged before stored");
         Self {
             engine,
             thread,
