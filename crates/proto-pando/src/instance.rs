@@ -2,6 +2,7 @@
 //! PUB socket, registered for discovery while it runs.
 
 use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,9 +19,9 @@ use crate::discovery::{
 };
 use crate::publisher::{run_feed, run_heartbeat};
 use crate::pubsock::start_writer;
-use crate::rpc;
 use crate::service::Service;
 use crate::time::now_rfc3339;
+use crate::{relay, rpc};
 
 /// Pando's heartbeat period.
 pub const HEARTBEAT: Duration = Duration::from_secs(5);
@@ -102,16 +103,55 @@ impl PandoInstance {
             what: format!("cannot serve the {what} socket"),
             source: std::io::Error::other(e.to_string()),
         };
+        // The sockets listen on Unix sockets in a directory only this user
+        // may enter; clients reach them through the relays (`relay.rs`).
+        let private = tempfile::Builder::new()
+            .prefix("gantry-pando-")
+            .tempdir()
+            .map_err(|source| DiscoveryError::Io {
+                what: "cannot make the sockets' private directory".to_owned(),
+                source,
+            })?;
+        let inner = |name: &str| -> Result<(UnixListener, PathBuf), DiscoveryError> {
+            let path = private.path().join(name);
+            let listener = UnixListener::bind(&path).map_err(|source| DiscoveryError::Io {
+                what: format!("cannot bind {}", path.display()),
+                source,
+            })?;
+            Ok((listener, path))
+        };
+        let (pub_inner, pub_path) = inner("pub")?;
+        let (rpc_inner, rpc_path) = inner("rpc")?;
         let mut pub_socket = PubSocket::new();
         pub_socket
-            .bind_listener(pub_listener)
+            .bind_listener(pub_inner)
             .await
             .map_err(|e| bind_error("PUB", e))?;
         let mut router = RouterSocket::new();
         router
-            .bind_listener(rpc_listener)
+            .bind_listener(rpc_inner)
             .await
             .map_err(|e| bind_error("ROUTER", e))?;
+        let public = |l: TcpListener, what: &str| {
+            l.set_nonblocking(true)
+                .and_then(|()| tokio::net::TcpListener::from_std(l))
+                .map_err(|source| DiscoveryError::Io {
+                    what: format!("cannot serve the {what} port"),
+                    source,
+                })
+        };
+        let relays = [
+            tokio::spawn(relay::serve(
+                public(pub_listener, "PUB")?,
+                pub_path,
+                stop.clone(),
+            )),
+            tokio::spawn(relay::serve(
+                public(rpc_listener, "RPC")?,
+                rpc_path,
+                stop.clone(),
+            )),
+        ];
         let registration = Registration::publish(lock, &entry, &options.registry_dir)?;
 
         let (publisher, writer) =
@@ -142,10 +182,11 @@ impl PandoInstance {
         let task = tokio::spawn(async move {
             // The writer ends after `instance.shutdown` and its linger.
             let _ = writer.await;
-            for task in tasks {
+            for task in tasks.into_iter().chain(relays) {
                 task.abort();
             }
             drop(registration);
+            drop(private);
         });
         Ok(Self { entry, notes, task })
     }

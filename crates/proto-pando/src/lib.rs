@@ -17,6 +17,7 @@ mod messages;
 mod nofollow;
 mod publisher;
 mod pubsock;
+mod relay;
 mod rpc;
 mod service;
 mod time;
@@ -25,4 +26,5 @@ pub mod wire;
 
 pub use discovery::{DEFAULT_REGISTRY_DIR, DiscoveryError, LockInfo, RegistryEntry};
 pub use instance::{HEARTBEAT, InstanceOptions, PandoInstance};
+pub use relay::MAX_FRAME;
 pub use topics::RESULT_LIMIT;

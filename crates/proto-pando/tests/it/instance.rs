@@ -283,3 +283,35 @@ async fn a_taken_port_is_said_and_replaced_and_a_dead_instances_files_are_replac
         .await
         .expect("stopped in time");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_declaring_a_terabyte_ends_its_connection_not_the_instance() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let setup = start(vec![]).await;
+    let (rpc, publ) = setup.ports();
+    for port in [rpc, publ] {
+        let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .expect("connect");
+        // A ZMTP 3.0 greeting (NULL mechanism), then a long frame's header
+        // declaring 2^40 bytes: the zeromq crate would reserve them.
+        let mut greeting = vec![0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3, 0];
+        greeting.extend_from_slice(b"NULL");
+        greeting.resize(64, 0);
+        tcp.write_all(&greeting).await.expect("greeting");
+        let mut header = vec![0b10];
+        header.extend_from_slice(&(1u64 << 40).to_be_bytes());
+        tcp.write_all(&header).await.expect("header");
+        // The connection is closed on us (after the server's greeting),
+        // before anything reserved the 2^40 bytes (else this test's own
+        // process, the instance's, would have aborted).
+        let mut rest = Vec::new();
+        let _ = tokio::time::timeout(HANG_GUARD, tcp.read_to_end(&mut rest))
+            .await
+            .expect("the connection is closed");
+    }
+    // The instance still answers.
+    let mut c = setup.client().await;
+    let ping = c.result("instance.ping", Value::Null).await;
+    assert!(ping.is_object(), "{ping}");
+}
