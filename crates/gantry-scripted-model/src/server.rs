@@ -140,6 +140,9 @@ impl MockLlm {
             .route("/v1/messages", post(handle))
             .route("/messages", post(handle))
             .route("/_mock/requests", get(recorded))
+            // Requests as large as providers take (a conversation with
+            // images), not axum's 2 MB.
+            .layer(axum::extract::DefaultBodyLimit::max(256 * 1024 * 1024))
             .with_state(shared.clone());
         let mut stop = rx;
         // No Nagle delay on small SSE events: latency measurements see the

@@ -13,6 +13,13 @@ pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
 /// The most images one message carries.
 pub const MAX_IMAGES: usize = 8;
 
+/// The largest JSON body a message with images needs: [`MAX_IMAGES`]
+/// images of [`MAX_IMAGE_BYTES`] in base64 (4 characters per 3 bytes), and
+/// a megabyte for the text and the JSON around them. HTTP listeners take
+/// bodies up to this size, so the documented images are never refused for
+/// their transport.
+pub const MAX_MESSAGE_BODY: usize = MAX_IMAGES * MAX_IMAGE_BYTES.div_ceil(3) * 4 + 1024 * 1024;
+
 /// An image of a user message: its media type and its bytes in base64.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImagePart {

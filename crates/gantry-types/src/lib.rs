@@ -30,7 +30,7 @@ mod view;
 pub use agent::{Agent, GANTRY_SDK};
 pub use event::{Delta, DeltaKind, Event, EventPayload};
 pub use ids::{AgentId, ItemId, ThreadId, TurnId, new_id};
-pub use image::{IMAGE_MEDIA_TYPES, ImagePart, MAX_IMAGE_BYTES, MAX_IMAGES};
+pub use image::{IMAGE_MEDIA_TYPES, ImagePart, MAX_IMAGE_BYTES, MAX_IMAGES, MAX_MESSAGE_BODY};
 pub use item::{Item, ItemKind, ItemStatus, Refusal, ResolvedBy, ToolCallOrigin};
 pub use lanes::{DEFAULT_EXTERNAL_TIMEOUT_MS, HandlerMode, LaneHandler};
 pub use model_info::{Modalities, ModelCost, ModelInfo, ModelLimit};

@@ -100,6 +100,10 @@ pub fn router(
         .fallback(error::no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
+        // axum's default (2 MB) would refuse the images messages may carry.
+        .layer(axum::extract::DefaultBodyLimit::max(
+            gantry_types::MAX_MESSAGE_BODY,
+        ))
         .layer(guard)
 }
 

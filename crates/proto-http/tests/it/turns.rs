@@ -220,3 +220,36 @@ async fn a_messages_images_reach_the_model_and_bad_ones_are_a_bad_field() {
     assert_error(&bad, 422, "validation_failed");
     assert_eq!(bad.1["error"]["details"]["field"], "images", "{}", bad.1);
 }
+
+#[tokio::test]
+async fn images_as_large_as_documented_are_taken_and_larger_ones_refused_by_the_engine() {
+    let s = start(vec![Step::text("Two big pictures.")]).await;
+    let id = s.thread(json!({})).await;
+    // Two images of the largest size, in base64: far above axum's 2 MB.
+    let largest = "A".repeat(gantry_types::MAX_IMAGE_BYTES / 3 * 4);
+    let image = json!({"media_type": "image/png", "data": largest});
+    let (status, done) = s
+        .post(
+            &format!("/v1/threads/{id}/messages?wait=true"),
+            json!({"text": "compare", "images": [image, image]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["turn"]["status"], "completed", "{done}");
+    assert_eq!(s.llm.requests()[0].images().len(), 2);
+    // One byte more than the largest image is the engine's refusal, a bad
+    // field, not the transport's.
+    let over = "A".repeat((gantry_types::MAX_IMAGE_BYTES / 3 + 1) * 4);
+    let too_big = s
+        .post(
+            &format!("/v1/threads/{id}/messages"),
+            json!({"text": "", "images": [{"media_type": "image/png", "data": over}]}),
+        )
+        .await;
+    assert_error(&too_big, 422, "validation_failed");
+    assert_eq!(
+        too_big.1["error"]["details"]["field"], "images",
+        "{}",
+        too_big.1
+    );
+}
