@@ -229,7 +229,18 @@ impl ThreadActor {
                             return;
                         }
                     }
-                    Some(cmd) => self.handle(cmd).await,
+                    Some(cmd) => {
+                        self.handle(cmd).await;
+                        // An archived thread takes no input: it leaves memory
+                        // at once (once what it wrote is stored), and a read
+                        // of one does not keep it.
+                        if self.view.thread.archived
+                            && self.evictable()
+                            && self.evict(&mut mailbox, &cell).await
+                        {
+                            return;
+                        }
+                    }
                     None => break,
                 },
                 msg = next_turn_msg(&mut self.turn), if !wait_for_bus => match msg {

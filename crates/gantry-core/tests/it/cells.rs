@@ -132,3 +132,42 @@ async fn an_idle_thread_leaves_memory_and_comes_back_from_the_log() {
     assert_eq!(seqs.first().copied(), Some(before.thread.last_seq + 1));
     assert_eq!(engine.threads().read(&id).await.unwrap().turns.len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archived_thread_leaves_memory_at_once_and_a_read_does_not_keep_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = MockLlm::start(Script::new(vec![])).unwrap();
+    // No idle eviction: only archiving may let the threads go.
+    let config = EngineConfig {
+        evict_idle_after: None,
+        ..EngineConfig::default()
+    };
+    let engine = engine_at(dir.path(), &llm, config).await;
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        ids.push(thread_in(&engine, &dir.path().join("ws")).await);
+    }
+    assert_eq!(engine.threads().loaded(), 20);
+    for id in &ids {
+        engine.threads().archive(id).await.unwrap();
+    }
+    // Each leaves right after its answer (idle eviction is off: without
+    // leaving at once, this would wait for ever and the test time out).
+    until_all_evicted(&engine).await;
+    for id in &ids {
+        let view = engine.threads().read(id).await.expect("still readable");
+        assert!(view.thread.archived);
+    }
+    until_all_evicted(&engine).await;
+    // Unarchived, a thread takes input again.
+    engine.threads().unarchive(&ids[0]).await.unwrap();
+    assert!(
+        !engine
+            .threads()
+            .read(&ids[0])
+            .await
+            .unwrap()
+            .thread
+            .archived
+    );
+}
