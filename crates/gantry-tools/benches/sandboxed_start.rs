@@ -1,7 +1,8 @@
 //! What a sandboxed command's own namespaces cost: the wall time of the
 //! `shell` tool running `true` under `workspace-write`, with the thread's
 //! private `/tmp`, the data dir protected, the workspace under the temp dir
-//! (so it is mounted back), as the engine runs it.
+//! (so it is mounted back), from the login profile's snapshot, as the
+//! engine runs it.
 //!
 //! Run: `cargo bench -p gantry-tools --bench sandboxed_start` (`BENCH_RUNS=N`,
 //! 300 by default). Run it again with `GANTRY_SANDBOX_NAMESPACES=off` for
@@ -38,6 +39,11 @@ fn main() {
     ctx.sandbox = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &ctx.workspace);
     ctx.sandbox.protected = vec![data.clone()];
     ctx.sandbox.private_tmp = Some(data.join("tmp/thread"));
+    // As the engine runs commands: from the login profile's snapshot (taken
+    // by the first run), not `bash -l` each time.
+    ctx.shell_snapshots = Some(std::sync::Arc::new(
+        gantry_tools::ShellSnapshots::new(Some(&data.join("snapshots"))).expect("snapshots"),
+    ));
 
     let mut times: Vec<Duration> = runtime.block_on(async {
         let mut times = Vec::with_capacity(runs);
