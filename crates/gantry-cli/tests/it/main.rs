@@ -19,6 +19,7 @@ mod listeners;
 mod pando_conformance;
 mod postgres_store;
 mod pytest;
+mod quickstart;
 mod rome_conformance;
 mod runner_conformance;
 mod runner_control_plane;
