@@ -242,6 +242,34 @@ fn a_rebound_page_reaches_no_listener_with_tokens() {
 }
 
 #[test]
+fn a_token_is_compared_exactly() {
+    let scratch = Scratch::new();
+    let s = serve(&scratch, true);
+    for addr in [&s.codewhale, &s.rome] {
+        let url = format!("http://{addr}/thread");
+        // A trailing space is no part of the value (RFC 9110 5.5: the
+        // parser drops whitespace around a field value), so not here.
+        for sent in [
+            "Bearer secre",
+            "Bearer secret x",
+            "Bearer  secret",
+            "bearer secret",
+        ] {
+            // Raw bytes: curl might tidy the header.
+            let request = format!(
+                "POST /thread HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {sent}\r\n\
+                 Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+            );
+            let answer = raw(addr, &request);
+            assert!(
+                answer.starts_with("HTTP/1.1 401"),
+                "{url} with {sent:?}: {answer}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_client_cannot_widen_the_servers_safety() {
     let scratch = Scratch::new();
     let s = serve(&scratch, false);
