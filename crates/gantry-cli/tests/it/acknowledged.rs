@@ -3,48 +3,32 @@
 //! its thread after the daemon is killed (-9) the instant the
 //! acknowledgement's first bytes arrive.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{Scratch, stderr};
+use crate::common::{Scratch, spawn_announcing, stderr};
 
 /// `gantry serve` on the scratch data dir with the HTTP API and CodeWhale;
 /// their addresses.
 fn serve(scratch: &Scratch) -> (Child, String, String) {
-    let mut child = scratch
-        .gantry()
-        .env("XDG_CONFIG_HOME", scratch.dir.path().join("xdg"))
+    let mut cmd = scratch.gantry();
+    cmd.env("XDG_CONFIG_HOME", scratch.dir.path().join("xdg"))
         .args(["serve", "--listen-addr", "127.0.0.1:0"])
         .args(["--http-addr", "127.0.0.1:0"])
-        .args(["--codewhale-addr", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn gantry serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut lines = BufReader::new(stderr).lines();
-    let (mut http, mut codewhale) = (None, None);
-    while http.is_none() || codewhale.is_none() {
-        let line = lines
-            .next()
-            .expect("gantry serve announces its listeners")
-            .expect("stderr");
-        if let Some(a) = line.strip_prefix("gantry: serving the HTTP API and dashboard on http://")
-        {
-            http = Some(a.trim_end_matches('/').to_owned());
-        }
-        if let Some(a) = line.strip_prefix("gantry: serving CodeWhale HTTP on ") {
-            codewhale = Some(a.to_owned());
-        }
-    }
-    // Keep reading so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    (child, http.expect("http"), codewhale.expect("codewhale"))
+        .args(["--codewhale-addr", "127.0.0.1:0"]);
+    let (child, said) = spawn_announcing(
+        cmd,
+        &[
+            "gantry: serving the HTTP API and dashboard on http://",
+            "gantry: serving CodeWhale HTTP on ",
+        ],
+    );
+    let http = said[0].trim_end_matches('/').to_owned();
+    (child, http, said[1].clone())
 }
 
 /// POSTs `body` and returns the whole answer.

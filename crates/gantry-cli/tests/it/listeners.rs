@@ -8,13 +8,12 @@
 //!
 //! The requests are curl's, a client Gantry did not write.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::Scratch;
+use crate::common::{Scratch, spawn_announcing};
 
 /// A running `gantry serve` with its three HTTP listeners' addresses.
 struct Served {
@@ -53,42 +52,19 @@ fn serve(scratch: &Scratch, tokens: bool) -> Served {
             .arg("--rome-token-file")
             .arg(&file);
     }
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn gantry serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let (mut http, mut codewhale, mut rome) = (None, None, None);
-    while http.is_none() || codewhale.is_none() || rome.is_none() {
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("gantry serve announces its listeners");
-        if let Some(a) = line.strip_prefix("gantry: serving the HTTP API and dashboard on http://")
-        {
-            http = Some(a.trim_end_matches('/').to_owned());
-        }
-        if let Some(a) = line.strip_prefix("gantry: serving CodeWhale HTTP on ") {
-            codewhale = Some(a.to_owned());
-        }
-        if let Some(a) = line.strip_prefix("gantry: serving the Rome agent runner on ") {
-            rome = Some(a.to_owned());
-        }
-    }
+    let (child, said) = spawn_announcing(
+        cmd,
+        &[
+            "gantry: serving the HTTP API and dashboard on http://",
+            "gantry: serving CodeWhale HTTP on ",
+            "gantry: serving the Rome agent runner on ",
+        ],
+    );
     Served {
         child,
-        http: http.expect("http"),
-        codewhale: codewhale.expect("codewhale"),
-        rome: rome.expect("rome"),
+        http: said[0].trim_end_matches('/').to_owned(),
+        codewhale: said[1].clone(),
+        rome: said[2].clone(),
     }
 }
 

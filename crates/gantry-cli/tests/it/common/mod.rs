@@ -92,3 +92,36 @@ pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     files
 }
+
+/// Spawns `cmd` (a `gantry serve`) with stderr piped and waits until it has
+/// said a line starting with each of `prefixes`; returns the child and the
+/// rest of each such line, in the order of `prefixes`. Stderr is read on
+/// after, so the server never blocks on a full pipe.
+pub(crate) fn spawn_announcing(
+    mut cmd: Command,
+    prefixes: &[&str],
+) -> (std::process::Child, Vec<String>) {
+    use std::io::BufRead;
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn gantry");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let mut said: Vec<Option<String>> = vec![None; prefixes.len()];
+    while said.iter().any(Option::is_none) {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("gantry ended before saying {prefixes:?}"))
+            .expect("stderr");
+        for (prefix, slot) in prefixes.iter().zip(&mut said) {
+            if let Some(rest) = line.strip_prefix(prefix) {
+                *slot = Some(rest.to_owned());
+            }
+        }
+    }
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, said.into_iter().flatten().collect())
+}
