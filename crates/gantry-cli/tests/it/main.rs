@@ -17,6 +17,7 @@ mod keys;
 mod lifecycle;
 mod listeners;
 mod pando_conformance;
+mod planted_key;
 mod postgres_store;
 mod pytest;
 mod quickstart;
