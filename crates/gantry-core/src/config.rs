@@ -56,8 +56,8 @@ pub struct EngineConfig {
     /// operator's config file). Empty by default.
     pub trusted_workspaces: Vec<PathBuf>,
     /// The loosest sandbox a client may give a thread: a looser one is
-    /// refused when a thread is created or its policy changed, and above
-    /// `workspace-write` no approval reruns a failed command outside the
+    /// refused when a thread is created or its policy changed, and below
+    /// `danger-full-access` no approval reruns a failed command outside the
     /// sandbox. `danger-full-access` (no ceiling) by default, for an
     /// embedding whose only client is its own code; a server lowers it.
     pub max_sandbox: SandboxMode,

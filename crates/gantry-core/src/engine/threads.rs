@@ -13,8 +13,10 @@ impl Threads<'_> {
     /// Creates a thread. It is stored by the time this returns.
     pub async fn create(self, params: CreateThread) -> Result<Thread, EngineError> {
         let (thread, payloads, chosen_id) = self.prepare(params).await?;
-        self.engine.keep_thread_key(&thread).await?;
         self.engine.spawn_new(payloads, chosen_id).await?;
+        // Once the id is known to be this thread's: a taken id never has
+        // its thread's key replaced.
+        self.engine.keep_thread_key(&thread).await?;
         // A created thread is stored (and its creation published) by the
         // time the caller hears of it, like any event a client sees.
         self.engine.flush().await?;
@@ -37,8 +39,8 @@ impl Threads<'_> {
         // A malformed message (empty, a bad image) creates no thread.
         let input = super::turns::checked(input, None)?;
         let (thread, payloads, chosen_id) = self.prepare(params).await?;
-        self.engine.keep_thread_key(&thread).await?;
         self.engine.spawn_new(payloads, chosen_id).await?;
+        self.engine.keep_thread_key(&thread).await?;
         let created = self.read_back(&thread.id).await?;
         let delivered = self
             .engine

@@ -214,3 +214,33 @@ async fn sandboxed_commands_cannot_read_the_data_dir() {
     assert!(output.contains("secret.key: Permission denied"), "{output}");
     assert!(!output.contains("SQLite format"), "{output}");
 }
+
+#[tokio::test]
+async fn creating_a_thread_with_a_taken_id_leaves_that_threads_key_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let (engine, store) = start(dir.path()).await;
+    let with_key = |key: &str| CreateThread {
+        id: Some("mine".into()),
+        cwd: dir.path().join("ws"),
+        model: Some("m".into()),
+        endpoint: Some(ModelEndpoint {
+            kind: ProviderKind::OpenaiChat,
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            api_key: Some(key.into()),
+        }),
+        ..CreateThread::default()
+    };
+    let id = engine
+        .threads()
+        .create(with_key(THREAD_KEY))
+        .await
+        .unwrap()
+        .id;
+    let again = engine.threads().create(with_key("sk-someone-else")).await;
+    assert!(again.is_err(), "{again:?}");
+    assert_eq!(
+        store.thread_key(&id).await.unwrap().as_deref(),
+        Some(THREAD_KEY)
+    );
+}
