@@ -78,17 +78,16 @@ impl EngineConfig {
         policy
     }
 
-    /// `policy` if it stays within [`EngineConfig::max_sandbox`], else why not.
-    pub(crate) fn check_ceiling(
-        &self,
-        policy: &gantry_types::ThreadPolicy,
-    ) -> Result<(), crate::EngineError> {
-        if policy.sandbox <= self.max_sandbox {
+    /// `Ok` if `mode` stays within [`EngineConfig::max_sandbox`], else why
+    /// not (`InvalidInput`): what the engine answers a thread's creation or
+    /// policy, and what an adapter checks a default against.
+    pub fn check_sandbox(&self, mode: SandboxMode) -> Result<(), crate::EngineError> {
+        if mode <= self.max_sandbox {
             return Ok(());
         }
         Err(crate::EngineError::InvalidInput(format!(
             "sandbox `{}` is looser than this server allows: at most `{}`",
-            policy.sandbox.as_str(),
+            mode.as_str(),
             self.max_sandbox.as_str()
         )))
     }

@@ -502,5 +502,10 @@ mod tests {
             ..ThreadContext::default()
         };
         assert_eq!(workspace(&root, None, Some(&context)).unwrap(), None);
+        // A link the agent planted inside the workspace leads out of it.
+        std::os::unix::fs::symlink("/", root.join("out")).unwrap();
+        let linked = root.join("out").display().to_string();
+        let err = workspace(&root, Some(&linked), None).unwrap_err();
+        assert!(err.to_string().contains("outside"), "{err}");
     }
 }

@@ -246,6 +246,73 @@ fn a_token_is_compared_exactly() {
 }
 
 #[test]
+fn a_request_without_a_token_or_with_a_text_body_is_refused() {
+    let scratch = Scratch::new();
+    let s = serve(&scratch, true);
+    let http_token = std::fs::read_to_string(scratch.dir.path().join("http.token")).expect("token");
+    let listeners = [
+        (
+            format!("http://{}/v1/threads", s.http),
+            http_token.trim().to_owned(),
+        ),
+        (
+            format!("http://{}/thread", s.codewhale),
+            "secret".to_owned(),
+        ),
+        (
+            format!("http://{}/v1/rome/run", s.rome),
+            "secret".to_owned(),
+        ),
+    ];
+    for (url, token) in &listeners {
+        // No token at all: what a page without one sends.
+        let (status, answer) = curl("POST", url, &[], Some(&json!({})));
+        assert_eq!(status, 401, "{url} without a token: {answer}");
+        // With the token, a body a page may post cross-origin without
+        // asking first (text/plain) is not taken.
+        let out = std::process::Command::new("curl")
+            .args([
+                "-sS",
+                "--max-time",
+                "30",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+            ])
+            .args(["-H", &format!("Authorization: Bearer {token}")])
+            .args(["-H", "Content-Type: text/plain", "--data-binary", "{}"])
+            .arg(url)
+            .output()
+            .expect("curl runs");
+        let status = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(status, "415", "{url} with a text/plain body");
+    }
+    // Over HTTP/2 cleartext (which the server speaks) a body needs no
+    // length header: one of unknown length is still a body, and must be
+    // JSON.
+    let (url, token) = &listeners[0];
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "--max-time", "30", "--http2-prior-knowledge"])
+        .args(["-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
+        .args(["-H", &format!("Authorization: Bearer {token}")])
+        .args(["-H", "Content-Type: text/plain", "-T", "-"])
+        .arg(url)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().expect("stdin").write_all(b"{}")?;
+            child.wait_with_output()
+        })
+        .expect("curl runs");
+    let status = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(status, "415", "an HTTP/2 text/plain body of unknown length");
+}
+
+#[test]
 fn a_client_cannot_widen_the_servers_safety() {
     let scratch = Scratch::new();
     let s = serve(&scratch, false);

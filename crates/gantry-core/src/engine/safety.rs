@@ -67,7 +67,7 @@ impl Safety<'_> {
         thread: &ThreadId,
         policy: ThreadPolicy,
     ) -> Result<(), EngineError> {
-        self.engine.shared.config.check_ceiling(&policy)?;
+        self.engine.shared.config.check_sandbox(policy.sandbox)?;
         self.engine
             .ask(thread, |reply| Command::SetPolicy { policy, reply })
             .await?

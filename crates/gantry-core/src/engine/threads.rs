@@ -56,7 +56,10 @@ impl Threads<'_> {
         self,
         params: CreateThread,
     ) -> Result<(Thread, Vec<EventPayload>, bool), EngineError> {
-        self.engine.shared.config.check_ceiling(&params.policy)?;
+        self.engine
+            .shared
+            .config
+            .check_sandbox(params.policy.sandbox)?;
         let cwd = workspace(&params.cwd)?;
         let agent = match &params.agent {
             Some(id) => Some(self.engine.agents().get(id).await?),

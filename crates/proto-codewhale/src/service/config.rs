@@ -82,13 +82,7 @@ impl CodeWhale {
             }
             Key::Sandbox => {
                 let sandbox = parse_sandbox(value).map_err(ServiceError::Invalid)?;
-                let ceiling = self.engine().config().max_sandbox;
-                if sandbox > ceiling {
-                    return Err(ServiceError::Invalid(format!(
-                        "sandbox_mode `{value}` is looser than this server allows: at most `{}`",
-                        ceiling.as_str()
-                    )));
-                }
+                self.engine().config().check_sandbox(sandbox)?;
                 self.update_defaults(|d| d.sandbox = Some(sandbox)).await?;
             }
             Key::Provider { name, field } => {

@@ -117,17 +117,11 @@ pub(crate) async fn create(State(state): State<AppState>, bytes: Bytes) -> Creat
         None => ThreadPolicy::default(),
     };
     // The engine refuses it too; here the error names the field.
-    let ceiling = state.engine.config().max_sandbox;
-    if policy.sandbox > ceiling {
-        return Err(ApiError::validation(
-            Some("policy"),
-            format!(
-                "policy: sandbox `{}` is looser than this server allows: at most `{}`",
-                policy.sandbox.as_str(),
-                ceiling.as_str()
-            ),
-        ));
-    }
+    state
+        .engine
+        .config()
+        .check_sandbox(policy.sandbox)
+        .map_err(|e| ApiError::validation(Some("policy"), format!("policy: {e}")))?;
     let cwd = match new.workspace {
         Some(dir) if !dir.trim().is_empty() => dir.into(),
         Some(_) => {

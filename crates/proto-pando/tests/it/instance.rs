@@ -310,6 +310,19 @@ async fn a_frame_declaring_a_terabyte_ends_its_connection_not_the_instance() {
             .await
             .expect("the connection is closed");
     }
+    // A frame cut in half (its header promises more than comes) and the
+    // connection gone: the instance goes on too.
+    let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", rpc))
+        .await
+        .expect("connect");
+    let mut greeting = vec![0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3, 0];
+    greeting.extend_from_slice(b"NULL");
+    greeting.resize(64, 0);
+    tcp.write_all(&greeting).await.expect("greeting");
+    tcp.write_all(&[0, 200, b'{', b'"'])
+        .await
+        .expect("half a frame");
+    drop(tcp);
     // The instance still answers.
     let mut c = setup.client().await;
     let ping = c.result("instance.ping", Value::Null).await;
