@@ -211,6 +211,9 @@ pub(crate) struct ServeArgs {
     /// Run as one of several replicas sharing this store: NATS with
     /// JetStream at URL routes requests to the replica holding a runner's
     /// channel and carries thread updates to every replica's followers.
+    /// Replicas sign what they send each other with a secret kept in the
+    /// store, so a NATS client that is not one cannot pass for one; lock
+    /// NATS itself down too (users and permissions: see the book).
     /// Without it, one process serves everything.
     #[arg(long, value_name = "URL")]
     pub nats: Option<String>,

@@ -188,6 +188,9 @@ impl ControlPlane {
         options: ControlPlaneOptions,
     ) -> Result<Self, StoreError> {
         let tokens = auth::Tokens::load(store.clone()).await?;
+        if let Some(cluster) = &options.cluster {
+            cluster.seal_with(store.as_ref()).await?;
+        }
         let registry = registry::Registry::default();
         for runner in store.runners().await? {
             registry.set_offers(&runner.id, offers::parse(&runner.sdks));

@@ -4,7 +4,9 @@
 //! A replica's own entry in the replicas bucket is renewed every few
 //! seconds and expires after [`LEASE_TTL`] without renewal: a runner whose
 //! replica's entry expired is gone. Every replica watches both buckets
-//! into its registry, so routing asks nothing of NATS per request.
+//! into its registry, so routing asks nothing of NATS per request. A lease
+//! is its signature (`seal`), a space, then its JSON: one that is not
+//! signed by a replica of this store is ignored.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -15,6 +17,7 @@ use gantry_runner_protocol::ProtocolVersion;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::seal::Kind;
 use super::{Cluster, LEASE_TTL, RENEW_EVERY};
 use crate::ControlPlane;
 use crate::offers::SdkOffer;
@@ -42,13 +45,16 @@ impl Cluster {
             protocol: version.to_string(),
             offers,
         };
-        let value = match serde_json::to_vec(&lease) {
-            Ok(value) => Bytes::from(value),
+        let json = match serde_json::to_vec(&lease) {
+            Ok(json) => json,
             Err(e) => {
                 tracing::error!(runner = runner_id, error = %e, "cannot encode a runner lease");
                 return;
             }
         };
+        let Some(seal) = self.seal() else { return };
+        let signature = seal.sign(Kind::Lease, &[runner_id.as_bytes(), &json]);
+        let value = Bytes::from([signature.as_bytes(), b" ", &json].concat());
         // Until the put answers, no lease seen is newer than this one.
         self.held().insert(runner_id.to_owned(), u64::MAX);
         match self.inner.runners.put(runner_id, value).await {
@@ -60,6 +66,19 @@ impl Cluster {
                 tracing::error!(runner = runner_id, error = %e, "cannot record the runner's lease in NATS; other replicas cannot reach it");
             }
         }
+    }
+
+    /// The lease in `value`, if a replica of this store signed it.
+    fn signed_lease(&self, runner_id: &str, value: &[u8]) -> Result<Lease, String> {
+        let seal = self.seal().ok_or("the replicas' secret is not loaded")?;
+        let space = value.iter().position(|b| *b == b' ');
+        let (signature, json) =
+            space.map_or((&[][..], value), |at| (&value[..at], &value[at + 1..]));
+        let signature = std::str::from_utf8(signature).unwrap_or_default();
+        if !seal.verify(Kind::Lease, &[runner_id.as_bytes(), json], signature) {
+            return Err("it is not signed by a replica of this store".into());
+        }
+        serde_json::from_slice(json).map_err(|e| format!("it is unreadable: {e}"))
     }
 
     /// Whether a lease written at `revision` by another replica is newer
@@ -132,10 +151,10 @@ pub(super) async fn watch_runners(cluster: Cluster, cp: ControlPlane) {
     watch(&cluster.inner.runners, &cp, |entry| {
         let inner = &cp.inner;
         let lease = match entry.operation {
-            Operation::Put => match serde_json::from_slice::<Lease>(&entry.value) {
+            Operation::Put => match cluster.signed_lease(&entry.key, &entry.value) {
                 Ok(lease) => Some(lease),
-                Err(e) => {
-                    tracing::warn!(runner = %entry.key, error = %e, "unreadable runner lease ignored");
+                Err(why) => {
+                    tracing::warn!(runner = %entry.key, why, "runner lease ignored");
                     return;
                 }
             },

@@ -7,6 +7,8 @@
 //! - `rpc`: a request for a runner held elsewhere goes to its replica over
 //!   request/reply (`gantry.cp.<replica>.rpc`), which sends it on the
 //!   channel and answers with the runner's reply or the API error.
+//! - `seal`: each of those messages is signed with a secret the replicas
+//!   keep in their shared store, so a NATS client is not a replica.
 //! - `updates`: every thread update the holding replica commits is
 //!   published to JetStream (`gantry.cp.threads.<thread>`); every replica's
 //!   live followers read it there, and each replica drops from its memory
@@ -19,11 +21,12 @@
 
 mod lease;
 mod rpc;
+mod seal;
 mod updates;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use async_nats::jetstream::{self, kv, stream};
@@ -32,6 +35,8 @@ pub(crate) use rpc::Call;
 pub(crate) use updates::Follow;
 
 use crate::ControlPlane;
+use crate::store::{ControlPlaneStore, StoreError};
+use seal::Seal;
 
 /// How long a replica's lease lasts unless renewed: a replica killed
 /// without a goodbye holds its runners this long at most.
@@ -98,6 +103,8 @@ struct Inner {
     held: Mutex<HashMap<String, u64>>,
     /// Updates on the stream not yet delivered to this replica's watcher.
     lag: AtomicU64,
+    /// Signs and checks what replicas tell each other (set at start).
+    seal: OnceLock<Seal>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -170,6 +177,7 @@ impl Cluster {
                 replicas,
                 held: Mutex::default(),
                 lag: AtomicU64::new(0),
+                seal: OnceLock::new(),
             }),
         })
     }
@@ -195,6 +203,22 @@ impl Cluster {
             .held
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes the secret the replicas sharing `store` sign with (making it
+    /// when this replica is the first).
+    pub(crate) async fn seal_with(&self, store: &dyn ControlPlaneStore) -> Result<(), StoreError> {
+        let candidate = seal::new_secret().map_err(StoreError::Database)?;
+        let secret = store.cluster_secret(&candidate).await?;
+        // A second call keeps the first seal: the secret is the store's.
+        let _ = self.inner.seal.set(Seal::new(&secret));
+        Ok(())
+    }
+
+    /// What signs and checks this replica's messages. Set before
+    /// [`Cluster::start`]; a cluster never started refuses every message.
+    fn seal(&self) -> Option<&Seal> {
+        self.inner.seal.get()
     }
 
     /// Starts what runs beside the control plane until it stops: the

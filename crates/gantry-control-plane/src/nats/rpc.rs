@@ -3,7 +3,8 @@
 //! which records it, sends it on the channel and answers with the runner's
 //! reply, or with the API error it met there (the same one a local request
 //! gets). The request and the reply travel as the runner's own protobuf in
-//! its version, inside a small JSON envelope.
+//! its version, inside a small JSON envelope, signed (`seal`): the request
+//! with its subject and time, the answer with the request's signature.
 
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use prost::Message as _;
 use serde::{Deserialize, Serialize};
 
 use super::Cluster;
+use super::seal::{Kind, Seal, now_ms};
 use crate::ControlPlane;
 use crate::error::ApiError;
 use crate::store::RequestRecord;
@@ -130,6 +132,43 @@ fn subject(replica: &str) -> String {
     format!("gantry.cp.{replica}.rpc")
 }
 
+/// The header of a message's signature.
+const SIGNATURE: &str = "Gantry-Signature";
+
+/// The header of when a request was made (ms since the epoch).
+const AT: &str = "Gantry-At";
+
+/// The seal, or the error of a cluster never started (no secret yet).
+fn sealed(cluster: &Cluster) -> Result<&Seal, ApiError> {
+    cluster
+        .seal()
+        .ok_or_else(|| ApiError::Internal("the replicas' secret is not loaded".into()))
+}
+
+/// Why a routed request is refused, if it is: unsigned, signed with
+/// another secret, stale or seen before. Its signature when taken.
+fn check_call(seal: &Seal, message: &async_nats::Message) -> Result<String, &'static str> {
+    let header = |name: &str| {
+        message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(name))
+            .map(|v| v.as_str().to_owned())
+    };
+    let (Some(signature), Some(at)) = (header(SIGNATURE), header(AT)) else {
+        return Err("it is not signed");
+    };
+    let parts: [&[u8]; 3] = [message.subject.as_bytes(), at.as_bytes(), &message.payload];
+    if !seal.verify(Kind::Call, &parts, &signature) {
+        return Err("its signature is not one of this store's replicas");
+    }
+    let at: i64 = at.parse().map_err(|_| "its time is unreadable")?;
+    if !seal.fresh(&signature, at) {
+        return Err("it was made too long ago, or taken before (a replay)");
+    }
+    Ok(signature)
+}
+
 impl Cluster {
     /// Sends `call` to `replica` and returns the runner's reply (`None` when
     /// the call only sends), or the error the holding replica met.
@@ -141,13 +180,21 @@ impl Cluster {
     ) -> Result<Option<Payload>, ApiError> {
         let body = serde_json::to_vec(call)
             .map_err(|e| ApiError::Internal(format!("cannot encode a routed request: {e}")))?;
+        let seal = sealed(self)?;
+        let to = subject(replica);
+        let at = now_ms().to_string();
+        let signature = seal.sign(Kind::Call, &[to.as_bytes(), at.as_bytes(), &body]);
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(SIGNATURE, signature.as_str());
+        headers.insert(AT, at.as_str());
         let request = async_nats::Request::new()
             .payload(body.into())
+            .headers(headers)
             .timeout(Some(timeout + GRACE));
         let answer = self
             .inner
             .client
-            .send_request(subject(replica), request)
+            .send_request(to, request)
             .await
             .map_err(|e| match e.kind() {
                 // Nobody serves the replica's subject: it died without a
@@ -166,6 +213,24 @@ impl Cluster {
                 )),
                 _ => ApiError::Unavailable(format!("cannot reach replica {replica}: {e}")),
             })?;
+        let signed = answer
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(SIGNATURE))
+            .is_some_and(|a| {
+                seal.verify(
+                    Kind::Answer,
+                    &[signature.as_bytes(), &answer.payload],
+                    a.as_str(),
+                )
+            });
+        if !signed {
+            return Err(ApiError::BadGateway(format!(
+                "an answer for runner {} did not come from replica {replica}: its signature \
+                 is not one of this store's replicas",
+                call.runner_id
+            )));
+        }
         let answer: Answer = serde_json::from_slice(&answer.payload).map_err(|e| {
             ApiError::BadGateway(format!("replica {replica} answered unreadably: {e}"))
         })?;
@@ -204,8 +269,26 @@ pub(super) async fn serve(cluster: Cluster, cp: ControlPlane) {
             () = stop.cancelled() => return,
         };
         let Some(call) = call else { return };
-        let Some(reply_to) = call.reply else { continue };
-        let (client, cp) = (client.clone(), cp.clone());
+        let Some(reply_to) = call.reply.clone() else {
+            continue;
+        };
+        let Some(seal) = cluster.seal() else { return };
+        let signature = match check_call(seal, &call) {
+            Ok(signature) => signature,
+            Err(why) => {
+                // Not from a replica of this store: nothing of it runs,
+                // and the sender learns only that it was refused.
+                tracing::warn!(subject = %call.subject, why, "a routed request was refused");
+                let refused = Answer::Error {
+                    kind: "bad_request".into(),
+                    message: format!("refused: {why}"),
+                };
+                let body = serde_json::to_vec(&refused).unwrap_or_default();
+                let _ = client.publish(reply_to, body.into()).await;
+                continue;
+            }
+        };
+        let (cluster, cp) = (cluster.clone(), cp.clone());
         tokio::spawn(async move {
             let answer = match serde_json::from_slice::<Call>(&call.payload) {
                 Ok(call) => answer(&cp, call).await,
@@ -215,7 +298,16 @@ pub(super) async fn serve(cluster: Cluster, cp: ControlPlane) {
                 },
             };
             let body = serde_json::to_vec(&answer).unwrap_or_default();
-            if let Err(e) = client.publish(reply_to, body.into()).await {
+            let mut headers = async_nats::HeaderMap::new();
+            if let Some(seal) = cluster.seal() {
+                let signed = seal.sign(Kind::Answer, &[signature.as_bytes(), &body]);
+                headers.insert(SIGNATURE, signed.as_str());
+            }
+            let client = &cluster.inner.client;
+            if let Err(e) = client
+                .publish_with_headers(reply_to, headers, body.into())
+                .await
+            {
                 tracing::debug!(error = %e, "cannot answer a routed request");
             }
         });

@@ -8,7 +8,8 @@
 //! watches every thread's subject: an update another replica wrote makes
 //! it drop that thread from its memory, wakes the followers of every thread
 //! (who read the store), and how far behind that watch is is the NATS lag
-//! of `/metrics`.
+//! of `/metrics`. Each update is signed (`seal`): one without a replica's
+//! signature is dropped, and its followers read the store instead.
 
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -18,12 +19,16 @@ use async_nats::jetstream::consumer::{DeliverPolicy, push};
 use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
+use super::seal::Kind;
 use super::{Cluster, STREAM, THREAD_SUBJECTS};
 use crate::ControlPlane;
 use crate::store::ThreadUpdateRecord;
 
 /// The header naming the replica that wrote an update.
 const REPLICA: &str = "Gantry-Replica";
+
+/// The header of an update's signature.
+const SIGNATURE: &str = "Gantry-Signature";
 
 /// One update on the stream.
 #[derive(Debug, Serialize, Deserialize)]
@@ -73,7 +78,13 @@ impl Cluster {
             let Ok(body) = serde_json::to_vec(&update) else {
                 continue;
             };
+            let Some(seal) = self.seal() else { return };
+            let to = subject(&entry.thread_id);
             let mut headers = HeaderMap::new();
+            headers.insert(
+                SIGNATURE,
+                seal.sign(Kind::Update, &[to.as_bytes(), &body]).as_str(),
+            );
             headers.insert(
                 "Nats-Msg-Id",
                 format!("{}:{}", token(&entry.thread_id), entry.seq).as_str(),
@@ -82,7 +93,7 @@ impl Cluster {
             let published = self
                 .inner
                 .js
-                .publish_with_headers(subject(&entry.thread_id), headers, body.into())
+                .publish_with_headers(to, headers, body.into())
                 .await;
             match published {
                 // The ack is awaited aside: the next update need not wait.
@@ -104,13 +115,12 @@ impl Cluster {
     pub(crate) async fn follow(&self, thread_id: &str) -> Result<Follow, String> {
         let messages = self.consume(subject(thread_id)).await?;
         let thread_id = thread_id.to_owned();
+        let cluster = self.clone();
         Ok(Box::pin(messages.map(move |message| {
             let message = message.map_err(|e| {
                 tracing::debug!(error = %e, "thread updates from JetStream interrupted");
             });
-            let update = message
-                .ok()
-                .and_then(|m| serde_json::from_slice::<Update>(&m.payload).ok())?;
+            let update = message.ok().and_then(|m| cluster.signed_update(&m))?;
             (update.thread_id == thread_id).then_some(ThreadUpdateRecord {
                 thread_id: update.thread_id,
                 seq: update.seq,
@@ -119,6 +129,22 @@ impl Cluster {
                 data: update.data,
             })
         })))
+    }
+
+    /// The update `message` carries, if a replica of this store signed it.
+    fn signed_update(&self, message: &async_nats::jetstream::Message) -> Option<Update> {
+        let seal = self.seal()?;
+        let parts: [&[u8]; 2] = [message.subject.as_bytes(), &message.payload];
+        let signed = message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(SIGNATURE))
+            .is_some_and(|signature| seal.verify(Kind::Update, &parts, signature.as_str()));
+        if !signed {
+            tracing::warn!(subject = %message.subject, "a thread update not signed by a replica of this store is ignored");
+            return None;
+        }
+        serde_json::from_slice(&message.payload).ok()
     }
 
     /// An ordered consumer of `filter` from now on.
@@ -182,7 +208,7 @@ pub(super) async fn watch(cluster: Cluster, cp: ControlPlane) {
                 .as_ref()
                 .and_then(|h| h.get(REPLICA))
                 .is_none_or(|r| r.as_str() != cluster.inner.replica);
-            if theirs && let Ok(update) = serde_json::from_slice::<Update>(&message.payload) {
+            if theirs && let Some(update) = cluster.signed_update(&message) {
                 cp.inner.tracker.forget_thread(&update.thread_id);
             }
         }

@@ -61,6 +61,10 @@ pub trait ControlPlaneStore: Send + Sync {
     /// Deletes the HTTP API token named `name`; whether there was one.
     async fn revoke_api_token(&self, name: &str) -> Result<bool, StoreError>;
 
+    /// The secret replicas sharing this store sign their messages with:
+    /// `candidate` if none is kept yet (the first caller's wins).
+    async fn cluster_secret(&self, candidate: &str) -> Result<String, StoreError>;
+
     /// Running turns and live agents of every runner.
     async fn runner_loads(&self) -> Result<Vec<RunnerLoad>, StoreError>;
 

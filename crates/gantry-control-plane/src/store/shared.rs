@@ -92,6 +92,15 @@ macro_rules! impl_control_plane_store {
                 Ok(revoked)
             }
 
+            async fn cluster_secret(&self, candidate: &str) -> Result<String, StoreError> {
+                let query = sqlx::query(sql::INSERT_CLUSTER_SECRET).bind(candidate);
+                self.execute("keep the replicas' secret", query).await?;
+                sqlx::query_scalar(sql::CLUSTER_SECRET)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(db_error("read the replicas' secret"))
+            }
+
             async fn runner_loads(&self) -> Result<Vec<RunnerLoad>, StoreError> {
                 sqlx::query_as(sql::RUNNER_LOADS)
                     .fetch_all(&self.pool)

@@ -68,6 +68,13 @@ pub(super) const API_TOKENS: &str =
 /// Deletes an HTTP API token by name.
 pub(super) const DELETE_API_TOKEN: &str = "DELETE FROM api_tokens WHERE name = $1";
 
+/// Keeps `$1` as the replicas' shared secret unless one is kept already.
+pub(super) const INSERT_CLUSTER_SECRET: &str =
+    "INSERT INTO cluster_secret (id, secret) VALUES (1, $1) ON CONFLICT (id) DO NOTHING";
+
+/// The replicas' shared secret.
+pub(super) const CLUSTER_SECRET: &str = "SELECT secret FROM cluster_secret WHERE id = 1";
+
 /// Running turns and live agents per runner.
 pub(super) const RUNNER_LOADS: &str = "SELECT r.id AS runner_id, \
      (SELECT COUNT(*) FROM turns t JOIN threads th ON th.id = t.thread_id \

@@ -84,6 +84,7 @@ support::on_both_backends!(
     when_the_holding_replica_stops_its_runner_moves_and_followers_miss_nothing,
     a_runner_that_moved_is_reached_where_it_is_now,
     a_request_for_a_runner_of_a_dead_replica_is_refused_at_once,
+    a_nats_client_that_is_no_replica_cannot_drive_a_runner_or_feed_followers,
 );
 
 /// Waits until replica `h` lists runner `id` as `connected`. What another
@@ -501,6 +502,121 @@ async fn a_07_runner_on_another_replica_is_interrupted_through_it() {
     })
     .await;
     runner.stop().await;
+    a.stop().await;
+    b.stop().await;
+}
+
+/// Anyone who can publish on NATS, as the replicas' traffic shows it to
+/// them: a routed request recorded off the wire and sent again, sent
+/// without its signature, or changed, is refused and reaches no runner; a
+/// thread update changed and published again reaches no follower.
+async fn a_nats_client_that_is_no_replica_cannot_drive_a_runner_or_feed_followers(at: StoreAt) {
+    let Some(url) = nats_url() else { return };
+    let (runner_id, token) = add_runner(&at).await;
+    let b_id = unique("b");
+    let b = replica_named(&at, &url, &b_id, TIMEOUT).await;
+    let mut runner = FakeRunner::connect(b.grpc, &token, offering("gantry", &["m1"])).await;
+    let a = replica(&at, &url, "a").await;
+    wait_listed(&a, &runner_id, true).await;
+    let thread_id = agent_and_thread(&a, &mut runner, &runner_id).await;
+
+    // Eve reads B's requests and the thread's updates as they pass.
+    let eve = async_nats::connect(&url).await.unwrap();
+    let rpc = format!("gantry.cp.{b_id}.rpc");
+    let mut requests = eve.subscribe(rpc.clone()).await.unwrap();
+    let mut updates = eve
+        .subscribe(format!("gantry.cp.threads.{thread_id}"))
+        .await
+        .unwrap();
+    eve.flush().await.unwrap();
+    let mut on_a = a.follow(&thread_id, None).await;
+    let request = start_turn(&a, &mut runner, &thread_id, "t1", 1).await;
+    let recorded = guarded("a routed request", requests.next()).await.unwrap();
+    let mut recorded_update = None;
+    while recorded_update.is_none() {
+        let update = guarded("a thread update", updates.next()).await.unwrap();
+        let body: Value = serde_json::from_slice(&update.payload).unwrap();
+        if body["kind"] == "item" {
+            recorded_update = Some((update, body));
+        }
+    }
+    let (recorded_update, update_body) = recorded_update.unwrap();
+    take_events(&mut on_a, 3).await; // thread ready, turn running, the item
+
+    let text = String::from_utf8(recorded.payload.to_vec()).unwrap();
+    let unsigned = async_nats::HeaderMap::new();
+    let signed = recorded.headers.clone().unwrap();
+    let changed = text.replacen("\"params\":\"", "\"params\":\"x", 1);
+    assert_ne!(changed, text, "the change must change something");
+    for (what, headers, body) in [
+        ("sent again", signed.clone(), text.clone()),
+        ("without its signature", unsigned, text.clone()),
+        ("changed", signed, changed),
+    ] {
+        let answer = eve
+            .request_with_headers(rpc.clone(), headers, body.into())
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&answer.payload).unwrap();
+        assert_eq!(answer["error"]["kind"], "bad_request", "{what}: {answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("refused: ")),
+            "{what}: {answer}"
+        );
+    }
+    // None of them reached the runner: its next request is the next real one.
+    let call = a.post_later("/v1/agents", json!({"model": "m1", "runner_id": runner_id}));
+    let (id, next) = runner.next_request().await;
+    let RunnerRequest::CreateAgentRequest(create) = next else {
+        panic!("a refused request reached the runner: {next:?}");
+    };
+    runner
+        .send(
+            Some(&id),
+            agent_update(&create.agent_id, pb::AgentStatus::Ready),
+        )
+        .await;
+    assert_eq!(answer(call).await.0, 201);
+
+    // An update Eve changed and published again, under its old signature.
+    let mut forged = update_body.clone();
+    forged["seq"] = json!(update_body["seq"].as_i64().unwrap() + 1);
+    forged["data"] = json!(
+        update_body["data"]
+            .as_str()
+            .unwrap()
+            .replace("part 0", "forged by eve")
+    );
+    assert_ne!(forged["data"], update_body["data"], "{update_body}");
+    // Its signature and replica as recorded; a message id of its own, or
+    // JetStream would drop it as a repeat.
+    let recorded_headers = recorded_update.headers.clone().unwrap();
+    let mut headers = async_nats::HeaderMap::new();
+    for name in ["Gantry-Signature", "Gantry-Replica"] {
+        let value = recorded_headers.get(name).expect(name);
+        headers.insert(name, value.as_str());
+    }
+    headers.insert("Nats-Msg-Id", unique("eve").as_str());
+    let ack = async_nats::jetstream::new(eve.clone())
+        .publish_with_headers(
+            recorded_update.subject.clone(),
+            headers,
+            serde_json::to_vec(&forged).unwrap().into(),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    assert!(!ack.duplicate, "{ack:?}");
+    runner
+        .send(Some(&request), turn_update("t1", TurnStatus::Completed))
+        .await;
+    let next = take_events(&mut on_a, 1).await.remove(0);
+    assert!(!next.data.contains("forged by eve"), "{next:?}");
+    let entry: Value = serde_json::from_str(&next.data).unwrap();
+    assert_eq!(entry["kind"], "turn", "{entry}");
     a.stop().await;
     b.stop().await;
 }
