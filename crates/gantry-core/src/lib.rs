@@ -22,6 +22,7 @@ mod engine_events;
 mod error;
 mod follow;
 mod images;
+mod lines;
 mod live;
 mod lsp_api;
 mod mcp_api;
@@ -54,6 +55,7 @@ pub use engine::{
 pub use engine_events::{EngineEvent, EngineEventKind, EngineEventNotice, EngineEvents};
 pub use error::EngineError;
 pub use follow::{Feed, ThreadFeed};
+pub use lines::{Line, Lines};
 // The policy, for adapters that validate rules or show a decision.
 pub use gantry_policy as policy;
 pub use gantry_store::{ThreadPage, ThreadQuery};

@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use gantry_core::Engine;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use gantry_core::{Engine, Line, Lines};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -18,6 +18,12 @@ use crate::session::{Agent, call, notified};
 /// Lines waiting for stdout; past this the agent waits for the client to
 /// read (back-pressure, never dropped lines).
 const OUT_CAPACITY: usize = 1024;
+
+/// The longest line read: a prompt with the most images a message takes.
+const MAX_LINE: usize = gantry_types::MAX_MESSAGE_BODY;
+
+/// What a longer line is answered with (-32700).
+const TOO_LONG: &str = "the line is longer than the largest message (8 images of 5 MiB)";
 
 /// Serves ACP from `input` on `output` until the end of `input` (then
 /// running prompts are cancelled and answered first).
@@ -40,15 +46,23 @@ where
         tools.attach(&agent);
     }
     let mut tasks = JoinSet::new();
-    // Lines as bytes: one that is not UTF-8 is answered, not the end.
-    let mut lines = BufReader::new(input).split(b'\n');
-    while let Some(line) = lines.next_segment().await? {
+    // Lines as bytes, bounded: one that is not UTF-8 or too long is
+    // answered, not the end.
+    let mut lines = Lines::new(BufReader::new(input), MAX_LINE);
+    while let Some(line) = lines.next_line().await? {
         // Finished requests leave the set.
         while tasks.try_join_next().is_some() {}
-        let Ok(line) = String::from_utf8(line) else {
-            let parse = crate::rpc::RpcError::parse("the line is not UTF-8");
-            peer.answer(&serde_json::Value::Null, Err(parse)).await;
-            continue;
+        let line = match line {
+            Line::Bytes(line) => String::from_utf8(line).map_err(|_| "the line is not UTF-8"),
+            Line::TooLong => Err(TOO_LONG),
+        };
+        let line = match line {
+            Ok(line) => line,
+            Err(why) => {
+                let parse = crate::rpc::RpcError::parse(why);
+                peer.answer(&serde_json::Value::Null, Err(parse)).await;
+                continue;
+            }
         };
         if line.trim().is_empty() {
             continue;

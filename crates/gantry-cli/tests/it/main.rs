@@ -12,6 +12,7 @@ mod control_plane_replicas;
 mod crash;
 mod disk_full;
 mod exec;
+mod hostile_bytes;
 mod http_serve;
 mod keys;
 mod lifecycle;

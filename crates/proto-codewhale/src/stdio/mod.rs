@@ -12,9 +12,9 @@ mod rpc;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use gantry_core::EngineEventNotice;
+use gantry_core::{EngineEventNotice, Line, Lines};
 use gantry_types::ThreadId;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -25,6 +25,12 @@ use crate::frames::{FrameFeed, ResumePoint, engine_frame};
 /// Lines waiting for stdout; past this the session stops reading frames
 /// until the client reads (back-pressure, never dropped lines).
 const OUT_CAPACITY: usize = 1024;
+
+/// The longest line read: a message with the most images it may take.
+const MAX_LINE: usize = gantry_types::MAX_MESSAGE_BODY;
+
+/// What a longer line is answered with (-32700).
+const TOO_LONG: &str = "the line is longer than the largest message (8 images of 5 MiB)";
 
 /// Serves JSON-RPC lines from `input` on `output` until `shutdown` or the
 /// end of `input` (then requests still running are answered first).
@@ -44,14 +50,15 @@ where
             .clone()
             .run_until_cancelled_owned(forward_mcp(cw.clone(), out.clone())),
     );
-    // Lines as bytes: one that is not UTF-8 is answered, not the end.
-    let mut lines = BufReader::new(input).split(b'\n');
+    // Lines as bytes, bounded: one that is not UTF-8 or too long is
+    // answered, not the end.
+    let mut lines = Lines::new(BufReader::new(input), MAX_LINE);
     let (exit_tx, mut exit_rx) = mpsc::channel::<()>(1);
     loop {
         // Answered requests leave the set.
         while requests.try_join_next().is_some() {}
         let line = tokio::select! {
-            line = lines.next_segment() => line?,
+            line = lines.next_line() => line?,
             _ = exit_rx.recv() => break,
         };
         let Some(line) = line else {
@@ -59,10 +66,17 @@ where
             while requests.join_next().await.is_some() {}
             break;
         };
-        let Ok(line) = String::from_utf8(line) else {
-            let parse = rpc::RpcError::parse("the line is not UTF-8");
-            let _ = out.send(rpc::error(serde_json::Value::Null, parse)).await;
-            continue;
+        let line = match line {
+            Line::Bytes(line) => String::from_utf8(line).map_err(|_| "the line is not UTF-8"),
+            Line::TooLong => Err(TOO_LONG),
+        };
+        let line = match line {
+            Ok(line) => line,
+            Err(why) => {
+                let parse = rpc::RpcError::parse(why);
+                let _ = out.send(rpc::error(serde_json::Value::Null, parse)).await;
+                continue;
+            }
         };
         if line.trim().is_empty() {
             continue;
