@@ -6,6 +6,8 @@ mod args;
 mod codewhale;
 mod config;
 mod control_plane;
+#[cfg(test)]
+mod docs_commands;
 mod exec;
 mod exec_json;
 mod http;

@@ -11,6 +11,7 @@ mod control_plane_postgres;
 mod control_plane_replicas;
 mod crash;
 mod disk_full;
+mod docs;
 mod exec;
 mod hostile_bytes;
 mod http_serve;

@@ -3,6 +3,7 @@
 
 use crate::code_map;
 use crate::deps::{self, glob};
+use crate::docs::{self, Page};
 use crate::file_size::{self, SourceFile};
 use crate::manifest::{self, Kind, Manifest};
 
@@ -473,5 +474,73 @@ fn a_crate_missing_from_the_code_map_or_a_section_for_no_crate_fails() {
     assert_eq!(
         code_map::check(ARCHITECTURE_MD, &matching),
         Vec::<String>::new()
+    );
+}
+
+// README and the book.
+
+fn page(path: &str, text: &str) -> Page {
+    Page {
+        path: path.to_owned(),
+        text: text.to_owned(),
+    }
+}
+
+fn check_docs(pages: &[Page]) -> Vec<String> {
+    docs::check(pages, &|path: &str| path == "docs/src/images/shot.png")
+}
+
+#[test]
+fn headings_get_mdbooks_ids() {
+    assert_eq!(docs::heading_id(" `gantry serve`"), "gantry-serve");
+    assert_eq!(
+        docs::heading_id(" Safety: policies, approvals"),
+        "safety-policies-approvals"
+    );
+    assert_eq!(
+        docs::heading_id(" The [control plane](x.md)"),
+        "the-control-plane"
+    );
+}
+
+#[test]
+fn a_broken_link_an_unknown_anchor_and_an_unlisted_page_fail() {
+    let pages = [
+        page(
+            "README.md",
+            "# G\n[ok](docs/src/a.md#the-part) ![shot](docs/src/images/shot.png)\n\
+             [gone](docs/src/gone.md) [bad](docs/src/a.md#nowhere) `[code](not/a/link.md)`\n",
+        ),
+        page("docs/src/SUMMARY.md", "- [A](a.md)\n"),
+        page(
+            "docs/src/a.md",
+            "# A\n## The part\n```sh\ngantry --help\n```\n",
+        ),
+        page("docs/src/b.md", "# B\n```bash\nls\n```\n"),
+    ];
+    let failures = check_docs(&pages);
+    let expected = [
+        "README.md:3: the link to docs/src/gone.md leads to docs/src/gone.md, which does not exist",
+        "README.md:3: docs/src/a.md has no heading with the id #nowhere",
+        "docs/src/b.md:2: a code block opens with ```bash",
+        "docs/src/b.md is not in docs/src/SUMMARY.md",
+    ];
+    assert_eq!(failures.len(), expected.len(), "{failures:#?}");
+    for (failure, expected) in failures.iter().zip(expected) {
+        assert!(
+            failure.starts_with(expected),
+            "{failure}\nexpected: {expected}"
+        );
+    }
+}
+
+#[test]
+fn a_readme_past_its_length_fails() {
+    let long = "line\n".repeat(docs::README_MAX_LINES + 1);
+    let failures = check_docs(&[page("README.md", &long)]);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(
+        failures[0].starts_with("README.md has 301 lines"),
+        "{failures:?}"
     );
 }

@@ -1,7 +1,7 @@
 //! The rules over this workspace's tree.
 
 use crate::manifest::Workspace;
-use crate::{code_map, deps, file_size};
+use crate::{code_map, deps, docs, file_size};
 
 fn assert_none(what: &str, failures: Vec<String>) {
     assert!(failures.is_empty(), "{what}:\n- {}", failures.join("\n- "));
@@ -76,5 +76,22 @@ fn each_crate_has_one_test_binary() {
     assert_none(
         "crates with more than one test binary",
         crate::test_binaries::check(&crates),
+    );
+}
+
+#[test]
+fn readme_and_the_book_hold_together() {
+    let workspace = Workspace::load();
+    let pages = docs::pages(&workspace.root);
+    // A loader that finds no page would pass every rule.
+    assert!(
+        pages.iter().any(|p| p.path == "docs/src/SUMMARY.md"),
+        "no book under {}",
+        workspace.root.join("docs/src").display()
+    );
+    let root = workspace.root.clone();
+    assert_none(
+        "README.md and the book",
+        docs::check(&pages, &|path: &str| root.join(path).exists()),
     );
 }
