@@ -1,7 +1,8 @@
 //! An acknowledgement means stored: a message sent over a protocol that
-//! acknowledges it (the HTTP API's `202`, CodeWhale's `accepted`) is in
-//! its thread after the daemon is killed (-9) the instant the
-//! acknowledgement's first bytes arrive.
+//! acknowledges it (the HTTP API's `202`, CodeWhale's `accepted`, Pando's
+//! `message.send` result, Rome's first NDJSON line, `turn_start`) is in its
+//! thread after the daemon is killed (-9) the instant the acknowledgement's
+//! first bytes arrive.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -12,23 +13,51 @@ use serde_json::{Value, json};
 
 use crate::common::{Scratch, spawn_announcing, stderr};
 
-/// `gantry serve` on the scratch data dir with the HTTP API and CodeWhale;
-/// their addresses.
-fn serve(scratch: &Scratch) -> (Child, String, String) {
+/// A running `gantry serve` on the scratch data dir: its listeners.
+struct Served {
+    child: Child,
+    http: String,
+    codewhale: String,
+    rome: String,
+    /// Pando's ROUTER, `tcp://127.0.0.1:PORT`.
+    pando: String,
+}
+
+/// `gantry serve` on the scratch data dir with the HTTP API, CodeWhale,
+/// Rome and Pando (for the workspace).
+fn serve(scratch: &Scratch) -> Served {
     let mut cmd = scratch.gantry();
     cmd.env("XDG_CONFIG_HOME", scratch.dir.path().join("xdg"))
         .args(["serve", "--listen-addr", "127.0.0.1:0"])
         .args(["--http-addr", "127.0.0.1:0"])
-        .args(["--codewhale-addr", "127.0.0.1:0"]);
+        .args(["--codewhale-addr", "127.0.0.1:0"])
+        .args(["--rome-addr", "127.0.0.1:0"])
+        .arg("--workspace")
+        .arg(scratch.workspace())
+        .arg("--pando")
+        .arg(scratch.workspace());
     let (child, said) = spawn_announcing(
         cmd,
         &[
             "gantry: serving the HTTP API and dashboard on http://",
             "gantry: serving CodeWhale HTTP on ",
+            "gantry: serving the Rome agent runner on ",
+            "gantry: serving Pando instance ",
         ],
     );
-    let http = said[0].trim_end_matches('/').to_owned();
-    (child, http, said[1].clone())
+    let pando = said[3]
+        .split("(rpc ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .expect("the Pando rpc address")
+        .to_owned();
+    Served {
+        child,
+        http: said[0].trim_end_matches('/').to_owned(),
+        codewhale: said[1].clone(),
+        rome: said[2].clone(),
+        pando,
+    }
 }
 
 /// POSTs `body` and returns the whole answer.
@@ -81,40 +110,117 @@ fn every_acknowledged_message_survives_a_kill_at_the_acknowledgement() {
     std::fs::write(
         config.join("config.toml"),
         "default_model = \"none/m\"\n[providers.none]\nkind = \"openai-chat\"\n\
-         base_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"NO_KEY\"\n",
+         base_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"NO_KEY\"\n\
+         [agents.main]\ninstructions = \"Rome's agent.\"\n",
     )
     .expect("config");
     for round in 0..3 {
-        let (mut child, http, _) = serve(&s);
-        let made = body(&post(&http, "/v1/threads", &json!({})));
+        let mut served = serve(&s);
+        let made = body(&post(&served.http, "/v1/threads", &json!({})));
         let thread = made["id"].as_str().expect("thread id").to_owned();
         let text = format!("over the HTTP API, round {round}");
         let ack = send_then_kill(
-            &mut child,
-            &http,
+            &mut served.child,
+            &served.http,
             &format!("/v1/threads/{thread}/messages"),
             &json!({"text": text}),
         );
         assert!(ack.starts_with("HTTP/1.1 202"), "{ack}");
         assert_stored(&s, &thread, &text);
 
-        let (mut child, _, codewhale_addr) = serve(&s);
+        let mut served = serve(&s);
         let made = body(&post(
-            &codewhale_addr,
+            &served.codewhale,
             "/thread",
             &json!({"kind": "create"}),
         ));
         let thread = made["thread_id"].as_str().expect("thread id").to_owned();
         let text = format!("over CodeWhale, round {round}");
         let ack = send_then_kill(
-            &mut child,
-            &codewhale_addr,
+            &mut served.child,
+            &served.codewhale,
             "/thread",
             &json!({"kind": "message", "thread_id": thread, "input": text}),
         );
         assert!(ack.starts_with("HTTP/1.1 200"), "{ack}");
         assert_stored(&s, &thread, &text);
+
+        let mut served = serve(&s);
+        let thread = format!("pando-{round}");
+        let text = format!("over Pando, round {round}");
+        let ack = pando_send_then_kill(&mut served, &thread, &text);
+        assert_eq!(ack["result"]["ok"], true, "{ack}");
+        assert_stored(&s, &thread, &text);
+
+        let mut served = serve(&s);
+        let text = format!("over Rome, round {round}");
+        let first = rome_run_then_kill(&mut served, &text);
+        let thread = first["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("Rome's first line names its session: {first}"))
+            .to_owned();
+        assert_stored(&s, &thread, &text);
     }
+}
+
+/// Sends `text` to session `thread` over Pando (a DEALER, as Pando's
+/// clients are) and kills the daemon as the reply arrives; the reply.
+fn pando_send_then_kill(served: &mut Served, thread: &str, text: &str) -> Value {
+    use zeromq::{Socket, SocketRecv, SocketSend};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let reply = runtime.block_on(async {
+        let mut dealer = zeromq::DealerSocket::new();
+        dealer.connect(&served.pando).await.expect("Pando connects");
+        let call = json!({"jsonrpc": "2.0", "id": "1", "method": "message.send",
+            "params": {"session_id": thread, "content": text}});
+        let msg = zeromq::ZmqMessage::try_from(vec![
+            bytes::Bytes::new(),
+            bytes::Bytes::from(call.to_string()),
+        ])
+        .expect("frames");
+        dealer.send(msg).await.expect("send");
+        tokio::time::timeout(Duration::from_secs(60), dealer.recv())
+            .await
+            .expect("Pando answers in time")
+            .expect("a reply")
+    });
+    served.child.kill().expect("kill -9");
+    served.child.wait().expect("reap");
+    let frames = reply.into_vec();
+    serde_json::from_slice(frames.last().expect("a frame")).expect("JSON")
+}
+
+/// Runs a Rome turn of `text` and kills the daemon as the stream's first
+/// NDJSON line arrives; that line.
+fn rome_run_then_kill(served: &mut Served, text: &str) -> Value {
+    let mut tcp = send(
+        &served.rome,
+        "/v1/rome/run",
+        &json!({"agentName": "main", "prompt": text}),
+    );
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    // Headers, then a chunk: its size line, then the JSON line.
+    let line = loop {
+        if tcp.read_exact(&mut byte).is_err() {
+            panic!("Rome's answer ended: {}", String::from_utf8_lossy(&got));
+        }
+        got.push(byte[0]);
+        let text = String::from_utf8_lossy(&got);
+        if let Some((head, rest)) = text.split_once("\r\n\r\n")
+            && let Some(open) = rest.find('{')
+            && let Some(end) = rest[open..].find('\n')
+        {
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            break rest[open..open + end].to_owned();
+        }
+    };
+    served.child.kill().expect("kill -9");
+    served.child.wait().expect("reap");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
 }
 
 /// `thread`, read from the data dir, holds a user message `text`.

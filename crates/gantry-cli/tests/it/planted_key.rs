@@ -1,8 +1,10 @@
 //! A session's own API key (A3S `LLMConfig.api_key`) reaches no client:
 //! planted at creation, it is looked for in everything every listener of
 //! `gantry serve` shows of the thread (A3S sessions, the HTTP API's thread,
-//! listing and both event streams, CodeWhale's thread and listing), live
-//! and after a restart, when the events are replayed from the store.
+//! listing and both event streams, CodeWhale's thread and listing, Pando's
+//! session and listing), live and after a restart, when the events are
+//! replayed from the store; nor in what `gantry acp` lists and replays of
+//! it (`session/list`, `session/load`).
 
 use proto_code_agent::pb;
 use proto_code_agent::pb::code_agent_service_client::CodeAgentServiceClient;
@@ -18,17 +20,83 @@ fn serve(s: &Scratch) -> (std::process::Child, Vec<String>) {
     let mut cmd = s.gantry();
     cmd.args(["serve", "--listen-addr", "127.0.0.1:0"])
         .args(["--http-addr", "127.0.0.1:0"])
-        .args(["--codewhale-addr", "127.0.0.1:0"]);
+        .args(["--codewhale-addr", "127.0.0.1:0"])
+        .arg("--pando")
+        .arg(s.workspace());
     let (child, mut said) = spawn_announcing(
         cmd,
         &[
             "gantry: serving a3s.code.agent.v1.CodeAgentService on ",
             "gantry: serving the HTTP API and dashboard on http://",
             "gantry: serving CodeWhale HTTP on ",
+            "gantry: serving Pando instance ",
         ],
     );
     said[1] = said[1].trim_end_matches('/').to_owned();
+    said[3] = said[3]
+        .split("(rpc ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .expect("the Pando rpc address")
+        .to_owned();
     (child, said)
+}
+
+/// Pando's answers to `session.get` of `session` and `session.list`.
+async fn pando_shown(rpc: &str, session: &str) -> String {
+    use zeromq::{Socket, SocketRecv, SocketSend};
+    let mut dealer = zeromq::DealerSocket::new();
+    dealer.connect(rpc).await.expect("Pando connects");
+    let mut shown = String::new();
+    for (id, method) in [("get", "session.get"), ("list", "session.list")] {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": method,
+            "params": {"session_id": session}});
+        let msg = zeromq::ZmqMessage::try_from(vec![
+            bytes::Bytes::new(),
+            bytes::Bytes::from(call.to_string()),
+        ])
+        .expect("frames");
+        dealer.send(msg).await.expect("send");
+        let reply = dealer.recv().await.expect("a reply").into_vec();
+        let reply = String::from_utf8_lossy(reply.last().expect("a frame")).into_owned();
+        assert!(reply.contains(session), "{method}: {reply}");
+        shown.push_str(&reply);
+    }
+    shown
+}
+
+/// What `gantry acp` (over the same data dir, the daemon stopped) shows of
+/// `session`: its listing and its history replayed by `session/load`.
+fn acp_shown(s: &Scratch, session: &str) -> String {
+    use std::io::Write;
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/demo.json");
+    let mut acp = s
+        .gantry()
+        .args(["acp", "--model", &format!("scripted:{demo}")])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("gantry acp");
+    let cwd = s.workspace().display().to_string();
+    let mut stdin = acp.stdin.take().expect("stdin");
+    for call in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/load",
+            "params": {"sessionId": session, "cwd": cwd, "mcpServers": []}}),
+    ] {
+        writeln!(stdin, "{call}").expect("write");
+    }
+    drop(stdin);
+    let out = acp.wait_with_output().expect("gantry acp");
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(shown.contains(session), "{shown}");
+    assert!(
+        shown.contains(r#""id":3,"jsonrpc":"2.0","result""#),
+        "{shown}"
+    );
+    shown
 }
 
 /// An SSE stream's text up to and including the first event of `kind`.
@@ -119,6 +187,7 @@ async fn everything_shown(addrs: &[String], session: &str) -> String {
             .expect("body");
         shown.push_str(&text);
     }
+    shown.push_str(&pando_shown(&addrs[3], session).await);
     shown
 }
 
@@ -133,6 +202,8 @@ async fn a_sessions_key_reaches_no_client_live_or_replayed() {
         .create_session(pb::CreateSessionRequest {
             config: Some(pb::SessionConfig {
                 name: "keyed".into(),
+                // Pando's workspace: its sessions are that directory's.
+                workspace: s.workspace().display().to_string(),
                 llm: Some(pb::LlmConfig {
                     provider: "openai".into(),
                     model: "gpt-4.1".into(),
@@ -164,4 +235,6 @@ async fn a_sessions_key_reaches_no_client_live_or_replayed() {
     );
     child.kill().expect("stop");
     child.wait().expect("reap");
+    let acp = acp_shown(&s, &session);
+    assert!(!acp.contains(KEY), "the key is shown over ACP: {acp}");
 }
