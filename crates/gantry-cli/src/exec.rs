@@ -18,6 +18,24 @@ use crate::args::{ExecArgs, Global};
 use crate::render::LiveView;
 use crate::setup::DataDir;
 
+/// Examples shown under `gantry exec --help`; the last needs neither a key
+/// nor a network, so a newcomer can run it first (the no-key error points
+/// at it).
+pub(crate) const EXAMPLES: &str = "\
+Examples:
+  # An OpenAI model, with the key in OPENAI_API_KEY:
+  gantry exec --model gpt-4.1 \"add a --verbose flag to the CLI\"
+
+  # A local OpenAI-compatible server (Ollama), no key:
+  gantry exec --base-url http://localhost:11434/v1 --model qwen3-coder \"explain src/main.rs\"
+
+  # Go on with a thread (ids: gantry threads list):
+  gantry exec --resume THREAD_ID \"now add tests for it\"
+
+  # No key, no network: a scripted model answers from a file.
+  echo '{\"steps\": [{\"reply\": {\"text\": \"Hello!\"}}]}' > hello.json
+  gantry exec --model scripted:hello.json \"say hello\"";
+
 /// Runs the turn and maps its end to an exit code.
 pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
     // The config first: its errors are the user's to fix before anything runs.

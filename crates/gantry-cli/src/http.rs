@@ -68,6 +68,7 @@ pub(crate) enum TokensCommand {
     /// Make a token; it is printed once (only its hash is kept).
     ///
     ///   gantry tokens create --name ci --read-only > ci.token
+    #[command(verbatim_doc_comment)]
     Create(CreateToken),
     /// List tokens: names, read-only or not, when made.
     List,
