@@ -15,6 +15,7 @@ use gantry_types::{EventPayload, ItemKind, ThreadId, TurnStatus};
 use gantry_types::{SandboxMode, ThreadPolicy};
 
 use crate::args::{ExecArgs, Global};
+use crate::model::Chosen;
 use crate::render::LiveView;
 use crate::setup::DataDir;
 
@@ -60,22 +61,18 @@ async fn turn(
 ) -> Result<ExitCode> {
     let registry = Arc::new(Providers::load(data.store.clone(), file).await?);
     let resume = args.resume.as_deref().map(ThreadId::from);
-    let model = match &resume {
-        Some(id) => {
+    let chosen = match &resume {
+        Some(id) => Chosen::stored(
             data.store
                 .thread(id)
                 .await?
                 .with_context(|| format!("thread {id} not found in {}", data.store_name))?
-                .model
-        }
-        None => args
-            .model
-            .clone()
-            .filter(|m| !m.trim().is_empty())
-            .or_else(|| registry.default_model())
-            .unwrap_or_else(|| EngineConfig::default().default_model),
+                .model,
+        ),
+        None => Chosen::new(args.model.as_deref(), &registry, global.config.as_deref()),
     };
-    let models = crate::model::setup(&model, args, registry)?;
+    let models = crate::model::setup(&chosen, args, registry)?;
+    let model = chosen.id;
     let config = EngineConfig {
         max_rounds: args.max_rounds.max(1),
         default_model: model.clone(),

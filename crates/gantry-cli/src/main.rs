@@ -13,6 +13,7 @@ mod exec;
 mod exec_json;
 mod help;
 mod http;
+mod listen;
 mod model;
 mod pando;
 mod render;
