@@ -2,6 +2,7 @@
 //! and `sh,no-run` blocks) parses with the CLI's own definition: its
 //! subcommands exist, its flags exist where it puts them, its values are
 //! ones they take. A doc line naming a flag that was renamed fails here.
+//! (Its shell splitting serves the examples of `--help` too: src/help.rs.)
 
 use std::path::{Path, PathBuf};
 
