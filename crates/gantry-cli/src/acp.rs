@@ -86,13 +86,10 @@ pub(crate) async fn run(global: Global, args: AcpArgs) -> Result<ExitCode> {
     file.retry.max_retries = args.max_retries;
     let data = DataDir::open(&global, &args.store).await?;
     let registry = Arc::new(Providers::load(data.store.clone(), file).await?);
-    let model = args
-        .model
-        .clone()
-        .filter(|m| !m.trim().is_empty())
-        .or_else(|| registry.default_model())
-        .unwrap_or_else(|| EngineConfig::default().default_model);
-    let models = crate::model::setup(&model, &args, registry)?;
+    let chosen =
+        crate::model::Chosen::new(args.model.as_deref(), &registry, global.config.as_deref());
+    let models = crate::model::setup(&chosen, &args, registry)?;
+    let model = chosen.id;
     let sandbox = crate::exec::sandbox_mode(&args.sandbox);
     // Never pretend: a sandbox the kernel cannot enforce is an error.
     let support = SandboxSupport::probe();

@@ -10,11 +10,18 @@ use clap::{Args, Parser, Subcommand};
 /// records every step as an event in a local SQLite store, so threads can be
 /// resumed, inspected and recovered after a crash.
 ///
-/// Try it without an API key or network, with the scripted demo model:
+/// Try it without an API key or network, in a checkout of Gantry, with the
+/// scripted demo model (elsewhere: the last example of `gantry exec --help`):
 ///
-///   gantry exec --model scripted:examples/demo.json "set up the project"
+///   gantry exec --model scripted:examples/demo.json "write a greeting script"
 #[derive(Debug, Parser)]
-#[command(name = "gantry", version, propagate_version = true)]
+// Verbatim: the example keeps its indent.
+#[command(
+    name = "gantry",
+    version,
+    propagate_version = true,
+    verbatim_doc_comment
+)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub global: Global,
@@ -114,6 +121,7 @@ pub(crate) enum Command {
     ///
     /// Exit code 0 when the turn completed, 1 when it failed, 130 when it was
     /// interrupted (Ctrl-C), 2 for usage or setup errors.
+    #[command(after_help = crate::exec::EXAMPLES)]
     Exec(ExecArgs),
     /// Run the daemon: the engine and its protocol listeners.
     ///
@@ -123,6 +131,7 @@ pub(crate) enum Command {
     /// the grace period, interrupts what still runs and flushes the store.
     ///
     ///   gantry serve --listen-addr 127.0.0.1:4088 --workspace ~/src/app
+    #[command(verbatim_doc_comment)]
     Serve(ServeArgs),
     /// Run as a runner under a control plane (`companyhelm.runner.v1`).
     ///
@@ -131,16 +140,18 @@ pub(crate) enum Command {
     /// and item back; reconnects by itself when the channel drops.
     ///
     ///   gantry runner --control-plane http://cp:7400 --token-file runner.token
-    #[command(after_help = crate::runner::EXAMPLES)]
+    #[command(verbatim_doc_comment, after_help = crate::runner::EXAMPLES)]
     Runner(crate::runner::RunnerArgs),
     /// Gantry's own control plane: runners dial it, users drive it over HTTP.
     ///
     ///   gantry control-plane add-runner builder-1 > builder-1.token
     ///   gantry control-plane serve
+    #[command(verbatim_doc_comment)]
     ControlPlane(crate::control_plane::ControlPlaneArgs),
     /// Speak the CodeWhale app-server protocol on stdin/stdout (JSON-RPC).
     ///
     ///   gantry codewhale --stdio --workspace ~/src/app
+    #[command(verbatim_doc_comment)]
     Codewhale(crate::codewhale::CodewhaleArgs),
     /// Be an Agent Client Protocol agent on stdin/stdout, for editors.
     ///
@@ -151,7 +162,7 @@ pub(crate) enum Command {
     /// later `gantry acp` loads it. In Zed's settings.json:
     ///
     ///   "agent_servers": { "Gantry": { "command": "gantry", "args": ["acp"] } }
-    #[command(after_help = crate::acp::EXAMPLES)]
+    #[command(verbatim_doc_comment, after_help = crate::acp::EXAMPLES)]
     Acp(crate::acp::AcpArgs),
     /// List and show stored threads.
     #[command(subcommand)]
@@ -162,8 +173,11 @@ pub(crate) enum Command {
     /// exists, every call needs one.
     ///
     ///   gantry tokens create --name ci --read-only > ci.token
-    #[command(subcommand)]
+    #[command(subcommand, verbatim_doc_comment)]
     Tokens(crate::http::TokensCommand),
+    /// Print the completion script of a shell: bash, zsh, fish, elvish, powershell.
+    #[command(after_help = crate::completions::EXAMPLES)]
+    Completions(crate::completions::CompletionsArgs),
 }
 
 /// Where `gantry serve` keeps its state.

@@ -12,7 +12,6 @@ use clap::Args;
 use gantry_core::Engine;
 use gantry_store::{MemoryStore, Store};
 use proto_codewhale::CodeWhale;
-use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -60,9 +59,7 @@ impl HttpListener {
         stop: CancellationToken,
     ) -> Result<Self> {
         let token = token_file.map(read_token).transpose()?;
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr} (--codewhale-addr)"))?;
+        let listener = crate::listen::tcp(addr, "--codewhale-addr").await?;
         let addr = listener.local_addr()?;
         if !addr.ip().is_loopback() && token.is_none() {
             eprintln!(

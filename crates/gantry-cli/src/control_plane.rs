@@ -258,8 +258,7 @@ pub(crate) struct AddRunnerArgs {
 /// Runs `gantry control-plane` on the control plane of `data_dir` (or the
 /// store `--store` names).
 pub(crate) async fn run(data_dir: PathBuf, args: ControlPlaneArgs) -> Result<ExitCode> {
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("cannot create data dir {}", data_dir.display()))?;
+    crate::setup::create_data_dir(&data_dir)?;
     let location = match args.store.as_deref().filter(|u| !u.trim().is_empty()) {
         Some(url) => Location::parse(url)?,
         None => Location::Sqlite(data_dir.join(CONTROL_PLANE_DB)),
@@ -332,8 +331,8 @@ async fn serve(opened: Opened, args: ServeArgs) -> Result<ExitCode> {
     let cp = ControlPlane::open(opened.store, options)
         .await
         .with_context(|| format!("cannot open the control plane on {}", opened.name))?;
-    let grpc = bind(&args.grpc_listen).await?;
-    let http = bind(&args.http_listen).await?;
+    let grpc = crate::listen::tcp(&args.grpc_listen, "--grpc-listen").await?;
+    let http = crate::listen::tcp(&args.http_listen, "--http-listen").await?;
     let grpc_addr = local_addr(&grpc)?;
     let http_addr = local_addr(&http)?;
     if !http_addr.ip().is_loopback() {
@@ -452,12 +451,6 @@ fn github_app(args: &ServeArgs) -> Result<Option<Arc<dyn GithubInstallations>>> 
     }
     let app = builder.build().context("the GitHub App")?;
     Ok(Some(Arc::new(app)))
-}
-
-async fn bind(addr: &str) -> Result<TcpListener> {
-    TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))
 }
 
 fn local_addr(listener: &TcpListener) -> Result<SocketAddr> {

@@ -2,6 +2,7 @@
 //! and `sh,no-run` blocks) parses with the CLI's own definition: its
 //! subcommands exist, its flags exist where it puts them, its values are
 //! ones they take. A doc line naming a flag that was renamed fails here.
+//! (Its shell splitting serves the examples of `--help` too: src/help.rs.)
 
 use std::path::{Path, PathBuf};
 
@@ -67,7 +68,7 @@ fn shell_lines(text: &str) -> Vec<(usize, String)> {
 
 /// `line` split into commands (at `|`, `&&`, `||`, `;`) of words as a
 /// shell splits them, without comments and redirections.
-fn commands(line: &str) -> Vec<Vec<String>> {
+pub(crate) fn commands(line: &str) -> Vec<Vec<String>> {
     let mut commands = vec![Vec::new()];
     let mut word = String::new();
     let mut has_word = false;
@@ -192,7 +193,7 @@ fn placeholder(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, word: &mut 
 
 /// The arguments a command passes to gantry: after `VAR=value`s, a
 /// `gantry` (or a path ending in `/gantry`), or `cargo run ... --`.
-fn gantry_args(command: &[String]) -> Option<Vec<String>> {
+pub(crate) fn gantry_args(command: &[String]) -> Option<Vec<String>> {
     let start = command
         .iter()
         .position(|w| !w.contains('=') || w.starts_with('-'))?;

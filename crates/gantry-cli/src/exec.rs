@@ -15,8 +15,27 @@ use gantry_types::{EventPayload, ItemKind, ThreadId, TurnStatus};
 use gantry_types::{SandboxMode, ThreadPolicy};
 
 use crate::args::{ExecArgs, Global};
+use crate::model::Chosen;
 use crate::render::LiveView;
 use crate::setup::DataDir;
+
+/// Examples shown under `gantry exec --help`; the last needs neither a key
+/// nor a network, so a newcomer can run it first (the no-key error points
+/// at it).
+pub(crate) const EXAMPLES: &str = "\
+Examples:
+  # An OpenAI model, with the key in OPENAI_API_KEY:
+  gantry exec --model gpt-4.1 \"add a --verbose flag to the CLI\"
+
+  # A local OpenAI-compatible server (Ollama), no key:
+  gantry exec --base-url http://localhost:11434/v1 --model qwen3-coder \"explain src/main.rs\"
+
+  # Go on with a thread (ids: gantry threads list):
+  gantry exec --resume THREAD_ID \"now add tests for it\"
+
+  # No key, no network: a scripted model answers from a file.
+  echo '{\"steps\": [{\"reply\": {\"text\": \"Hello!\"}}]}' > hello.json
+  gantry exec --model scripted:hello.json \"say hello\"";
 
 /// Runs the turn and maps its end to an exit code.
 pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
@@ -42,22 +61,18 @@ async fn turn(
 ) -> Result<ExitCode> {
     let registry = Arc::new(Providers::load(data.store.clone(), file).await?);
     let resume = args.resume.as_deref().map(ThreadId::from);
-    let model = match &resume {
-        Some(id) => {
+    let chosen = match &resume {
+        Some(id) => Chosen::stored(
             data.store
                 .thread(id)
                 .await?
                 .with_context(|| format!("thread {id} not found in {}", data.store_name))?
-                .model
-        }
-        None => args
-            .model
-            .clone()
-            .filter(|m| !m.trim().is_empty())
-            .or_else(|| registry.default_model())
-            .unwrap_or_else(|| EngineConfig::default().default_model),
+                .model,
+        ),
+        None => Chosen::new(args.model.as_deref(), &registry, global.config.as_deref()),
     };
-    let models = crate::model::setup(&model, args, registry)?;
+    let models = crate::model::setup(&chosen, args, registry)?;
+    let model = chosen.id;
     let config = EngineConfig {
         max_rounds: args.max_rounds.max(1),
         default_model: model.clone(),

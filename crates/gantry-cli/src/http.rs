@@ -10,7 +10,6 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use gantry_core::Engine;
 use proto_http::{HttpOptions, Tokens};
-use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -36,9 +35,7 @@ impl HttpApiListener {
         allowed_hosts: Vec<String>,
         stop: CancellationToken,
     ) -> Result<Self> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr} (--http-addr)"))?;
+        let listener = crate::listen::tcp(addr, "--http-addr").await?;
         let addr = listener.local_addr()?;
         // The data dir's tokens, whatever the storage backend: they are
         // what `gantry tokens` makes.
@@ -68,6 +65,7 @@ pub(crate) enum TokensCommand {
     /// Make a token; it is printed once (only its hash is kept).
     ///
     ///   gantry tokens create --name ci --read-only > ci.token
+    #[command(verbatim_doc_comment)]
     Create(CreateToken),
     /// List tokens: names, read-only or not, when made.
     List,
@@ -97,6 +95,8 @@ pub(crate) fn run(global: &Global, command: TokensCommand) -> Result<ExitCode> {
     let tokens = Tokens::in_dir(&dir);
     match command {
         TokensCommand::Create(args) => {
+            // First, so a dir that cannot be made says what to do about it.
+            crate::setup::create_data_dir(&dir)?;
             let (record, token) = tokens.create(&args.name, args.read_only)?;
             let access = if record.read_only {
                 "read-only"

@@ -4,13 +4,16 @@
 mod acp;
 mod args;
 mod codewhale;
+mod completions;
 mod config;
 mod control_plane;
 #[cfg(test)]
 mod docs_commands;
 mod exec;
 mod exec_json;
+mod help;
 mod http;
+mod listen;
 mod model;
 mod pando;
 mod render;
@@ -24,13 +27,11 @@ mod threads;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
-use crate::args::{Cli, Command};
+use crate::args::Command;
 
 fn main() -> ExitCode {
     harden_process();
-    let cli = Cli::parse();
+    let cli = help::parse();
     store::warn_of_passwords_in_args();
     gantry_tools::sandbox::child_env::pass(cli.global.pass_env.iter().cloned());
     // The daemons say when they connect and lose their peers.
@@ -64,6 +65,7 @@ fn main() -> ExitCode {
             Command::Acp(args) => acp::run(cli.global, args).await,
             Command::Threads(args) => threads::run(cli.global, args).await,
             Command::Tokens(command) => http::run(&cli.global, command),
+            Command::Completions(args) => completions::run(&args),
         }
     });
     // Do not wait for tasks still blocked (e.g. a dropped model stream).

@@ -1,11 +1,11 @@
 //! Turning `--model`, the config's providers, `--base-url` and the API key
 //! into a model resolver.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
-use gantry_core::{ModelResolver, Providers, SingleModel};
+use gantry_core::{EngineConfig, ModelResolver, Providers, SingleModel};
 use gantry_llm::catalog::Catalog;
 use gantry_llm::openai_chat::OpenAiChatClient;
 use gantry_llm::{ClientConfig, ModelClient};
@@ -41,6 +41,63 @@ const SCRIPTED: &str = "scripted:";
 /// Where requests go without a config or `--base-url`.
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
+/// The model a command runs, and whether anyone chose it.
+pub(crate) struct Chosen {
+    /// The model id.
+    pub id: String,
+    /// No `--model` and no default model in the config: the built-in one.
+    pub builtin_default: bool,
+    /// The config file, to say where a default model goes.
+    pub config_file: Option<PathBuf>,
+}
+
+impl Chosen {
+    /// `--model` if given, else the configured default model, else the
+    /// built-in default.
+    pub(crate) fn new(flag: Option<&str>, registry: &Providers, config: Option<&Path>) -> Self {
+        let chosen = flag
+            .filter(|m| !m.trim().is_empty())
+            .map(str::to_owned)
+            .or_else(|| registry.default_model());
+        Self {
+            builtin_default: chosen.is_none(),
+            id: chosen.unwrap_or_else(|| EngineConfig::default().default_model),
+            config_file: crate::config::file_path(config),
+        }
+    }
+
+    /// A model a stored thread names.
+    pub(crate) fn stored(id: String) -> Self {
+        Self {
+            id,
+            builtin_default: false,
+            config_file: None,
+        }
+    }
+
+    /// Why the built-in default cannot run on the configured providers,
+    /// and how to choose a model they serve.
+    fn none_chosen(&self, registry: &Providers) -> anyhow::Error {
+        let providers = registry.list();
+        let names: Vec<&str> = providers.iter().map(|p| p.name.as_str()).collect();
+        // A model a provider lists makes a ready-to-paste example.
+        let example = providers
+            .iter()
+            .find_map(|p| p.models.first().map(|m| format!("{}/{m}", p.name)))
+            .unwrap_or_else(|| format!("{}/MODEL", names.first().unwrap_or(&"PROVIDER")));
+        let file = self
+            .config_file
+            .as_ref()
+            .map_or_else(|| "the config file".to_owned(), |f| f.display().to_string());
+        anyhow!(
+            "no model chosen, and none of the configured providers ({}) serves the built-in \
+             default {}: pass --model {example}, or set default_model = \"{example}\" in {file}",
+            names.join(", "),
+            self.id
+        )
+    }
+}
+
 /// A resolver for `model`, and the in-process mock server that backs it when
 /// the model is scripted (kept alive as long as the resolver is used).
 pub(crate) struct ModelSetup {
@@ -56,10 +113,11 @@ pub(crate) struct ModelSetup {
 /// Fails with one line when the model cannot be served (unknown provider,
 /// missing key variable).
 pub(crate) fn setup(
-    model: &str,
+    chosen: &Chosen,
     args: &impl ModelFlags,
     registry: Arc<Providers>,
 ) -> Result<ModelSetup> {
+    let model = chosen.id.as_str();
     if let Some(file) = model.strip_prefix(SCRIPTED) {
         let script = Script::from_file(Path::new(file))
             .with_context(|| format!("cannot load the model script {file}"))?;
@@ -74,6 +132,9 @@ pub(crate) fn setup(
         });
     }
     if args.base_url().is_none() && !registry.is_empty() {
+        if chosen.builtin_default && registry.route_of(model).is_err() {
+            return Err(chosen.none_chosen(&registry));
+        }
         registry.resolve(model).map_err(|e| anyhow!(e))?;
         return Ok(ModelSetup {
             resolver: registry.clone(),
@@ -89,8 +150,10 @@ pub(crate) fn setup(
         .filter(|k| !k.trim().is_empty());
     if api_key.is_none() && !is_local(base_url) {
         bail!(
-            "no API key: set {} (or name another variable with --api-key-env), or try the scripted demo: gantry exec --model scripted:examples/demo.json \"...\"",
-            args.api_key_env()
+            "no API key for {model} at {base_url}: set {} (or name another variable with \
+             --api-key-env), or {}",
+            args.api_key_env(),
+            keyless_try()
         );
     }
     let mut config = ClientConfig::new(base_url);
@@ -105,6 +168,25 @@ pub(crate) fn setup(
         registry: None,
         _mock: None,
     })
+}
+
+/// The README's demo script, from the root of a checkout.
+const DEMO: &str = "examples/demo.json";
+
+/// What to run without a key: the demo where its script is at hand (in a
+/// checkout, as the README's Quickstart runs), else the example of
+/// `gantry exec --help` that writes a script of its own.
+fn keyless_try() -> String {
+    if Path::new(DEMO).is_file() {
+        format!(
+            "try the scripted demo, which needs none: gantry exec --model scripted:{DEMO} \
+             \"write a greeting script\""
+        )
+    } else {
+        "run a scripted model, which needs none (--model scripted:FILE): see the last example \
+         of gantry exec --help"
+            .to_owned()
+    }
 }
 
 /// One client for every model id, with what the catalog knows about each

@@ -8,7 +8,6 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use gantry_core::Engine;
 use proto_rome::{Profiles, Rome};
-use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -35,9 +34,7 @@ impl RomeListener {
         stop: CancellationToken,
     ) -> Result<Self> {
         let token = token_file.map(read_token).transpose()?;
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr} (--rome-addr)"))?;
+        let listener = crate::listen::tcp(addr, "--rome-addr").await?;
         let addr = listener.local_addr()?;
         if !addr.ip().is_loopback() && token.is_none() {
             eprintln!(

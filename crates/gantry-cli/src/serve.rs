@@ -75,7 +75,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
 
     let listener = Listener::bind(&args.listen_addr)
         .await
-        .with_context(|| format!("cannot listen on {}", args.listen_addr))?;
+        .map_err(|e| crate::listen::cannot_listen(&args.listen_addr, "--listen-addr", &e))?;
     // Before the line below: a stop asked for once it is printed is graceful.
     let stop = stop_signal();
     // One stop for every listener: a signal, or the A3S `Shutdown` rpc.

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use gantry_core::{Engine, EngineBuilder, EngineConfig, ModelResolver};
 use gantry_store::postgres::Claim;
 use gantry_store::{Opening, Store};
@@ -45,8 +45,7 @@ impl DataDir {
 
     async fn open_store(global: &Global, store: &StoreArg, when: When) -> Result<Self> {
         let path = data_dir_path(global)?;
-        std::fs::create_dir_all(&path)
-            .with_context(|| format!("cannot create data dir {}", path.display()))?;
+        create_data_dir(&path)?;
         let lock = lock(&path)?;
         let url = match &store.url {
             Some(url) => Some(url.clone()),
@@ -110,7 +109,7 @@ fn lock(dir: &Path) -> Result<File> {
         .truncate(false)
         .write(true)
         .open(&path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
+        .map_err(|e| unusable(dir, "cannot write in", &e))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => bail!(
@@ -121,6 +120,22 @@ fn lock(dir: &Path) -> Result<File> {
             Err(e).with_context(|| format!("cannot lock {}", path.display()))
         }
     }
+}
+
+/// Creates the data dir `path` and its parents, where they are missing.
+pub(crate) fn create_data_dir(path: &Path) -> Result<()> {
+    std::fs::create_dir_all(path).map_err(|e| unusable(path, "cannot create", &e))
+}
+
+/// Why the data dir `path` cannot be used, and what to do: a newcomer's
+/// default dir may sit under a read-only home, or a path given by hand
+/// under a file.
+fn unusable(path: &Path, what: &str, error: &std::io::Error) -> anyhow::Error {
+    anyhow!(
+        "{what} the data dir {}: {error}; choose another with --data-dir (or GANTRY_DATA_DIR), \
+         or make it a directory gantry can write in",
+        path.display()
+    )
 }
 
 /// The data dir `global` names, else the default one (not opened).

@@ -13,6 +13,8 @@ mod crash;
 mod disk_full;
 mod docs;
 mod exec;
+mod first_errors;
+mod help;
 mod hostile_bytes;
 mod http_serve;
 mod keys;
