@@ -104,8 +104,12 @@ def test_a_whole_session_with_tools_an_approval_and_a_resumed_stream(server):
     assert forked["status"] == "forked"
     assert forked["thread_id"] != thread_id
     assert forked["thread"]["source"] == "fork"
-    assert [m["content"] for m in forked["data"]["history"]] == \
-        [m["content"] for m in read["data"]["history"]]
+    # CodeWhale's fork history opens with where it came from; then the
+    # conversation it copied.
+    fork_entry, *copied = forked["data"]["history"]
+    assert fork_entry["role"] == "history"
+    assert fork_entry["item"] == {"from_thread_id": thread_id, "type": "fork"}
+    assert [m["content"] for m in copied] == [m["content"] for m in read["data"]["history"]]
 
     archived = s.curl.thread(kind="archive", thread_id=thread_id)
     assert archived["status"] == "archived"
@@ -173,13 +177,14 @@ def test_app_requests(server):
     assert listed["model"] == "mock/gpt-4.1-mini"
     assert "secret" not in json.dumps(listed)
     set_ = s.curl.app(kind="config_set", key="approval_policy", value="on-request")
-    assert set_["ok"] and set_["data"]["value"] == "on_request"
-    # New threads take the default set.
-    assert s.curl.thread(kind="create")["approval_policy"] == "on_request"
+    # Handed back as it was given, as the reference does.
+    assert set_["ok"] and set_["data"]["value"] == "on-request"
+    assert s.curl.app(kind="config_get", key="approval_policy")["data"]["value"] == "on-request"
     assert s.curl.app(kind="config_unset", key="approval_policy")["ok"]
     assert s.curl.app(kind="config_get", key="approval_policy")["data"]["value"] is None
     bad = s.curl.app(kind="config_set", key="no_such_key", value="1")
     assert bad["ok"] is False and "no_such_key" in bad["data"]["error"]
+    assert s.curl.thread(kind="create")["status"] == "created"
     loaded = s.curl.app(kind="thread_loaded_list")
     assert loaded["ok"] and len(loaded["data"]["threads"]) == 1
 

@@ -56,6 +56,7 @@ impl HttpListener {
         addr: &str,
         token_file: Option<&Path>,
         allowed_hosts: Vec<String>,
+        config_path: Option<PathBuf>,
         stop: CancellationToken,
     ) -> Result<Self> {
         let token = token_file.map(read_token).transpose()?;
@@ -70,6 +71,9 @@ impl HttpListener {
         let cw = CodeWhale::open(engine.clone(), workspace)
             .await
             .context("CodeWhale's stored settings")?;
+        if let Some(path) = config_path {
+            cw.set_config_path(path);
+        }
         if token.is_none() {
             // Whoever reaches a listener without a token may not re-point a
             // provider (and send its key) elsewhere.
@@ -127,6 +131,9 @@ pub(crate) async fn run(global: Global, args: CodewhaleArgs) -> Result<ExitCode>
     let cw = CodeWhale::open(engine.clone(), workspace)
         .await
         .context("CodeWhale's stored settings")?;
+    if let Some(path) = global.config.clone() {
+        cw.set_config_path(path);
+    }
     let served = proto_codewhale::serve_stdio(cw, tokio::io::stdin(), tokio::io::stdout()).await;
     // Turns still running end interrupted, their events saved.
     if let Err(e) = engine.shutdown().await {

@@ -88,6 +88,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
                 addr,
                 args.codewhale_token_file.as_deref(),
                 args.allowed_host.clone(),
+                global.config.clone(),
                 stopping.clone(),
             )
             .await?,

@@ -18,21 +18,26 @@ pub fn engine_frame(kind: EngineEventKind) -> Option<EventFrame> {
             },
         },
         EngineEventKind::McpStartupComplete(summary) => EventFrame::McpStartupComplete {
-            summary: McpStartupCompleteEvent {
-                ready: summary.ready,
-                failed: summary
-                    .failed
-                    .into_iter()
-                    .map(|f| McpStartupFailure {
-                        server_name: f.server_name,
-                        error: f.error,
-                    })
-                    .collect(),
-                cancelled: summary.cancelled,
-            },
+            summary: mcp_summary(summary),
         },
         _ => return None,
     })
+}
+
+/// The summary of an MCP startup as CodeWhale sends it.
+pub fn mcp_summary(summary: gantry_types::mcp::McpStartupComplete) -> McpStartupCompleteEvent {
+    McpStartupCompleteEvent {
+        ready: summary.ready,
+        failed: summary
+            .failed
+            .into_iter()
+            .map(|f| McpStartupFailure {
+                server_name: f.server_name,
+                error: f.error,
+            })
+            .collect(),
+        cancelled: summary.cancelled,
+    }
 }
 
 fn mcp_status(status: gantry_types::mcp::McpStartupStatus) -> McpStartupStatus {

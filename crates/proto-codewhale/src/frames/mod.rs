@@ -8,4 +8,4 @@ mod mcp;
 
 pub use feed::{FrameFeed, ResumePoint};
 pub use mapper::{FrameMapper, Framed};
-pub use mcp::engine_frame;
+pub use mcp::{engine_frame, mcp_summary};

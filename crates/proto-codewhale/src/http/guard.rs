@@ -6,6 +6,7 @@
 
 use axum::Json;
 use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -14,13 +15,29 @@ use super::AppState;
 
 pub(super) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let open = request.uri().path() == "/healthz";
-    match state.guard.check(&request, open) {
+    let mut response = match state.guard.check(&request, open) {
         Ok(()) => next.run(request).await,
         Err(refusal) => {
+            // A missing or wrong token in the reference's words; the
+            // Host/Origin refusals (which it lacks) keep Gantry's.
+            let message = if refusal.status == StatusCode::UNAUTHORIZED {
+                "app-server bearer token required".to_owned()
+            } else {
+                refusal.message
+            };
             let body = json!({
-                "error": { "message": refusal.message, "status": refusal.status.as_u16() }
+                "error": { "message": message, "status": refusal.status.as_u16() }
             });
             (refusal.status, Json(body)).into_response()
         }
-    }
+    };
+    // What the reference's CORS layer adds to every answer: caches must
+    // keep answers to different origins apart.
+    response.headers_mut().insert(
+        header::VARY,
+        HeaderValue::from_static(
+            "origin, access-control-request-method, access-control-request-headers",
+        ),
+    );
+    response
 }

@@ -18,6 +18,24 @@ pub(super) async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok", "protocol": "v2", "service": "gantry" }))
 }
 
+/// Background jobs: Gantry has none outside threads (their turns are
+/// followed over `/thread/{id}/events`), so the list is empty.
+pub(super) async fn jobs() -> Json<AppResponse> {
+    Json(AppResponse {
+        ok: true,
+        data: json!({ "jobs": [] }),
+        events: Vec::new(),
+    })
+}
+
+/// Connects the configured MCP servers; their summary (the progress goes
+/// to `GET /events` as it happens).
+pub(super) async fn mcp_startup(State(state): State<AppState>) -> Json<Value> {
+    let summary = state.cw.engine().mcp().start_servers().await;
+    let summary = crate::frames::mcp_summary(summary);
+    Json(json!({ "ok": true, "summary": summary }))
+}
+
 pub(super) async fn thread(
     State(state): State<AppState>,
     Json(req): Json<ThreadRequest>,

@@ -1,5 +1,7 @@
-//! CodeWhale over HTTP: `POST /thread`, `/app`, `/prompt` as the real
-//! app-server answers them, `GET /healthz` without auth, and what Gantry
+//! CodeWhale over HTTP: `POST /thread`, `/app`, `/prompt`, `GET /jobs`,
+//! `POST /mcp/startup` as the real app-server answers them (judged against
+//! its recorded answers by conformance/codewhale/test_diff.py), `GET
+//! /healthz` without auth, and what Gantry
 //! adds for a client of a real agent: a running thread's frames over SSE
 //! (`GET /thread/{id}/events`), MCP servers' startup over SSE (`GET
 //! /events`), answers to approvals and interrupts.
@@ -44,6 +46,8 @@ pub fn router(cw: CodeWhale, guard: OneToken, stop: CancellationToken) -> Router
         .route("/thread", post(handlers::thread))
         .route("/app", post(handlers::app))
         .route("/prompt", post(handlers::prompt))
+        .route("/jobs", get(handlers::jobs))
+        .route("/mcp/startup", post(handlers::mcp_startup))
         .route("/thread/{id}/events", get(sse::follow))
         .route("/events", get(sse::engine_wide))
         .route(

@@ -63,26 +63,23 @@ impl CodeWhale {
                 "config": ["get", "set", "unset", "list"],
                 "events": EVENTS,
                 "transport": "stdio+http",
-                "server": "gantry",
-                "version": super::VERSION,
+                "config_path": self.inner.config_path.get().map(|p| p.display().to_string()),
             }),
             AppRequest::ConfigGet { key } => {
                 let value = self.config_get(&key)?;
                 json!({ "key": key, "value": value })
             }
             AppRequest::ConfigSet { key, value } => {
-                let now = self.config_set(&key, &value).await?;
-                json!({ "key": key, "value": now, "error": null })
+                // The value as sent, as CodeWhale answers.
+                self.config_set(&key, &value).await?;
+                json!({ "key": key, "value": value, "error": null })
             }
             AppRequest::ConfigUnset { key } => {
                 self.config_unset(&key).await?;
                 json!({ "key": key, "error": null })
             }
             AppRequest::ConfigList => json!({ "values": self.config_list() }),
-            AppRequest::Models => json!({
-                "models": self.models(),
-                "default": self.engine().providers().default_model(),
-            }),
+            AppRequest::Models => json!({ "models": self.models() }),
             AppRequest::ThreadLoadedList => {
                 let query = ThreadQuery {
                     archived: Some(false),
@@ -95,7 +92,7 @@ impl CodeWhale {
                     .iter()
                     .map(|t| wire_thread(self.engine(), t))
                     .collect();
-                json!({ "threads": threads, "loaded": self.engine().threads().loaded() })
+                json!({ "threads": threads })
             }
         })
     }

@@ -1,22 +1,28 @@
 //! `config_get|set|unset|list` on what Gantry has to configure: `model`
-//! (the default model, persisted by the engine), `approval_policy` and
+//! (the default model, persisted by the engine), CodeWhale's top-level
+//! `provider` (read only), `api_key` and `base_url` (those of the default
+//! model's provider), `approval_policy` (handed back as it was given) and
 //! `sandbox_mode` (defaults of threads created over CodeWhale, kept in the
 //! engine's settings) and `providers.NAME.FIELD` (the engine's provider registry:
 //! `kind`, `base_url`, `api_key`, `api_key_env`, `models`; unsetting
 //! `providers.NAME` removes it). Keys come back masked: the engine never
-//! hands a key out, whatever the transport.
+//! hands a key out, whatever the transport. A key Gantry does not have
+//! reads `null`, as the reference's unset keys do.
 
 use std::collections::BTreeMap;
 
 use gantry_types::{ProviderConfig, ProviderKind};
 
-use super::policy::{approval_name, parse_approval, parse_sandbox};
+use super::policy::{parse_approval, parse_sandbox};
 use super::{CodeWhale, ServiceError};
 
 /// The provider fields a key may name.
 const PROVIDER_FIELDS: [&str; 5] = ["kind", "base_url", "api_key", "api_key_env", "models"];
 
 enum Key<'a> {
+    /// `provider`, `api_key`, `base_url`: CodeWhale's top-level keys, on
+    /// the provider of the default model (`provider` its name).
+    Top(&'a str),
     Model,
     Approval,
     Sandbox,
@@ -29,6 +35,8 @@ enum Key<'a> {
 fn key(text: &str) -> Result<Key<'_>, ServiceError> {
     match text {
         "model" => Ok(Key::Model),
+        "provider" => Ok(Key::Top("name")),
+        "api_key" | "base_url" => Ok(Key::Top(text)),
         "approval_policy" => Ok(Key::Approval),
         "sandbox_mode" => Ok(Key::Sandbox),
         _ => {
@@ -50,18 +58,33 @@ fn key(text: &str) -> Result<Key<'_>, ServiceError> {
 
 fn unknown(key: &str) -> ServiceError {
     ServiceError::Invalid(format!(
-        "unknown config key `{key}`: expected model, approval_policy, sandbox_mode or \
-         providers.NAME.{{{}}}",
+        "unknown config key `{key}`: expected model, provider, api_key, base_url, \
+         approval_policy, sandbox_mode or providers.NAME.{{{}}}",
         PROVIDER_FIELDS.join(",")
     ))
 }
 
 impl CodeWhale {
-    /// The value of `key` (`None` when unset).
+    /// The name of the provider of the default model.
+    fn default_provider(&self) -> String {
+        let model = self.engine().providers().default_model();
+        super::views::model_provider(self.engine(), &model)
+    }
+
+    /// The value of `key` (`None` when unset, or a key Gantry does not
+    /// have: CodeWhale answers those `null` too).
     pub(crate) fn config_get(&self, text: &str) -> Result<Option<String>, ServiceError> {
-        Ok(match key(text)? {
+        let Ok(key) = key(text) else {
+            return Ok(None);
+        };
+        Ok(match key {
+            Key::Top("name") => Some(self.default_provider()),
+            Key::Top(field) => match self.engine().providers().get(&self.default_provider()) {
+                Ok(provider) => provider_field(&provider, field),
+                Err(_) => None,
+            },
             Key::Model => Some(self.engine().providers().default_model()),
-            Key::Approval => self.defaults().approval.map(approval_name),
+            Key::Approval => self.defaults().approval.map(|(_, text)| text),
             Key::Sandbox => self.defaults().sandbox.map(|s| s.as_str().to_owned()),
             Key::Provider { name, field } => match self.engine().providers().get(name) {
                 Ok(provider) => provider_field(&provider, field.unwrap_or("kind")),
@@ -70,15 +93,28 @@ impl CodeWhale {
         })
     }
 
-    /// Sets `key`; returns the value as it now reads (a key masked).
-    pub(crate) async fn config_set(&self, text: &str, value: &str) -> Result<String, ServiceError> {
+    /// Sets `key`.
+    pub(crate) async fn config_set(&self, text: &str, value: &str) -> Result<(), ServiceError> {
         match key(text)? {
+            Key::Top("name") => {
+                return Err(ServiceError::Invalid(
+                    "provider: Gantry's provider is the default model's; set model".to_owned(),
+                ));
+            }
+            Key::Top(field) => {
+                self.check_providers_open(text)?;
+                let providers = self.engine().providers();
+                let mut provider = providers.get(&self.default_provider())?;
+                set_provider_field(&mut provider, field, Some(value))?;
+                providers.update(provider).await?;
+            }
             Key::Model => {
                 self.engine().providers().set_default_model(value).await?;
             }
             Key::Approval => {
                 let policy = parse_approval(value).map_err(ServiceError::Invalid)?;
-                self.update_defaults(|d| d.approval = Some(policy)).await?;
+                self.update_defaults(|d| d.approval = Some((policy, value.to_owned())))
+                    .await?;
             }
             Key::Sandbox => {
                 let sandbox = parse_sandbox(value).map_err(ServiceError::Invalid)?;
@@ -103,12 +139,24 @@ impl CodeWhale {
                 }
             }
         }
-        Ok(self.config_get(text)?.unwrap_or_default())
+        Ok(())
     }
 
     /// Removes `key`'s value.
     pub(crate) async fn config_unset(&self, text: &str) -> Result<(), ServiceError> {
         match key(text)? {
+            Key::Top("name") => {
+                return Err(ServiceError::Invalid(
+                    "provider: Gantry's provider is the default model's; set model".to_owned(),
+                ));
+            }
+            Key::Top(field) => {
+                self.check_providers_open(text)?;
+                let providers = self.engine().providers();
+                let mut provider = providers.get(&self.default_provider())?;
+                set_provider_field(&mut provider, field, None)?;
+                providers.update(provider).await?;
+            }
             Key::Model => {
                 return Err(ServiceError::Invalid(
                     "model: the default model cannot be unset; set another".to_owned(),
@@ -141,9 +189,14 @@ impl CodeWhale {
             "model".to_owned(),
             self.engine().providers().default_model(),
         );
+        for key in ["provider", "api_key", "base_url"] {
+            if let Ok(Some(value)) = self.config_get(key) {
+                values.insert(key.to_owned(), value);
+            }
+        }
         let defaults = self.defaults();
-        if let Some(policy) = defaults.approval {
-            values.insert("approval_policy".to_owned(), approval_name(policy));
+        if let Some((_, text)) = defaults.approval {
+            values.insert("approval_policy".to_owned(), text);
         }
         if let Some(sandbox) = defaults.sandbox {
             values.insert("sandbox_mode".to_owned(), sandbox.as_str().to_owned());

@@ -62,9 +62,11 @@ impl From<EngineError> for ServiceError {
 /// Defaults of threads created over CodeWhale that name none, set through
 /// `config_set approval_policy|sandbox_mode` and kept in the engine's
 /// settings (namespace [`SETTINGS_NAMESPACE`]), so a restart keeps them.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Defaults {
-    approval: Option<ApprovalPolicy>,
+    /// The policy, and the text the client set it with (CodeWhale hands
+    /// the value back as it was given: `on-request` stays `on-request`).
+    approval: Option<(ApprovalPolicy, String)>,
     sandbox: Option<SandboxMode>,
 }
 
@@ -73,13 +75,10 @@ pub const SETTINGS_NAMESPACE: &str = "codewhale";
 
 impl Defaults {
     /// As stored: CodeWhale's own names, so they read back with its parsers.
-    fn to_json(self) -> serde_json::Value {
+    fn to_json(&self) -> serde_json::Value {
         let mut doc = serde_json::Map::new();
-        if let Some(policy) = self.approval {
-            doc.insert(
-                "approval_policy".into(),
-                policy::approval_name(policy).into(),
-            );
+        if let Some((_, text)) = &self.approval {
+            doc.insert("approval_policy".into(), text.clone().into());
         }
         if let Some(sandbox) = self.sandbox {
             doc.insert("sandbox_mode".into(), sandbox.as_str().into());
@@ -91,7 +90,8 @@ impl Defaults {
     fn from_json(doc: &serde_json::Value) -> Self {
         let text = |key: &str| doc.get(key).and_then(serde_json::Value::as_str);
         Self {
-            approval: text("approval_policy").and_then(|t| policy::parse_approval(t).ok()),
+            approval: text("approval_policy")
+                .and_then(|t| Some((policy::parse_approval(t).ok()?, t.to_owned()))),
             sandbox: text("sandbox_mode").and_then(|t| policy::parse_sandbox(t).ok()),
         }
     }
@@ -114,6 +114,9 @@ struct Inner {
     /// Whether `config` may not change the provider registry (see
     /// [`CodeWhale::lock_providers`]).
     providers_locked: std::sync::atomic::AtomicBool,
+    /// The config file the process was started with, as `app capabilities`
+    /// reports it ([`CodeWhale::set_config_path`]).
+    config_path: std::sync::OnceLock<PathBuf>,
 }
 
 impl CodeWhale {
@@ -133,8 +136,15 @@ impl CodeWhale {
                 defaults: RwLock::new(defaults),
                 saving: tokio::sync::Mutex::new(()),
                 providers_locked: std::sync::atomic::AtomicBool::new(false),
+                config_path: std::sync::OnceLock::new(),
             }),
         })
+    }
+
+    /// The config file the process was started with (`--config`), which
+    /// `app capabilities` names as `config_path` (`null` without one).
+    pub fn set_config_path(&self, path: PathBuf) {
+        let _ = self.inner.config_path.set(path);
     }
 
     /// Refuses `config set|unset providers.*` from now on: a listener whose
@@ -168,11 +178,11 @@ impl CodeWhale {
 
     fn defaults(&self) -> Defaults {
         // A panicking writer cannot leave two plain values half-written.
-        *self
-            .inner
+        self.inner
             .defaults
             .read()
             .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Changes the defaults and stores them.

@@ -55,26 +55,6 @@ fn to_gantry(ask: AskForApproval) -> ApprovalPolicy {
     }
 }
 
-/// The `AskForApproval` name of a Gantry policy.
-pub(crate) fn approval_name(policy: ApprovalPolicy) -> String {
-    let ask = match policy {
-        ApprovalPolicy::Untrusted => AskForApproval::UnlessTrusted,
-        ApprovalPolicy::OnFailure => AskForApproval::OnFailure,
-        ApprovalPolicy::OnRequest => AskForApproval::OnRequest,
-        ApprovalPolicy::Never => AskForApproval::Never,
-        ApprovalPolicy::Reject(r) => AskForApproval::Reject {
-            sandbox_approval: r.sandbox_approval,
-            rules: r.rules,
-            mcp_elicitations: r.mcp_elicitations,
-        },
-    };
-    match serde_json::to_value(ask) {
-        Ok(serde_json::Value::String(name)) => name,
-        Ok(other) => other.to_string(),
-        Err(_) => "never".to_owned(),
-    }
-}
-
 /// The sandbox a client named (`read-only`, `workspace-write`,
 /// `danger-full-access`, or the same with `_`).
 pub(crate) fn parse_sandbox(text: &str) -> Result<SandboxMode, String> {
@@ -111,7 +91,6 @@ mod tests {
             }))
         );
         assert!(parse_approval("sometimes").is_err());
-        assert_eq!(approval_name(ApprovalPolicy::Untrusted), "unless_trusted");
         assert_eq!(parse_sandbox("read_only"), Ok(SandboxMode::ReadOnly));
         assert!(parse_sandbox("none").is_err());
     }

@@ -16,7 +16,8 @@ impl CodeWhale {
         let thread = match &req.thread_id {
             Some(id) => {
                 if self.view(id).await?.is_none() {
-                    return Err(ServiceError::Invalid(format!("thread `{id}` not found")));
+                    // The reference fails here inside its runtime: -32603.
+                    return Err(ServiceError::Internal(format!("thread `{id}` not found")));
                 }
                 ThreadId(id.clone())
             }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 use super::policy::{parse_approval, parse_sandbox};
-use super::views::{thread_data, wire_goal, wire_thread};
+use super::views::{EPHEMERAL, FORKED_FROM, thread_data, wire_goal, wire_thread};
 use super::{CodeWhale, ServiceError};
 use crate::wire::{
     self, EventFrame, ThreadForkParams, ThreadRequest, ThreadResponse, ThreadResumeParams,
@@ -52,7 +52,7 @@ impl CodeWhale {
             ThreadRequest::Read(params) => {
                 let Some(view) = self.view(&params.thread_id).await? else {
                     let mut response = ThreadResponse::bare(params.thread_id, "ok");
-                    response.data = json!({ "history": [], "goal": null });
+                    response.data = json!({ "history": [], "checkpoint": null, "goal": null });
                     return Ok(response);
                 };
                 let mut response = ThreadResponse::bare(params.thread_id, "ok");
@@ -136,16 +136,20 @@ impl CodeWhale {
             ThreadRequest::Archive { thread_id } => {
                 let id = ThreadId(thread_id.clone());
                 match self.engine().threads().archive(&id).await {
-                    Ok(()) => Ok(ThreadResponse::bare(thread_id, "archived")),
-                    Err(EngineError::ThreadNotFound(_)) => Ok(ThreadResponse::missing(thread_id)),
+                    // Archived it is, whether it was there or not (as the
+                    // reference answers).
+                    Ok(()) | Err(EngineError::ThreadNotFound(_)) => {
+                        Ok(ThreadResponse::bare(thread_id, "archived"))
+                    }
                     Err(e) => Err(e.into()),
                 }
             }
             ThreadRequest::Unarchive { thread_id } => {
                 let id = ThreadId(thread_id.clone());
                 match self.engine().threads().unarchive(&id).await {
-                    Ok(()) => Ok(ThreadResponse::bare(thread_id, "unarchived")),
-                    Err(EngineError::ThreadNotFound(_)) => Ok(ThreadResponse::missing(thread_id)),
+                    Ok(()) | Err(EngineError::ThreadNotFound(_)) => {
+                        Ok(ThreadResponse::bare(thread_id, "unarchived"))
+                    }
                     Err(e) => Err(e.into()),
                 }
             }
@@ -198,6 +202,10 @@ impl CodeWhale {
             params.sandbox.as_deref(),
             true,
         )?;
+        let mut metadata = metadata;
+        if !params.persist_extended_history {
+            metadata.insert(EPHEMERAL.to_owned(), "true".to_owned());
+        }
         let create = CreateThread {
             cwd: params
                 .cwd
@@ -210,7 +218,9 @@ impl CodeWhale {
         };
         let thread = self.engine().threads().create(create).await?;
         let view = self.engine().threads().read(&thread.id).await?;
-        Ok(self.thread_answer(status, &view))
+        // The policy is echoed as the client named it (a Gantry extension
+        // of `start`; the reference's start takes none).
+        Ok(self.thread_answer(status, &view, params.approval_policy, params.sandbox))
     }
 
     async fn resume(&self, params: ThreadResumeParams) -> Result<ThreadResponse, ServiceError> {
@@ -230,7 +240,8 @@ impl CodeWhale {
         )
         .await?;
         let view = self.engine().threads().read(&id).await?;
-        Ok(self.thread_answer("resumed", &view))
+        // CodeWhale echoes the policy and sandbox a resume named, as named.
+        Ok(self.thread_answer("resumed", &view, params.approval_policy, params.sandbox))
     }
 
     async fn fork(&self, params: ThreadForkParams) -> Result<ThreadResponse, ServiceError> {
@@ -242,6 +253,21 @@ impl CodeWhale {
         }
         let source = ThreadId(params.thread_id.clone());
         let fork = self.engine().threads().fork(&source, None).await?;
+        // A fork is a new conversation: CodeWhale's has no name, says
+        // `source: fork` and where it came from, and is ephemeral unless
+        // asked otherwise.
+        let mut metadata = std::collections::BTreeMap::new();
+        metadata.insert(FORKED_FROM.to_owned(), Some(params.thread_id.clone()));
+        metadata.insert(
+            EPHEMERAL.to_owned(),
+            (!params.persist_extended_history).then(|| "true".to_owned()),
+        );
+        let patch = ThreadSettingsPatch {
+            name: Some(None),
+            metadata,
+            ..ThreadSettingsPatch::default()
+        };
+        self.engine().threads().configure(&fork.id, patch).await?;
         self.apply_overrides(
             &fork.id,
             model_id(params.model.as_deref(), params.model_provider.as_deref()),
@@ -251,11 +277,8 @@ impl CodeWhale {
         )
         .await?;
         let view = self.engine().threads().read(&fork.id).await?;
-        let mut response = self.thread_answer("forked", &view);
-        if let Some(data) = response.data.as_object_mut() {
-            data.insert("forked_from".to_owned(), Value::String(params.thread_id));
-        }
-        Ok(response)
+        // The reference's fork takes no policy into its answer.
+        Ok(self.thread_answer("forked", &view, None, None))
     }
 
     /// Applies what a resume or fork asks to change.
@@ -295,7 +318,11 @@ impl CodeWhale {
         let defaults = self.defaults();
         match approval {
             Some(text) => base.approval = parse_approval(text).map_err(ServiceError::Invalid)?,
-            None if new => base.approval = defaults.approval.unwrap_or(base.approval),
+            None if new => {
+                base.approval = defaults
+                    .approval
+                    .map_or(base.approval, |(policy, _)| policy);
+            }
             None => {}
         }
         match sandbox {

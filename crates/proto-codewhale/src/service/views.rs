@@ -9,9 +9,29 @@ use gantry_core::projection::{Part, Role, conversation};
 use gantry_types::{ThreadStatus as GantryStatus, ThreadView};
 use serde_json::{Value, json};
 
-use super::policy::approval_name;
 use super::{CodeWhale, VERSION};
 use crate::wire::{self, SessionSource, ThreadResponse, ThreadStatus};
+
+/// Thread metadata: `"true"` when the thread was made without
+/// `persist_extended_history` (CodeWhale calls it `ephemeral`; Gantry
+/// stores every thread's log all the same).
+pub(crate) const EPHEMERAL: &str = "codewhale.ephemeral";
+/// Thread metadata: the thread a CodeWhale `fork` copied.
+pub(crate) const FORKED_FROM: &str = "codewhale.forked_from";
+
+/// The thread `thread` was forked from, if it was.
+fn forked_from(thread: &gantry_types::Thread) -> Option<String> {
+    thread
+        .metadata
+        .get(FORKED_FROM)
+        .cloned()
+        .or_else(|| thread.forked_from.as_ref().map(|f| f.thread_id.0.clone()))
+}
+
+/// The item CodeWhale's history starts a fork with.
+fn fork_item(parent: &str) -> Value {
+    json!({ "from_thread_id": parent, "type": "fork" })
+}
 
 /// Unix seconds of unix milliseconds (CodeWhale's times are seconds).
 pub(crate) fn secs(ms: i64) -> i64 {
@@ -43,11 +63,18 @@ pub(crate) fn wire_thread(engine: &Engine, thread: &gantry_types::Thread) -> wir
             GantryStatus::Failed => ThreadStatus::Failed,
         }
     };
+    let parent = forked_from(thread);
+    // A thread nobody spoke to yet: CodeWhale's placeholder (a fork's is
+    // the item it starts with).
+    let preview = match (&parent, thread.preview.is_empty()) {
+        (_, false) => thread.preview.clone(),
+        (Some(parent), true) => fork_item(parent).to_string(),
+        (None, true) => "New conversation".to_owned(),
+    };
     wire::Thread {
         id: thread.id.0.clone(),
-        preview: thread.preview.clone(),
-        // Every thread's log is stored (in memory with --storage-backend memory).
-        ephemeral: false,
+        preview,
+        ephemeral: thread.metadata.get(EPHEMERAL).map(String::as_str) == Some("true"),
         model_provider: model_provider(engine, &thread.model),
         created_at: secs(thread.created_at),
         updated_at: secs(thread.updated_at),
@@ -55,7 +82,7 @@ pub(crate) fn wire_thread(engine: &Engine, thread: &gantry_types::Thread) -> wir
         path: None,
         cwd: PathBuf::from(&thread.cwd),
         cli_version: VERSION.to_owned(),
-        source: if thread.forked_from.is_some() {
+        source: if parent.is_some() {
             SessionSource::Fork
         } else {
             SessionSource::Interactive
@@ -93,64 +120,83 @@ pub(crate) fn wire_goal(goal: &gantry_types::ThreadGoal) -> wire::ThreadGoal {
 /// message (`user`, `assistant`, `tool`, `summary`), its text as `content`
 /// and its parts as `item`.
 pub(crate) fn history(view: &ThreadView) -> Vec<Value> {
-    conversation(view)
-        .into_iter()
-        .map(|message| {
-            let role = match &message.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-                Role::ToolResults => "tool",
-                Role::CompactionSummary { .. } => "summary",
-            };
-            let mut content = String::new();
-            let parts: Vec<Value> = message
-                .parts
-                .iter()
-                .map(|part| match part {
-                    Part::Text(text) => {
-                        content.push_str(text);
-                        json!({ "type": "text", "text": text })
-                    }
-                    Part::ToolUse {
-                        call_id,
-                        name,
-                        arguments,
-                    } => json!({
-                        "type": "tool_use", "call_id": call_id, "name": name, "arguments": arguments
-                    }),
-                    Part::ToolResult {
-                        call_id,
-                        output,
-                        outcome,
-                    } => json!({
-                        "type": "tool_result", "call_id": call_id, "output": output,
-                        "success": !outcome.is_failure()
-                    }),
-                })
-                .collect();
-            json!({
-                "id": message.item_id.0,
-                "role": role,
-                "content": content,
-                "item": { "turn_id": message.turn_id.0, "parts": parts },
-                "created_at": secs(message.at),
-            })
+    // A fork's history starts, as CodeWhale's does, with where it came from.
+    let fork = forked_from(&view.thread).map(|parent| {
+        let item = fork_item(&parent);
+        json!({
+            "id": 0,
+            "role": "history",
+            "content": item.to_string(),
+            "item": item,
+            "created_at": secs(view.thread.created_at),
         })
-        .collect()
+    });
+    let messages = conversation(view).into_iter().map(|message| {
+        let role = match &message.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::ToolResults => "tool",
+            Role::CompactionSummary { .. } => "summary",
+        };
+        let mut content = String::new();
+        let parts: Vec<Value> = message
+            .parts
+            .iter()
+            .map(|part| match part {
+                Part::Text(text) => {
+                    content.push_str(text);
+                    json!({ "type": "text", "text": text })
+                }
+                Part::ToolUse {
+                    call_id,
+                    name,
+                    arguments,
+                } => json!({
+                    "type": "tool_use", "call_id": call_id, "name": name, "arguments": arguments
+                }),
+                Part::ToolResult {
+                    call_id,
+                    output,
+                    outcome,
+                } => json!({
+                    "type": "tool_result", "call_id": call_id, "output": output,
+                    "success": !outcome.is_failure()
+                }),
+            })
+            .collect();
+        json!({
+            "id": message.item_id.0,
+            "role": role,
+            "content": content,
+            "item": { "turn_id": message.turn_id.0, "parts": parts },
+            "created_at": secs(message.at),
+        })
+    });
+    fork.into_iter().chain(messages).collect()
 }
 
-/// `data` of an answer about one thread: its history and goal.
+/// `data` of an answer about one thread: its history and goal (and
+/// `checkpoint`, always `null`: Gantry's log is the thread's state).
 pub(crate) fn thread_data(view: &ThreadView) -> Value {
     json!({
         "history": history(view),
+        "checkpoint": null,
         "goal": view.thread.goal.as_ref().map(wire_goal),
     })
 }
 
 impl CodeWhale {
     /// The answer `status` about the thread `view`: the thread with its
-    /// model, provider, workspace, approval policy, sandbox and history.
-    pub(crate) fn thread_answer(&self, status: &str, view: &ThreadView) -> ThreadResponse {
+    /// model, provider, workspace and history, and the approval policy and
+    /// sandbox as the request named them (CodeWhale echoes them; absent
+    /// when not named).
+    pub(crate) fn thread_answer(
+        &self,
+        status: &str,
+        view: &ThreadView,
+        approval_policy: Option<String>,
+        sandbox: Option<String>,
+    ) -> ThreadResponse {
         let engine = self.engine();
         let thread = &view.thread;
         let mut response = ThreadResponse::bare(thread.id.0.clone(), status);
@@ -158,8 +204,8 @@ impl CodeWhale {
         response.model = Some(thread.model.clone());
         response.model_provider = Some(model_provider(engine, &thread.model));
         response.cwd = Some(PathBuf::from(&thread.cwd));
-        response.approval_policy = Some(approval_name(thread.policy.approval));
-        response.sandbox = Some(thread.policy.sandbox.as_str().to_owned());
+        response.approval_policy = approval_policy;
+        response.sandbox = sandbox;
         response.goal = thread.goal.as_ref().map(wire_goal);
         response.data = thread_data(view);
         response
