@@ -69,13 +69,17 @@ pub(crate) struct Global {
     /// Run the login profile before every command (`bash -lc`) instead of
     /// once per profile into a snapshot that commands source (the default;
     /// it is taken again when a profile file changes).
-    #[arg(long, global = true, env = "GANTRY_NO_SHELL_SNAPSHOT")]
+    // 1, yes, on, true (and their opposites) from the environment.
+    #[arg(long, global = true, env = "GANTRY_NO_SHELL_SNAPSHOT",
+          value_parser = clap::builder::BoolishValueParser::new())]
     pub no_shell_snapshot: bool,
 
     /// Start even though the data dir lies inside the workspace or the temp
     /// dir on a machine that gives sandboxed commands no namespaces of their
     /// own, where those commands could read its keys (refused otherwise).
-    #[arg(long, global = true, env = "GANTRY_ALLOW_EXPOSED_DATA_DIR")]
+    // 1, yes, on, true (and their opposites) from the environment.
+    #[arg(long, global = true, env = "GANTRY_ALLOW_EXPOSED_DATA_DIR",
+          value_parser = clap::builder::BoolishValueParser::new())]
     pub allow_exposed_data_dir: bool,
 }
 

@@ -92,3 +92,29 @@ fn every_shell_is_offered_and_an_unknown_one_is_refused() {
         stderr(&out)
     );
 }
+
+#[test]
+fn switches_from_the_environment_take_what_people_write() {
+    let s = Scratch::new();
+    for (value, ok) in [
+        ("1", true),
+        ("yes", true),
+        ("on", true),
+        ("true", true),
+        ("0", true),
+        ("maybe", false),
+    ] {
+        let out = s
+            .gantry()
+            .env("GANTRY_NO_SHELL_SNAPSHOT", value)
+            .args(["threads", "list"])
+            .output()
+            .expect("gantry runs");
+        assert_eq!(
+            out.status.success(),
+            ok,
+            "GANTRY_NO_SHELL_SNAPSHOT={value}: {}",
+            stderr(&out)
+        );
+    }
+}
