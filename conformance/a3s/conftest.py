@@ -140,6 +140,16 @@ def gantry(pb, tmp_path):
     server.stop()
 
 
+@pytest.fixture
+def full_access_gantry(pb, tmp_path):
+    """`gantry serve --max-sandbox danger-full-access`: only such a server
+    lets a client have it run commands outside the sandbox (MCP stdio
+    servers, scheduled commands)."""
+    server = Gantry(pb, tmp_path, extra_args=("--max-sandbox", "danger-full-access"))
+    yield server
+    server.stop()
+
+
 def code_of(call):
     """The status code a failing call raised."""
     with pytest.raises(grpc.RpcError) as failure:

@@ -4,12 +4,20 @@ import os
 import time
 
 import grpc
+import pytest
 
-from conftest import HANG_GUARD, code_of
+from conftest import Gantry, HANG_GUARD, code_of
 
 # A schedule that does not come due during a test (1 January, 00:00).
 RARELY = "0 0 1 1 *"
 
+
+
+@pytest.fixture
+def gantry(full_access_gantry):
+    """Jobs' commands run outside the sandbox: a server takes them from a client
+    only with --max-sandbox danger-full-access."""
+    return full_access_gantry
 
 def create(gantry, name, schedule, command, **extra):
     pb = gantry.pb
@@ -148,3 +156,21 @@ def test_bad_input_and_unknown_jobs_are_rejected(gantry):
     ]
     assert [code_of(call)[0] for call in unknown] == [grpc.StatusCode.NOT_FOUND] * len(unknown)
     assert stub.GetCronJob(pb.GetCronJobRequest(id=job.id), timeout=HANG_GUARD).job == job, "nothing changed"
+
+
+def test_a_server_below_full_access_takes_no_command_job(pb, tmp_path):
+    default = Gantry(pb, tmp_path)
+    try:
+        code, details = code_of(
+            lambda: default.stub.CreateCronJob(
+                pb.CreateCronJobRequest(name="planted", schedule=RARELY, command="touch planted"),
+                timeout=HANG_GUARD,
+            )
+        )
+        assert code == grpc.StatusCode.INVALID_ARGUMENT, (code, details)
+        assert "outside the sandbox" in details and "--max-sandbox danger-full-access" in details
+        listed = default.stub.ListCronJobs(pb.ListCronJobsRequest(), timeout=HANG_GUARD).jobs
+        assert list(listed) == []
+        assert not (default.workspace / "planted").exists()
+    finally:
+        default.stop()

@@ -15,11 +15,18 @@ import sys
 import grpc
 import pytest
 
-from conftest import HANG_GUARD, ROOT, code_of
+from conftest import Gantry, HANG_GUARD, ROOT, code_of
 
 EVERYTHING = ROOT / ".ci/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 FIXTURE = ROOT / "crates/gantry-tools/tests/fixtures/mcp/server.py"
 
+
+
+@pytest.fixture
+def gantry(full_access_gantry):
+    """MCP stdio servers run outside the sandbox: a server takes them from a client
+    only with --max-sandbox danger-full-access."""
+    return full_access_gantry
 
 def everything():
     """`node` and server-everything's `dist/index.js`, absolute."""
@@ -128,3 +135,17 @@ def test_mcp_bad_configs_unknown_disabled_and_unreachable_servers(gantry):
     assert code == grpc.StatusCode.UNAVAILABLE and "gantry-no-such-mcp-server" in details
     ghost = servers(gantry)["ghost"]
     assert not ghost.connected and "gantry-no-such-mcp-server" in ghost.error
+
+
+def test_a_server_below_full_access_takes_no_stdio_server(pb, tmp_path):
+    default = Gantry(pb, tmp_path)
+    try:
+        marker = tmp_path / "planted"
+        config = stdio(pb, "planted", "/bin/sh", ["-c", f"touch {marker}"])
+        code, details = code_of(lambda: register(default, config))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT, (code, details)
+        assert "outside the sandbox" in details and "--max-sandbox danger-full-access" in details
+        assert servers(default) == {}
+        assert not marker.exists()
+    finally:
+        default.stop()

@@ -92,6 +92,24 @@ impl EngineConfig {
         )))
     }
 
+    /// `Ok` if a client may have this server run `what`, a command of the
+    /// client's choosing outside any sandbox (an MCP stdio server, a
+    /// scheduled command): only where [`EngineConfig::max_sandbox`] is
+    /// `danger-full-access`, since such a command has every right the
+    /// server has. Else why not (`InvalidInput`), saying what to do.
+    pub fn check_client_command(&self, what: &str) -> Result<(), crate::EngineError> {
+        if self.max_sandbox == SandboxMode::DangerFullAccess {
+            return Ok(());
+        }
+        Err(crate::EngineError::InvalidInput(format!(
+            "{what} would run a command of the client's choosing outside the sandbox, \
+             which this server allows no client (its sandbox is at most `{}`): \
+             configure it in the server's config file, or start the server with \
+             --max-sandbox danger-full-access",
+            self.max_sandbox.as_str()
+        )))
+    }
+
     /// Whether `workspace` (canonical, as a thread keeps it) is one of
     /// [`EngineConfig::trusted_workspaces`] or inside one. Reads the
     /// filesystem (each entry is compared by its real path): call it off

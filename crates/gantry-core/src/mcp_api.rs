@@ -20,7 +20,19 @@ pub struct Mcp<'e> {
 impl Mcp<'_> {
     /// Registers an MCP server (persisted; replaces one of the same name).
     /// It connects on `start_mcp_servers` or `connect_mcp_server`.
+    /// A stdio server is a command run outside the sandbox: refused below
+    /// [`EngineConfig::max_sandbox`](crate::EngineConfig::max_sandbox)
+    /// `danger-full-access`.
     pub async fn add_server(self, config: McpServerConfig) -> Result<(), EngineError> {
+        if matches!(
+            config.transport,
+            gantry_tools::mcp::McpTransport::Stdio { .. }
+        ) {
+            self.engine
+                .shared
+                .config
+                .check_client_command(&format!("MCP server {:?} (stdio)", config.name))?;
+        }
         self.engine
             .shared
             .mcp

@@ -12,6 +12,7 @@ use gantry_types::new_id;
 use tokio_util::sync::CancellationToken;
 
 use super::command::run_command;
+use super::outcome::Outcome;
 use super::prompt::run_prompt;
 use super::schedule::next_run_after;
 use super::state::Claim;
@@ -86,18 +87,7 @@ pub(super) async fn execute(
     let timeout = Duration::from_millis(job.timeout_ms);
     let outcome = match &job.action {
         JobAction::Command { command, cwd } => {
-            let env = engine.shared.command_env();
-            let launch = match &engine.shared.shell_snapshots {
-                // Jobs' commands run unsandboxed, and so does their profile.
-                Some(snapshots) => Some(
-                    snapshots
-                        .launch(&env, &gantry_tools::SandboxPolicy::danger_full_access())
-                        .await,
-                ),
-                None => None,
-            };
-            let snapshot = launch.as_ref().and_then(Launch::file);
-            run_command(command, cwd.as_deref(), &env, snapshot, timeout, &cancel).await
+            run_command_job(&engine, command, cwd.as_deref(), timeout, &cancel).await
         }
         JobAction::Prompt { thread_id, prompt } => {
             run_prompt(&engine, thread_id, prompt, timeout, &cancel).await
@@ -126,6 +116,36 @@ pub(super) async fn execute(
     );
     shared.cron.wake.notify_one();
     recorded.map(|()| Some(execution))
+}
+
+/// One run of a command job: its command, and its login profile, run
+/// unsandboxed. Refused where the server lets no client run commands
+/// outside the sandbox (a job stored before the ceiling was lowered).
+async fn run_command_job(
+    engine: &Engine,
+    command: &str,
+    cwd: Option<&str>,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Outcome {
+    let allowed = engine
+        .shared
+        .config
+        .check_client_command("a scheduled command job");
+    if let Err(refused) = allowed {
+        return Outcome::failed(refused.to_string());
+    }
+    let env = engine.shared.command_env();
+    let launch = match &engine.shared.shell_snapshots {
+        Some(snapshots) => Some(
+            snapshots
+                .launch(&env, &gantry_tools::SandboxPolicy::danger_full_access())
+                .await,
+        ),
+        None => None,
+    };
+    let snapshot = launch.as_ref().and_then(Launch::file);
+    run_command(command, cwd, &env, snapshot, timeout, cancel).await
 }
 
 /// Stores the finished run and counts it on its job, unless the job was

@@ -41,6 +41,10 @@ pub(super) fn timeout_ms(timeout_ms: u64) -> Result<u64, EngineError> {
 pub(super) async fn action(engine: &Engine, action: JobAction) -> Result<JobAction, EngineError> {
     match action {
         JobAction::Command { command, cwd } => {
+            engine
+                .shared
+                .config
+                .check_client_command("a scheduled command job")?;
             if command.trim().is_empty() {
                 return Err(invalid(
                     "the job's command is empty; give a shell command line to run".to_owned(),

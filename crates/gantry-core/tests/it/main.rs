@@ -2,6 +2,7 @@
 
 mod agents;
 mod cells;
+mod client_commands;
 mod command_env;
 mod common;
 mod context;
