@@ -119,6 +119,8 @@ impl EngineBuilder {
         });
         let shell_snapshots = shell_snapshots(&self.config);
         let private_temps = private_temps(&self.config);
+        let lsp_tmp = private_temps.as_ref().map(|t| t.for_thread("lsp"));
+        self.lsp.set_sandbox(lsp_sandbox(&self.config, lsp_tmp));
         let engine = Engine {
             shared: Arc::new(Shared {
                 store: self.store,
@@ -155,6 +157,32 @@ impl EngineBuilder {
         }
         Ok(engine)
     }
+}
+
+/// What a language server may touch: what a command under
+/// `workspace-write` may, without the network, with the server's root as
+/// its workspace, since it runs the workspace's code (build scripts,
+/// plugins) that the model may have written. Where this machine cannot
+/// enforce that, its commands cannot be sandboxed either (they run under
+/// `danger-full-access` or not at all), and its language servers run
+/// unconfined as before. Their temp dir is `tmp` (else the shared one).
+fn lsp_sandbox(config: &EngineConfig, tmp: Option<PathBuf>) -> gantry_tools::lsp::LspSandbox {
+    use gantry_types::SandboxMode;
+    let config = config.clone();
+    let enforceable = gantry_tools::SandboxSupport::probe()
+        .check(SandboxMode::WorkspaceWrite)
+        .map_err(|e| tracing::warn!(error = %e, "language servers run unsandboxed"))
+        .is_ok();
+    Arc::new(move |root: &std::path::Path| {
+        let mode = if enforceable {
+            SandboxMode::WorkspaceWrite
+        } else {
+            SandboxMode::DangerFullAccess
+        };
+        let mut policy = config.sandbox_policy(mode, root);
+        policy.private_tmp = tmp.clone();
+        policy
+    })
 }
 
 /// The threads' private temp dirs. A data dir that cannot hold them costs

@@ -12,6 +12,7 @@ mod event_bus;
 mod images;
 mod keys;
 mod lsp;
+mod lsp_sandbox;
 mod mcp;
 mod memory;
 mod projection;

@@ -16,6 +16,7 @@ use super::server::LspServer;
 use super::tools::{LspOp, LspTool};
 use super::{LspError, ServerKey};
 use crate::Tool;
+use crate::sandbox::SandboxPolicy;
 use crate::workspace_path;
 
 /// Symbols returned when the caller gives no limit (the seed's default).
@@ -36,9 +37,14 @@ struct Inner {
     timeouts: Mutex<LspTimeouts>,
     servers: Mutex<BTreeMap<ServerKey, Arc<LspServer>>>,
     sink: Mutex<Option<LspEventSink>>,
+    /// The sandbox of the server for a root (none: unconfined).
+    sandbox: Mutex<Option<LspSandbox>>,
     /// Serializes starts and stops, so one key never gets two processes.
     lifecycle: tokio::sync::Mutex<()>,
 }
+
+/// The sandbox a language server for a root runs in ([`LspManager::set_sandbox`]).
+pub type LspSandbox = Arc<dyn Fn(&Path) -> SandboxPolicy + Send + Sync>;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -74,9 +80,17 @@ impl LspManager {
                 timeouts: Mutex::new(LspTimeouts::default()),
                 servers: Mutex::new(BTreeMap::new()),
                 sink: Mutex::new(None),
+                sandbox: Mutex::new(None),
                 lifecycle: tokio::sync::Mutex::new(()),
             }),
         }
+    }
+
+    /// Runs each server started from now on confined by `policy_of` its
+    /// root: a language server runs the workspace's code (build scripts,
+    /// plugins), which the model may have written.
+    pub fn set_sandbox(&self, policy_of: LspSandbox) {
+        *lock(&self.inner.sandbox) = Some(policy_of);
     }
 
     /// Adds a language, or replaces the config of one with the same name
@@ -377,7 +391,8 @@ impl LspManager {
                 inner.emit(LspEvent::Crashed { server });
             }
         });
-        let server = LspServer::start(config, &key.0, timeouts, on_crash).await?;
+        let sandbox = lock(&self.inner.sandbox).as_ref().map(|of| of(&key.0));
+        let server = LspServer::start(config, &key.0, timeouts, sandbox, on_crash).await?;
         let info = server.info();
         lock(&self.inner.servers).insert(key, server);
         self.inner.emit(LspEvent::Started {

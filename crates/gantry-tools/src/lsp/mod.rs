@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use config::{LspCommand, LspServerConfig, LspTimeouts, default_servers, find_program};
-pub use manager::{DEFAULT_SYMBOL_LIMIT, LspEventSink, LspManager};
+pub use manager::{DEFAULT_SYMBOL_LIMIT, LspEventSink, LspManager, LspSandbox};
 pub use tools::{LspOp, LspTool};
 
 /// Why a language-server operation failed. Messages name the language, the

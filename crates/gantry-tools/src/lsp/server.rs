@@ -22,6 +22,7 @@ use super::config::{LspCommand, LspServerConfig, LspTimeouts, language_id};
 use super::connection::{Connection, Handler, RequestError, method_not_found};
 use super::diagnostics::{Awaited, DiagnosticsCache};
 use super::{LspError, convert};
+use crate::sandbox::SandboxPolicy;
 
 /// Stderr lines kept to explain a crash.
 const STDERR_TAIL_LINES: usize = 20;
@@ -118,12 +119,14 @@ impl Drop for LspServer {
 }
 
 impl LspServer {
-    /// Spawns `config`'s first installed command in `root` (canonical) and
-    /// runs the initialize handshake within the startup timeout.
+    /// Spawns `config`'s first installed command in `root` (canonical),
+    /// confined by `sandbox` when given, and runs the initialize handshake
+    /// within the startup timeout.
     pub(crate) async fn start(
         config: &LspServerConfig,
         root: &Path,
         timeouts: LspTimeouts,
+        sandbox: Option<SandboxPolicy>,
         on_crash: OnCrash,
     ) -> Result<Arc<Self>, LspError> {
         let language = config.language.clone();
@@ -145,9 +148,14 @@ impl LspServer {
         let mut cmd = Command::new(&program);
         // Gantry's environment minus its keys.
         crate::sandbox::child_env::apply(cmd.as_std_mut(), std::iter::empty::<(&str, &str)>());
-        // Not the runtime's /proc: it runs the workspace's code (build
-        // scripts, plugins), which the model may have written.
+        // Not the runtime's /proc, nor its rights: it runs the workspace's
+        // code (build scripts, plugins), which the model may have written.
         crate::sandbox::isolate(cmd.as_std_mut());
+        // After isolate's hook: confined once its own /proc is mounted.
+        if let Some(policy) = &sandbox {
+            crate::sandbox::confine(cmd.as_std_mut(), policy, root)
+                .map_err(|e| spawn_error(e.to_string()))?;
+        }
         let mut child = cmd
             .args(&command.args)
             .current_dir(root)

@@ -1,7 +1,7 @@
-//! PID and mount namespaces for the processes Gantry starts unsandboxed for
-//! the agent: language servers, MCP stdio servers, scheduled jobs'
-//! commands. They keep the runtime's rights (Landlock and seccomp are for
-//! the agent's own commands), but not its `/proc`: like a sandboxed command
+//! PID and mount namespaces for the processes Gantry starts for the agent
+//! outside the shell tool: language servers (confined as well, see
+//! `confine.rs`), MCP stdio servers, scheduled jobs' commands. The last
+//! two keep the runtime's rights, but not its `/proc`: like a sandboxed command
 //! they run in a PID namespace of their own under a `/proc` of their own,
 //! so neither they nor anything the model gets them to run (a build script
 //! a language server runs, a tool an MCP server calls) can read Gantry's

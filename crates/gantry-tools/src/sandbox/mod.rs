@@ -35,6 +35,8 @@ pub mod child_env;
 #[cfg(target_os = "linux")]
 pub(crate) mod clone;
 #[cfg(target_os = "linux")]
+mod confine;
+#[cfg(target_os = "linux")]
 mod isolate;
 #[cfg(target_os = "linux")]
 mod landlock;
@@ -46,6 +48,8 @@ mod seccomp;
 mod support;
 
 #[cfg(target_os = "linux")]
+pub use confine::confine;
+#[cfg(target_os = "linux")]
 pub use isolate::isolate;
 #[cfg(target_os = "linux")]
 pub use namespaces::{NAMESPACES_VAR, Namespaces};
@@ -53,6 +57,16 @@ pub use namespaces::{NAMESPACES_VAR, Namespaces};
 /// Off Linux there are no namespaces: `cmd` starts as it is.
 #[cfg(not(target_os = "linux"))]
 pub fn isolate(_cmd: &mut std::process::Command) {}
+
+/// Off Linux no sandboxed mode is enforceable: refused as a command is.
+#[cfg(not(target_os = "linux"))]
+pub fn confine(
+    _cmd: &mut std::process::Command,
+    policy: &SandboxPolicy,
+    workspace: &Path,
+) -> Result<(), SandboxError> {
+    prepare(policy, workspace).map(|_| ())
+}
 pub use private_tmp::PrivateTemps;
 pub use support::SandboxSupport;
 
