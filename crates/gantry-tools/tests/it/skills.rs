@@ -213,6 +213,61 @@ fn discovery_precedence_and_broken_skills() {
     assert!(skills.is_empty() && errors.is_empty());
 }
 
+/// The model writes the workspace: a `SKILL.md`, or a whole skill folder,
+/// linked to somewhere else (another thread's workspace, a user's notes)
+/// is not read by the daemon for it, nor is a FIFO waited on; a link that
+/// stays inside the workspace still works.
+#[test]
+fn workspace_skills_are_read_beneath_the_workspace() {
+    let ws = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let skills = ws.path().join(".gantry/skills");
+    // Somewhere else: text shaped as a skill, whose body must not leak.
+    write_skill(&elsewhere.path().join("notes"), "notes", "private");
+    fs::write(
+        elsewhere.path().join("notes/SKILL.md"),
+        "---\nname: leak\ndescription: d\n---\nTHE OTHER TENANT'S SECRET\n",
+    )
+    .unwrap();
+    fs::create_dir_all(skills.join("leak")).unwrap();
+    std::os::unix::fs::symlink(
+        elsewhere.path().join("notes/SKILL.md"),
+        skills.join("leak/SKILL.md"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(elsewhere.path().join("notes"), skills.join("folder")).unwrap();
+    // A FIFO: never waited on.
+    fs::create_dir_all(skills.join("fifo")).unwrap();
+    let made = Command::new("mkfifo")
+        .arg(skills.join("fifo/SKILL.md"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Inside the workspace, through a link: fine.
+    write_skill(&ws.path().join("shared/inner"), "inner", "kept");
+    std::os::unix::fs::symlink("../../shared/inner", skills.join("inner")).unwrap();
+
+    let (found, errors) = discover(ws.path(), None);
+    let names: Vec<&str> = found.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["inner"], "{errors:?}");
+    assert!(
+        found.iter().all(|s| !s.body.contains("SECRET")),
+        "no text from outside the workspace"
+    );
+    let msgs: Vec<String> = errors.iter().map(err_text).collect();
+    assert!(
+        msgs.iter().all(|m| !m.contains("SECRET")),
+        "nor in an error: {msgs:?}"
+    );
+    for linked in ["leak/SKILL.md", "folder/SKILL.md"] {
+        assert!(
+            msgs.iter()
+                .any(|m| m.contains(linked) && m.contains("links out of the workspace")),
+            "{linked} is reported: {msgs:?}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------- SkillSet
 
 /// The fixtures as the skills of a workspace the operator trusts (their
