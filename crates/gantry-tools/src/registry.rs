@@ -39,6 +39,11 @@ impl ToolRegistry {
         self.tools.insert(tool.spec().name, tool);
     }
 
+    /// Keeps only the tools whose name `keep` accepts.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.tools.retain(|name, _| keep(name));
+    }
+
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.get(name)

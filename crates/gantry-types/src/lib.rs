@@ -46,7 +46,9 @@ pub use structured::{
     AgentGoal, Complexity, ExecutionPlan, GoalCheck, PlanStep, PlanStepStatus, ThreadGoal,
     ThreadGoalStatus,
 };
-pub use thread::{ForkOrigin, ModelEndpoint, QueuedInput, Thread, ThreadSettings, ThreadStatus};
+pub use thread::{
+    ForkOrigin, ModelEndpoint, QueuedInput, Thread, ThreadSettings, ThreadStatus, TurnLimits,
+};
 pub use todo::{TodoItem, TodoPriority, TodoStatus, validate_todos};
 pub use tool::ToolSpec;
 pub use turn::{Turn, TurnFailure, TurnStatus, Usage};

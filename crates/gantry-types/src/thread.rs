@@ -45,6 +45,30 @@ pub struct QueuedInput {
     /// Images sent with the text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<crate::ImagePart>,
+    /// What the turn it starts may use.
+    #[serde(default, skip_serializing_if = "TurnLimits::is_none")]
+    pub limits: TurnLimits,
+}
+
+/// What one turn may use, narrower than its thread allows: the tools
+/// offered to the model (none with `Some([])`) and a cap on the tokens of
+/// each model answer. A message that joins a running turn (steered) takes
+/// that turn's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnLimits {
+    /// The tools offered, by name; every tool the thread has when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Cap on each model answer's tokens, over the thread's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+}
+
+impl TurnLimits {
+    /// Whether it narrows nothing.
+    pub fn is_none(&self) -> bool {
+        self.allowed_tools.is_none() && self.max_output_tokens.is_none()
+    }
 }
 
 /// A thread's metadata (its turns and items live in [`crate::ThreadView`]).

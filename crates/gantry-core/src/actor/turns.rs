@@ -61,6 +61,7 @@ impl ThreadActor {
                     text: input.text,
                     key: input.key,
                     images: input.images,
+                    limits: input.limits,
                 };
                 let id = input.turn_id.clone();
                 self.emit(EventPayload::InputQueued { input }).await;
@@ -196,6 +197,7 @@ impl ThreadActor {
 
     pub(super) async fn start_turn(&mut self, id: TurnId, input: Input, mode: TurnMode) {
         let turn = self.new_turn(&id, &input);
+        let limits = input.limits.clone();
         self.emit(EventPayload::TurnStarted { turn }).await;
         if mode.has_user_message() {
             self.emit_user_message(&id, input).await;
@@ -214,7 +216,8 @@ impl ThreadActor {
             endpoint: thread.endpoint.clone(),
             temperature: thread.temperature,
             reasoning: thread.reasoning.clone(),
-            max_output_tokens: thread.max_output_tokens,
+            max_output_tokens: limits.max_output_tokens.or(thread.max_output_tokens),
+            allowed_tools: limits.allowed_tools,
             cwd: PathBuf::from(&thread.cwd),
             history: turn::history(&self.view),
             mode,
@@ -326,6 +329,7 @@ impl ThreadActor {
                 text: next.text,
                 key: next.key,
                 images: next.images,
+                limits: next.limits,
             };
             self.start_turn(next.turn_id, input, TurnMode::Chat).await;
         }

@@ -1,7 +1,7 @@
 //! What commands take: a thread's parameters, a message and how to treat it
 //! while a turn runs.
 
-use gantry_types::ImagePart;
+use gantry_types::{ImagePart, TurnLimits};
 
 use super::*;
 
@@ -37,6 +37,9 @@ pub struct UserInput {
     /// [`gantry_types::MAX_IMAGES`], each at most
     /// [`gantry_types::MAX_IMAGE_BYTES`] decoded.
     pub images: Vec<ImagePart>,
+    /// What the turn it starts may use (a message that joins a running
+    /// turn takes that turn's).
+    pub limits: TurnLimits,
 }
 
 impl From<String> for UserInput {
@@ -44,6 +47,7 @@ impl From<String> for UserInput {
         UserInput {
             text,
             images: Vec::new(),
+            limits: TurnLimits::default(),
         }
     }
 }
@@ -60,6 +64,7 @@ pub(crate) struct Input {
     pub text: String,
     pub key: Option<String>,
     pub images: Vec<ImagePart>,
+    pub limits: TurnLimits,
 }
 
 impl From<String> for Input {
@@ -68,6 +73,7 @@ impl From<String> for Input {
             text,
             key: None,
             images: Vec::new(),
+            limits: TurnLimits::default(),
         }
     }
 }

@@ -213,6 +213,23 @@ impl Threads<'_> {
         thread: &ThreadId,
         up_to: Option<&TurnId>,
     ) -> Result<Thread, EngineError> {
+        self.fork_as(thread, up_to, None).await
+    }
+
+    /// [`Threads::fork`] into the thread `id` when given (the id a client
+    /// chose, checked as [`CreateThread::id`] is:
+    /// [`EngineError::AlreadyExists`] when taken), else a fresh one.
+    pub async fn fork_as(
+        &self,
+        thread: &ThreadId,
+        up_to: Option<&TurnId>,
+        id: Option<ThreadId>,
+    ) -> Result<Thread, EngineError> {
+        let chosen_id = id.is_some();
+        let id = match id {
+            Some(id) => check_thread_id(id)?,
+            None => ThreadId::new(),
+        };
         let source = self.engine.threads().read(thread).await?;
         let end = match up_to {
             Some(turn) => source
@@ -239,7 +256,6 @@ impl Threads<'_> {
             ));
         }
         let now = self.engine.shared.clock.now_ms();
-        let id = ThreadId::new();
         let mut thread_meta = source.thread.clone();
         thread_meta.id = id.clone();
         thread_meta.status = ThreadStatus::Idle;
@@ -254,9 +270,8 @@ impl Threads<'_> {
             thread_id: thread.clone(),
             turn_id: t.turn.id.clone(),
         });
-        self.engine.keep_thread_key(&thread_meta).await?;
         let mut payloads = vec![EventPayload::ThreadCreated {
-            thread: thread_meta,
+            thread: thread_meta.clone(),
         }];
         // Copies get fresh ids: turn and item ids are globally unique.
         for tv in turns {
@@ -282,8 +297,10 @@ impl Threads<'_> {
                 failure: tv.turn.failure,
             });
         }
-        // A fresh UUIDv7: no stored thread can have it.
-        self.engine.spawn_new(payloads, false).await?;
+        self.engine.spawn_new(payloads, chosen_id).await?;
+        // Once the id is known to be this thread's: a taken id never has
+        // its thread's key replaced.
+        self.engine.keep_thread_key(&thread_meta).await?;
         self.engine.flush().await?;
         self.read_back(&id).await
     }

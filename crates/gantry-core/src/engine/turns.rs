@@ -219,14 +219,23 @@ fn ended_turn(view: &ThreadView, turn: &TurnId) -> Option<Result<Turn, ()>> {
 /// A client's message as the actor takes it: text or images, every image
 /// well-formed and within the limits.
 pub(super) fn checked(input: UserInput, key: Option<String>) -> Result<Input, EngineError> {
-    let UserInput { text, images } = input;
+    let UserInput {
+        text,
+        images,
+        limits,
+    } = input;
     let text = if images.is_empty() {
         non_empty(text)?
     } else {
         ImagePart::check_all(&images).map_err(EngineError::InvalidInput)?;
         text
     };
-    Ok(Input { text, key, images })
+    Ok(Input {
+        text,
+        key,
+        images,
+        limits,
+    })
 }
 
 fn non_empty(text: String) -> Result<String, EngineError> {

@@ -80,6 +80,8 @@ pub(crate) struct TurnSpec {
     pub max_output_tokens: Option<u32>,
     /// The thread's reasoning effort, over the engine's default.
     pub reasoning: Option<String>,
+    /// The tools this turn offers, by name (all the thread has: `None`).
+    pub allowed_tools: Option<Vec<String>>,
     pub cwd: PathBuf,
     /// The conversation so far, this turn's user message included.
     pub history: Vec<Message>,
@@ -410,7 +412,10 @@ impl Loop<'_> {
     /// Moves steered messages into the conversation; true if there were any.
     pub(super) async fn take_steers(&mut self, steer: &mut mpsc::Receiver<Input>) -> bool {
         let mut any = false;
-        while let Ok(Input { text, key, images }) = steer.try_recv() {
+        while let Ok(Input {
+            text, key, images, ..
+        }) = steer.try_recv()
+        {
             self.em
                 .user_item(self.rounds, text.clone(), key, images.clone())
                 .await;

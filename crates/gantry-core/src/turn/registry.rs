@@ -13,7 +13,7 @@ use crate::engine::Shared;
 /// the thread's own), the `skill` tool
 /// when the thread has skills, the memory tools (`remember`, `recall`),
 /// and the `lsp_*` tools while a language
-/// server runs for the thread's workspace.
+/// server runs for the thread's workspace; only those the turn allows.
 pub(super) async fn turn_tools(shared: &Shared, spec: &TurnSpec) -> ToolRegistry {
     let mut tools = shared.tools.clone();
     for tool in shared.mcp.tools_as_registry_entries().await {
@@ -35,6 +35,9 @@ pub(super) async fn turn_tools(shared: &Shared, spec: &TurnSpec) -> ToolRegistry
         for tool in shared.lsp.tools() {
             tools.register(tool);
         }
+    }
+    if let Some(allowed) = &spec.allowed_tools {
+        tools.retain(|name| allowed.iter().any(|a| a == name));
     }
     tools
 }

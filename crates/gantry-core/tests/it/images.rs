@@ -75,6 +75,7 @@ async fn images_reach_the_model_and_the_log_and_a_text_only_model_refuses_them()
     let input = UserInput {
         text: "what is this?".into(),
         images: vec![ImagePart::new("image/png", PNG)],
+        ..UserInput::default()
     };
     let mut sub = engine.feeds().subscribe(&thread, 1).await.unwrap();
     let turn = engine
@@ -150,6 +151,7 @@ async fn malformed_or_oversized_images_are_refused_before_anything_runs() {
                     UserInput {
                         text: "look".into(),
                         images,
+                        ..UserInput::default()
                     },
                     IfBusy::Reject,
                 )

@@ -25,4 +25,5 @@ mod steer_queue_interrupt;
 mod structured;
 mod threads;
 mod todos;
+mod turn_limits;
 mod turn_loop;

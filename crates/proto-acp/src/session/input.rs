@@ -41,7 +41,11 @@ pub(crate) fn prompt_input(blocks: &[ContentBlock]) -> Result<UserInput, RpcErro
     if text.trim().is_empty() && images.is_empty() {
         return Err(RpcError::invalid_params("the prompt is empty"));
     }
-    Ok(UserInput { text, images })
+    Ok(UserInput {
+        text,
+        images,
+        ..UserInput::default()
+    })
 }
 
 #[cfg(test)]

@@ -55,6 +55,7 @@ pub(crate) async fn send(
             .into_iter()
             .map(|i| ImagePart::new(i.media_type, i.data))
             .collect(),
+        ..UserInput::default()
     };
     let if_busy = match message.if_busy {
         IfBusy::Reject => EngineIfBusy::Reject,
