@@ -46,8 +46,16 @@ ID_KEYS = {"goal_id", "message_id", "assistant_message_id", "response_id", "turn
 HANG_GUARD = 30.0
 
 
-def load_script():
-    with open(SCRIPT) as f:
+def script_path(version):
+    """The request script of `version`: 0.10's own (its creations carry an
+    `operation_key`, its turns `allowed_tools`), else the seed's."""
+    if version.startswith("0.10."):
+        return os.path.join(HERE, "script-0.10.json")
+    return SCRIPT
+
+
+def load_script(version="0.8.59"):
+    with open(script_path(version)) as f:
         return json.load(f)
 
 
@@ -63,10 +71,13 @@ class Context:
     """The values of one run: captured ids and the paths of its temporary
     directories, each with the placeholder that stands for it."""
 
-    def __init__(self, paths):
+    def __init__(self, paths, fallback=None):
         # placeholder -> value, e.g. {"workspace": "/tmp/x/ws"}
         self.paths = dict(paths)
         self.captured = {}
+        # What an id nothing captured stands for (a reference without an
+        # engine creates no thread): taken as captured when first named.
+        self.fallback = dict(fallback or {})
 
     def substitute(self, value):
         """`value` with every `{{name}}` replaced by its path or captured id."""
@@ -77,6 +88,9 @@ class Context:
                     return self.captured[key]
                 if key in self.paths:
                     return self.paths[key]
+                if key in self.fallback:
+                    self.captured[key] = self.fallback[key]
+                    return self.captured[key]
                 raise KeyError(f"the script names {{{{{key}}}}}, which nothing captured")
             return re.sub(r"\{\{(\w+)\}\}", one, value)
         if isinstance(value, list):

@@ -98,7 +98,7 @@ def record_http(binary, version, session):
         try:
             base = f"http://127.0.0.1:{port}"
             wait_healthy(base, proc)
-            ctx = normalise.Context(paths)
+            ctx = normalise.Context(paths, session.get("fallback"))
             answers = normalise.run_http(base, TOKEN, session["exchanges"], ctx)
         finally:
             proc.terminate()
@@ -117,7 +117,7 @@ def record_stdio(command, version, session):
         proc = subprocess.Popen(args, cwd=paths["workspace"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         try:
-            ctx = normalise.Context(paths)
+            ctx = normalise.Context(paths, session.get("fallback"))
             answers = normalise.run_stdio(normalise.StdioPeer(proc), session["exchanges"], ctx)
         finally:
             proc.kill()
@@ -133,8 +133,8 @@ def main():
                         help="a command speaking the reference's stdio JSON-RPC ({config} is "
                              "replaced by the config file's path)")
     args = parser.parse_args()
-    script = normalise.load_script()
-    sessions = {s["transport"]: s for s in script["sessions"]}
+    script = normalise.load_script(args.version)
+    sessions = {s["transport"]: dict(s, fallback=script.get("fallback")) for s in script["sessions"]}
     record_http(os.path.abspath(args.binary), args.version, sessions["http"])
     if args.stdio:
         record_stdio(args.stdio, args.version, sessions["stdio"])

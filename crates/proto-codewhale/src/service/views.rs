@@ -111,8 +111,10 @@ pub(crate) fn wire_goal(goal: &gantry_types::ThreadGoal) -> wire::ThreadGoal {
         token_budget: goal.token_budget.map(clamp),
         tokens_used: clamp(goal.tokens_used),
         time_used_seconds: clamp(goal.time_used_seconds),
+        continuation_count: None,
         created_at: secs(goal.created_at),
         updated_at: secs(goal.updated_at),
+        repeated_gap_count: None,
     }
 }
 

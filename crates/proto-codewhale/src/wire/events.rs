@@ -201,6 +201,12 @@ pub enum EventFrame {
         /// What is asked.
         request: ExecApprovalRequestEvent,
     },
+    /// 0.10: the agent asks the user structured questions; answered with
+    /// `submit_user_input`.
+    UserInputRequest {
+        /// What is asked.
+        request: super::v0_10::UserInputRequest,
+    },
     /// An MCP server asks the user (Gantry sends none).
     ElicitationRequest {
         /// The server.

@@ -5,6 +5,7 @@
 mod app;
 mod events;
 mod thread;
+pub mod v0_10;
 
 pub use app::{
     AppRequest, AppResponse, ApprovalDecisionRequest, AskForApproval, NetworkPolicyRuleAction,

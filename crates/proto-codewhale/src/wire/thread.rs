@@ -113,15 +113,26 @@ pub struct ThreadGoal {
     pub tokens_used: i64,
     /// Wall time of its turns, seconds.
     pub time_used_seconds: i64,
+    /// 0.10: turns that went on toward it unasked (0.10 requires it; the
+    /// seed has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuation_count: Option<i64>,
     /// When it was set, unix seconds.
     pub created_at: i64,
     /// Last change, unix seconds.
     pub updated_at: i64,
+    /// 0.10: the same gap seen again in a row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeated_gap_count: Option<u32>,
 }
 
 /// `start`: a new thread.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ThreadStartParams {
+    /// 0.10: the client's key for this intent; a retry with it gets the
+    /// same thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation_key: Option<String>,
     /// Its model; the server's default when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -146,6 +157,9 @@ pub struct ThreadStartParams {
 /// `resume`: go on with a thread.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ThreadResumeParams {
+    /// 0.10: the client's key for this intent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation_key: Option<String>,
     /// The thread.
     pub thread_id: String,
     /// History to append (not supported: Gantry's log is the history).
@@ -189,6 +203,10 @@ pub struct ThreadResumeParams {
 /// `fork`: a new thread with another's history.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ThreadForkParams {
+    /// 0.10: the client's key for this intent; a retry with it gets the
+    /// same fork.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation_key: Option<String>,
     /// The thread forked.
     pub thread_id: String,
     /// A rollout file (ignored).
