@@ -45,6 +45,10 @@ pub struct QueuedInput {
     /// Images sent with the text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<crate::ImagePart>,
+    /// Nobody can answer questions in the turn it starts (a scheduled
+    /// job's prompt): the model is not offered `request_user_input`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unattended: bool,
 }
 
 /// A thread's metadata (its turns and items live in [`crate::ThreadView`]).

@@ -61,6 +61,7 @@ impl ThreadActor {
                     text: input.text,
                     key: input.key,
                     images: input.images,
+                    unattended: input.unattended,
                 };
                 let id = input.turn_id.clone();
                 self.emit(EventPayload::InputQueued { input }).await;
@@ -196,6 +197,7 @@ impl ThreadActor {
 
     pub(super) async fn start_turn(&mut self, id: TurnId, input: Input, mode: TurnMode) {
         let turn = self.new_turn(&id, &input);
+        let unattended = input.unattended;
         self.emit(EventPayload::TurnStarted { turn }).await;
         if mode.has_user_message() {
             self.emit_user_message(&id, input).await;
@@ -218,6 +220,7 @@ impl ThreadActor {
             cwd: PathBuf::from(&thread.cwd),
             history: turn::history(&self.view),
             mode,
+            unattended,
             live: self.live.subscribe(),
             grants: self.grants.clone(),
             skills: self.skills.clone(),
@@ -326,6 +329,7 @@ impl ThreadActor {
                 text: next.text,
                 key: next.key,
                 images: next.images,
+                unattended: next.unattended,
             };
             self.start_turn(next.turn_id, input, TurnMode::Chat).await;
         }

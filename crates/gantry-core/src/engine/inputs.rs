@@ -60,6 +60,9 @@ pub(crate) struct Input {
     pub text: String,
     pub key: Option<String>,
     pub images: Vec<ImagePart>,
+    /// Nobody can answer questions in the turn it starts (a scheduled
+    /// job's prompt).
+    pub unattended: bool,
 }
 
 impl From<String> for Input {
@@ -68,6 +71,7 @@ impl From<String> for Input {
             text,
             key: None,
             images: Vec::new(),
+            unattended: false,
         }
     }
 }

@@ -1,9 +1,10 @@
-//! The human in the loop: permission policies, approvals, external tasks
-//! and lanes.
+//! The human in the loop: permission policies, approvals, questions to
+//! the user, external tasks and lanes.
 
 use super::*;
 
-/// The human in the loop: permission policies, approvals, external tasks.
+/// The human in the loop: permission policies, approvals, questions to the
+/// user, external tasks.
 /// Get one from [`Engine::safety`].
 #[derive(Clone, Copy)]
 pub struct Safety<'e> {
@@ -26,6 +27,37 @@ impl Safety<'_> {
         self.engine
             .ask(thread, |reply| Command::Answer {
                 id: approval_id.to_owned(),
+                resolution,
+                reply,
+            })
+            .await?
+    }
+
+    /// Answers a pending user-input request (the model's
+    /// `request_user_input`; pending ones are in the thread's view:
+    /// [`projection::pending_user_inputs`](crate::projection::pending_user_inputs)).
+    /// Each answer names a question by id and gives the labels of the
+    /// options picked and/or the text typed; a question left out is
+    /// skipped, and no answer at all tells the model the user declined.
+    /// The first answer wins, whoever gives it (a client, the request's
+    /// timeout, an interrupt). Errors: [`EngineError::NotFound`] when the
+    /// thread asked no such request, [`EngineError::AlreadyResolved`] when
+    /// it is no longer pending, [`EngineError::InvalidInput`] (naming the
+    /// answer) when an answer does not fit its question; the request then
+    /// still waits.
+    pub async fn answer_user_input(
+        &self,
+        thread: &ThreadId,
+        request_id: &str,
+        answers: Vec<gantry_types::UserInputAnswer>,
+    ) -> Result<(), EngineError> {
+        let resolution = Resolution::UserInput {
+            answers: Some(answers),
+            by: gantry_types::ResolvedBy::Client,
+        };
+        self.engine
+            .ask(thread, |reply| Command::Answer {
+                id: request_id.to_owned(),
                 resolution,
                 reply,
             })

@@ -42,6 +42,22 @@ impl Turns<'_> {
         Ok(delivered.turn)
     }
 
+    /// Sends a message whose turn nobody attends (a scheduled job's
+    /// prompt), like [`Turns::send`](crate::Turns::send): the model is not
+    /// offered `request_user_input` in it, even when it waits in the queue.
+    pub(crate) async fn send_unattended(
+        &self,
+        thread: &ThreadId,
+        text: String,
+        if_busy: IfBusy,
+    ) -> Result<TurnId, EngineError> {
+        let mut input = checked(UserInput::from(text), None)?;
+        input.unattended = true;
+        let delivered = self.deliver(thread, input, if_busy).await?;
+        self.engine.flush().await?;
+        Ok(delivered.turn)
+    }
+
     /// Sends a message already [`checked`].
     pub(super) async fn deliver(
         &self,
@@ -226,7 +242,12 @@ pub(super) fn checked(input: UserInput, key: Option<String>) -> Result<Input, En
         ImagePart::check_all(&images).map_err(EngineError::InvalidInput)?;
         text
     };
-    Ok(Input { text, key, images })
+    Ok(Input {
+        text,
+        key,
+        images,
+        unattended: false,
+    })
 }
 
 fn non_empty(text: String) -> Result<String, EngineError> {

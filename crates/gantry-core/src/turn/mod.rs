@@ -5,6 +5,7 @@
 //! The task owns no thread state: it reports every change to the thread's
 //! actor as a [`TurnMsg`], which assigns seqs and persists.
 
+mod ask_user;
 mod budget;
 mod compaction;
 mod emitter;
@@ -85,6 +86,8 @@ pub(crate) struct TurnSpec {
     pub history: Vec<Message>,
     /// What the turn does.
     pub mode: TurnMode,
+    /// Nobody can answer questions in this turn (a scheduled job's).
+    pub unattended: bool,
     /// The thread's live policy, lanes and pause switch.
     pub live: LiveRx,
     /// The thread's "approve for this session" answers.
@@ -410,7 +413,10 @@ impl Loop<'_> {
     /// Moves steered messages into the conversation; true if there were any.
     pub(super) async fn take_steers(&mut self, steer: &mut mpsc::Receiver<Input>) -> bool {
         let mut any = false;
-        while let Ok(Input { text, key, images }) = steer.try_recv() {
+        while let Ok(Input {
+            text, key, images, ..
+        }) = steer.try_recv()
+        {
             self.em
                 .user_item(self.rounds, text.clone(), key, images.clone())
                 .await;

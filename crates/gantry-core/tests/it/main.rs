@@ -24,3 +24,4 @@ mod structured;
 mod threads;
 mod todos;
 mod turn_loop;
+mod user_input;
