@@ -29,7 +29,7 @@ pub(super) async fn run_prompt(
     // Nobody is there to answer a question: the turn is not offered one.
     let turn = match engine
         .turns()
-        .send_unattended(thread, prompt.to_owned(), IfBusy::Queue)
+        .send_unattended(thread, prompt.into(), IfBusy::Queue)
         .await
     {
         Ok(turn) => turn,

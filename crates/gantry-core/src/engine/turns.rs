@@ -42,16 +42,18 @@ impl Turns<'_> {
         Ok(delivered.turn)
     }
 
-    /// Sends a message whose turn nobody attends (a scheduled job's
-    /// prompt), like [`Turns::send`](crate::Turns::send): the model is not
-    /// offered `request_user_input` in it, even when it waits in the queue.
-    pub(crate) async fn send_unattended(
+    /// Sends a message whose turn nobody can answer questions in (a
+    /// scheduled job's prompt, a headless `gantry exec`), like
+    /// [`Turns::send_input`](crate::Turns::send_input): the model is not
+    /// offered `request_user_input` in its turn, even when the message
+    /// waits in the queue first, whatever the thread's policy says.
+    pub async fn send_unattended(
         &self,
         thread: &ThreadId,
-        text: String,
+        input: UserInput,
         if_busy: IfBusy,
     ) -> Result<TurnId, EngineError> {
-        let mut input = checked(UserInput::from(text), None)?;
+        let mut input = checked(input, None)?;
         input.unattended = true;
         let delivered = self.deliver(thread, input, if_busy).await?;
         self.engine.flush().await?;

@@ -118,6 +118,7 @@ pub(crate) fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
                 text: "next".into(),
                 key: None,
                 images: Vec::new(),
+                unattended: false,
             },
         },
         EventPayload::TurnStarted {
