@@ -1,6 +1,8 @@
 //! The human in the loop: permission policies, approvals, questions to
 //! the user, external tasks and lanes.
 
+use gantry_types::UserInputAnswer;
+
 use super::*;
 
 /// The human in the loop: permission policies, approvals, questions to the
@@ -44,15 +46,16 @@ impl Safety<'_> {
     /// thread asked no such request, [`EngineError::AlreadyResolved`] when
     /// it is no longer pending, [`EngineError::InvalidInput`] (naming the
     /// answer) when an answer does not fit its question; the request then
-    /// still waits.
+    /// still waits. Returns the answers as recorded: in question order,
+    /// text trimmed, skipped questions left out.
     pub async fn answer_user_input(
         &self,
         thread: &ThreadId,
         request_id: &str,
-        answers: Vec<gantry_types::UserInputAnswer>,
-    ) -> Result<(), EngineError> {
+        answers: Vec<UserInputAnswer>,
+    ) -> Result<Vec<UserInputAnswer>, EngineError> {
         let resolution = Resolution::UserInput {
-            answers: Some(answers),
+            answers: Some(answers.clone()),
             by: gantry_types::ResolvedBy::Client,
         };
         self.engine
@@ -61,7 +64,14 @@ impl Safety<'_> {
                 resolution,
                 reply,
             })
-            .await?
+            .await??;
+        // Taken: the same check the actor made gives what it recorded.
+        let view = self.engine.threads().read(thread).await?;
+        let questions = crate::projection::user_inputs(&view)
+            .find(|r| r.request_id == request_id)
+            .map(|r| r.questions.to_vec())
+            .unwrap_or_default();
+        crate::user_input::check_answers(&questions, answers).map_err(EngineError::InvalidInput)
     }
 
     /// Completes an external task with the tool's result (`Ok`) or an error

@@ -150,10 +150,11 @@ async fn the_user_answers_the_model_hears_it_and_only_the_first_answer_counts() 
         answer("targets", &["Linux", "macOS"], None),
         answer("db", &["SQLite"], Some("with WAL")),
     ];
-    safety
+    let recorded = safety
         .answer_user_input(&h.thread.id, &id, given)
         .await
         .unwrap();
+    assert_eq!(recorded[0].id, "db", "recorded in question order");
     let again = safety
         .answer_user_input(&h.thread.id, &id, vec![answer("db", &["PostgreSQL"], None)])
         .await;
