@@ -81,18 +81,21 @@ pub struct UserInputAnswer {
     pub text: Option<String>,
 }
 
-/// Whether the model is offered `request_user_input`.
+/// Whether the model is offered `request_user_input`. Who can answer is
+/// known where a thread is made, so the adapter that makes it says: the
+/// engine's default is `never` (a protocol with no frame for questions
+/// never makes its model wait on nobody).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UserInputOffer {
+    /// Never: nobody can answer (the default).
+    #[default]
+    Never,
     /// When someone is there to answer: the approval policy asks a human
     /// (anything but `never`).
-    #[default]
     Auto,
     /// Always (a client answers questions even though it approves nothing).
     Always,
-    /// Never: the thread is unattended.
-    Never,
 }
 
 /// A thread's setting for questions to the user (part of its policy).
@@ -109,7 +112,7 @@ pub struct UserInputPolicy {
 impl Default for UserInputPolicy {
     fn default() -> Self {
         Self {
-            offer: UserInputOffer::Auto,
+            offer: UserInputOffer::Never,
             timeout_ms: DEFAULT_USER_INPUT_TIMEOUT_MS,
         }
     }

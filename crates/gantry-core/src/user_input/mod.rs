@@ -32,8 +32,9 @@ you assumed";
 
 /// Whether a turn under `policy` is offered the tool. An unattended turn
 /// (a scheduled job's, `unattended`) never is; otherwise the thread's
-/// `user_input.offer` says: `auto` offers it when the approval policy asks
-/// a human (`never` means nobody is there to ask).
+/// `user_input.offer` says: `never` (the default), `always`, or `auto`:
+/// when the approval policy asks a human (its `never` means nobody is
+/// there to ask).
 pub(crate) fn offered(policy: &ThreadPolicy, unattended: bool) -> bool {
     if unattended {
         return false;
@@ -139,9 +140,13 @@ mod tests {
     #[test]
     fn auto_offers_the_tool_only_where_a_human_is_asked() {
         let mut policy = ThreadPolicy::default();
+        policy.approval = ApprovalPolicy::OnRequest;
+        assert!(!offered(&policy, false), "never, unless the thread says");
+        policy.user_input.offer = UserInputOffer::Auto;
+        assert!(offered(&policy, false));
+        policy.approval = ApprovalPolicy::Never;
         assert!(!offered(&policy, false), "approval never: nobody is there");
         policy.approval = ApprovalPolicy::OnRequest;
-        assert!(offered(&policy, false));
         assert!(!offered(&policy, true), "a scheduled job's turn");
         policy.user_input.offer = UserInputOffer::Never;
         assert!(!offered(&policy, false));

@@ -23,6 +23,7 @@ fn attended(timeout_ms: u64) -> ThreadPolicy {
         approval: ApprovalPolicy::OnRequest,
         ..ThreadPolicy::default()
     };
+    policy.user_input.offer = UserInputOffer::Auto;
     policy.user_input.timeout_ms = timeout_ms;
     policy
 }
@@ -341,8 +342,12 @@ async fn bad_questions_are_refused_with_what_to_fix_and_the_model_asks_again() {
 
 #[tokio::test]
 async fn an_unattended_thread_is_not_offered_the_tool() {
-    // The default policy asks nobody (approval `never`).
-    let h = Harness::new(vec![ask(), Step::text("ok")]).await;
+    // By default nobody is said to answer, even where approvals are asked.
+    let policy = ThreadPolicy {
+        approval: ApprovalPolicy::OnRequest,
+        ..ThreadPolicy::default()
+    };
+    let h = harness(vec![ask(), Step::text("ok")], policy).await;
     let (_, seen) = h.run_turn("set up the service").await;
     assert_eq!(turn_status(&seen), TurnStatus::Completed);
     assert!(!offered_tools(&h.llm, 0).iter().any(|t| t == TOOL));
@@ -350,6 +355,13 @@ async fn an_unattended_thread_is_not_offered_the_tool() {
         last_tool_result(&h.llm, 1).contains("unknown tool"),
         "a call anyway is refused at once"
     );
+
+    // `auto` under approval `never`: nobody is there to ask.
+    let mut policy = ThreadPolicy::default();
+    policy.user_input.offer = UserInputOffer::Auto;
+    let h = harness(vec![Step::text("hi")], policy).await;
+    h.run_turn("hello").await;
+    assert!(!offered_tools(&h.llm, 0).iter().any(|t| t == TOOL));
 
     // `always` offers it even though no approval is ever asked.
     let mut policy = ThreadPolicy::default();

@@ -160,7 +160,8 @@ pub struct NewThread {
     /// Make it from this agent (model, instructions, skills).
     #[serde(default)]
     pub agent: Option<String>,
-    /// The thread policy (the engine's `ThreadPolicy` JSON).
+    /// The thread policy (the engine's `ThreadPolicy` JSON; its
+    /// `user_input.offer` is `auto` unless given).
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub policy: Option<Value>,
