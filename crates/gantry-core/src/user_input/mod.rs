@@ -139,8 +139,10 @@ mod tests {
 
     #[test]
     fn auto_offers_the_tool_only_where_a_human_is_asked() {
-        let mut policy = ThreadPolicy::default();
-        policy.approval = ApprovalPolicy::OnRequest;
+        let mut policy = ThreadPolicy {
+            approval: ApprovalPolicy::OnRequest,
+            ..ThreadPolicy::default()
+        };
         assert!(!offered(&policy, false), "never, unless the thread says");
         policy.user_input.offer = UserInputOffer::Auto;
         assert!(offered(&policy, false));
