@@ -52,11 +52,24 @@ function recordingClient(state) {
     .onRequest(acp.methods.client.terminal.output, ({ params }) => state.terminals.output(params))
     .onRequest(acp.methods.client.terminal.waitForExit, ({ params }) => state.terminals.wait(params))
     .onRequest(acp.methods.client.terminal.kill, ({ params }) => state.terminals.kill(params))
-    .onRequest(acp.methods.client.terminal.release, ({ params }) => state.terminals.release(params));
+    .onRequest(acp.methods.client.terminal.release, ({ params }) => state.terminals.release(params))
+    .onRequest(acp.methods.client.elicitation.create, ({ params }) => {
+      state.elicitations.push(params);
+      return state.elicit(params);
+    });
 }
 
 function newState(choose = () => ({ outcome: { outcome: "cancelled" } })) {
-  return { updates: [], permissions: [], fsReads: [], fsWrites: [], choose, terminals: fakeTerminals() };
+  return {
+    updates: [],
+    permissions: [],
+    fsReads: [],
+    fsWrites: [],
+    elicitations: [],
+    choose,
+    elicit: () => ({ action: "decline" }),
+    terminals: fakeTerminals(),
+  };
 }
 
 /** Terminals the client runs itself (a real shell per terminal). */
@@ -464,6 +477,13 @@ await recordingClient(viewer).connectWith(fourth.stream, async (ctx) => {
     assert.deepEqual(received[0].images, [{ media_type: "image/png", data: PNG }]);
   });
 
+  await check("a client without elicitation is not offered request_user_input", async () => {
+    const received = await mock.requests();
+    const tools = (received[0].body.tools ?? []).map((t) => t.function.name);
+    assert.ok(tools.includes("shell"), `tools offered: ${tools}`);
+    assert.ok(!tools.includes("request_user_input"), `tools offered: ${tools}`);
+  });
+
   await check("a refusal by the model answers stopReason refusal", async () => {
     viewer.updates.length = 0;
     const answer = await ctx.request(acp.methods.agent.session.prompt, {
@@ -477,6 +497,95 @@ await recordingClient(viewer).connectWith(fourth.stream, async (ctx) => {
 fourth.child.stdin.end();
 await finish(fourth, "fourth process");
 mock.stop();
+
+// ---- Fifth process: a client that renders form elicitations answers the
+// model's questions; the scripted model (a process) shows what it was told.
+const asking = await startMockLlm(
+  writeScript(root, "fifth.json", [
+    {
+      reply: {
+        tool_calls: [
+          {
+            name: "request_user_input",
+            arguments: {
+              questions: [
+                {
+                  id: "db",
+                  header: "Database",
+                  question: "Which database should the service use?",
+                  options: [
+                    { label: "PostgreSQL", description: "a server" },
+                    { label: "SQLite", description: "a file" },
+                  ],
+                  allow_free_text: true,
+                },
+                {
+                  id: "targets",
+                  header: "Targets",
+                  question: "Where must it run?",
+                  options: [
+                    { label: "Linux", description: "servers" },
+                    { label: "macOS", description: "laptops" },
+                  ],
+                  multi_select: true,
+                },
+              ],
+            },
+          },
+        ],
+      },
+    },
+    { reply: { text: "SQLite on Linux and macOS." } },
+  ]),
+);
+const fifth = startAgent({
+  dataDir,
+  cwd: work,
+  model: ["--model", "asking-model", "--base-url", asking.url],
+  env: { OPENAI_API_KEY: "sk-conformance-key" },
+});
+const user = newState();
+user.elicit = () => ({
+  action: "accept",
+  content: { db: "SQLite", "db.other": "with WAL", targets: ["Linux", "macOS"] },
+});
+await recordingClient(user).connectWith(fifth.stream, async (ctx) => {
+  await ctx.request(acp.methods.agent.initialize, {
+    protocolVersion: 1,
+    clientCapabilities: { elicitation: { form: {} } },
+  });
+  const { sessionId: id } = await ctx.request(acp.methods.agent.session.new, { cwd: work, mcpServers: [] });
+
+  await check("the model's questions are a form elicitation and its answers reach the model", async () => {
+    const answer = await ctx.request(acp.methods.agent.session.prompt, {
+      sessionId: id,
+      prompt: [{ type: "text", text: "Set up the service." }],
+    });
+    assert.equal(answer.stopReason, "end_turn");
+    assert.equal(user.elicitations.length, 1);
+    const asked = user.elicitations[0];
+    assert.equal(asked.sessionId, id);
+    assert.equal(asked.mode, "form");
+    const call = updatesOf(user, "tool_call")[0];
+    assert.equal(asked.toolCallId, call.toolCallId, "tied to the announced call");
+    const fields = asked.requestedSchema.properties;
+    assert.deepEqual(fields.db.oneOf.map((o) => o.const), ["PostgreSQL", "SQLite"]);
+    assert.equal(fields.targets.type, "array");
+    assert.equal(fields["db.other"].type, "string");
+    const received = await asking.requests();
+    const tools = received[0].body.tools.map((t) => t.function.name);
+    assert.ok(tools.includes("request_user_input"), `tools offered: ${tools}`);
+    const told = JSON.parse(received[1].body.messages.findLast((m) => m.role === "tool").content);
+    assert.equal(told.status, "answered");
+    assert.deepEqual(told.answers[0].selected, ["SQLite"]);
+    assert.equal(told.answers[0].text, "with WAL");
+    assert.deepEqual(told.answers[1].selected, ["Linux", "macOS"]);
+    assert.equal(text(user, "agent_message_chunk"), "SQLite on Linux and macOS.");
+  });
+});
+fifth.child.stdin.end();
+await finish(fifth, "fifth process");
+asking.stop();
 
 console.log(`${passed} passed`);
 fs.rmSync(root, { recursive: true, force: true });

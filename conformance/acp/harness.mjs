@@ -45,6 +45,7 @@ const TYPES = {
   "terminal/wait_for_exit": ["WaitForTerminalExitRequest", "WaitForTerminalExitResponse"],
   "terminal/release": ["ReleaseTerminalRequest", "ReleaseTerminalResponse"],
   "terminal/kill": ["KillTerminalRequest", "KillTerminalResponse"],
+  "elicitation/create": ["CreateElicitationRequest", "CreateElicitationResponse"],
 };
 const typed = (name) => ajv.getSchema(`acp#/$defs/${name}`);
 

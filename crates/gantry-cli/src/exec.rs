@@ -121,9 +121,10 @@ async fn turn(
             let mut policy = thread.policy.clone();
             policy.sandbox = sandbox;
             engine.safety().set_policy(&id, policy).await?;
+            // Nobody here can answer the agent's questions.
             let turn = engine
                 .turns()
-                .send(&id, args.prompt.clone(), IfBusy::Reject)
+                .send_unattended(&id, args.prompt.as_str().into(), IfBusy::Reject)
                 .await?;
             (thread, turn)
         }

@@ -191,6 +191,19 @@ impl LiveView {
                     self.line(&self.dim(&format!("  {mark} {}", t.content)));
                 }
             }
+            ItemKind::UserInput {
+                questions,
+                resolved_by,
+                ..
+            } => {
+                let asked: Vec<&str> = questions.iter().map(|q| q.header.as_str()).collect();
+                let by = resolved_by.map_or("-", |b| b.name());
+                self.line(&format!(
+                    "{} {} (by {by})",
+                    self.bold("asked"),
+                    asked.join(", ")
+                ));
+            }
             ItemKind::ExternalTask { tool, error, .. } => {
                 let text = match error {
                     Some(e) => format!("{tool}: error: {e}"),

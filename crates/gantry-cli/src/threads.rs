@@ -104,6 +104,15 @@ fn print_transcript(view: &ThreadView) {
                     request.command.as_deref().unwrap_or(&request.tool),
                     decision
                 ),
+                ItemKind::UserInput {
+                    questions, answers, ..
+                } => println!(
+                    "asked the user {} question(s): {}",
+                    questions.len(),
+                    answers
+                        .as_ref()
+                        .map_or("no answer".to_owned(), |a| format!("{} answered", a.len()))
+                ),
                 ItemKind::ExternalTask {
                     tool,
                     result,

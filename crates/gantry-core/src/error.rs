@@ -55,6 +55,18 @@ pub enum EngineError {
         /// The id or name taken.
         name: String,
     },
+    /// What a client answered is no longer waiting for an answer (a
+    /// user-input request answered, timed out, or ended with its turn):
+    /// the first answer won.
+    #[error("{what} {id} is no longer pending: it {how}")]
+    AlreadyResolved {
+        /// What was answered (`user input request`).
+        what: &'static str,
+        /// Its id.
+        id: String,
+        /// How it ended (`was answered`, `timed out`, ...).
+        how: &'static str,
+    },
     /// The command's input is invalid.
     #[error("{0}")]
     InvalidInput(String),

@@ -36,6 +36,7 @@ mod thread_mcp;
 mod todos;
 mod tool_host;
 mod turn;
+mod user_input;
 mod writer;
 
 pub use actor::ExternalTaskInfo;
@@ -75,4 +76,5 @@ pub use thread_mcp::THREAD_MCP_SERVERS_SETTING;
 pub use tool_host::{
     CommandExit, CommandRunner, FileAccess, HostCommand, OutputSink, ToolHost, ToolHostSource,
 };
+pub use user_input::REQUEST_USER_INPUT;
 pub use writer::StoreUnavailable;

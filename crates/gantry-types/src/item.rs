@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::{
     ApprovalDecision, ApprovalRequest, HandlerMode, ImagePart, ItemId, Lane, TodoItem, TurnId,
+    UserInputAnswer, UserInputQuestion,
 };
 
 /// Where an item is in its life.
@@ -65,7 +66,7 @@ pub enum Refusal {
     },
 }
 
-/// Who resolved an approval.
+/// Who resolved an approval or a user-input request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ResolvedBy {
@@ -189,6 +190,27 @@ pub enum ItemKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resolved_by: Option<ResolvedBy>,
     },
+    /// The model asks the user questions (its `request_user_input` tool)
+    /// and waits: in progress while pending; completed when answered
+    /// (`resolved_by: client`) or when nobody answered in time
+    /// (`timeout`); interrupted by an interrupt, or by a restart (no
+    /// `resolved_by`).
+    UserInput {
+        /// Id to answer with.
+        request_id: String,
+        /// The provider's id for the tool call.
+        call_id: String,
+        /// The questions, 1 to 3.
+        questions: Vec<UserInputQuestion>,
+        /// How long it waits for an answer (0: until answered or interrupted).
+        timeout_ms: u64,
+        /// The answers, once given (a question left out was skipped).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answers: Option<Vec<UserInputAnswer>>,
+        /// Who resolved it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resolved_by: Option<ResolvedBy>,
+    },
     /// A tool call handed to a client (an external or hybrid lane).
     ExternalTask {
         /// Id to complete it with.
@@ -243,6 +265,7 @@ impl ItemKind {
             ItemKind::ToolCall { .. } => "tool_call",
             ItemKind::ContextCompaction { .. } => "context_compaction",
             ItemKind::Approval { .. } => "approval",
+            ItemKind::UserInput { .. } => "user_input",
             ItemKind::TodoList { .. } => "todo_list",
             ItemKind::ExternalTask { .. } => "external_task",
             ItemKind::StructuredOutput { .. } => "structured_output",

@@ -25,6 +25,7 @@ mod thread;
 mod todo;
 mod tool;
 mod turn;
+pub mod user_input;
 mod view;
 
 pub use agent::{Agent, GANTRY_SDK};
@@ -52,4 +53,7 @@ pub use thread::{
 pub use todo::{TodoItem, TodoPriority, TodoStatus, validate_todos};
 pub use tool::ToolSpec;
 pub use turn::{Turn, TurnFailure, TurnStatus, Usage};
+pub use user_input::{
+    UserInputAnswer, UserInputOffer, UserInputOption, UserInputPolicy, UserInputQuestion,
+};
 pub use view::{ThreadView, TurnView};

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::SandboxMode;
+use crate::{SandboxMode, UserInputPolicy};
 
 /// What a permission rule (or the rule set's default) says about a call.
 #[derive(
@@ -180,6 +180,9 @@ pub struct ThreadPolicy {
     pub confirmation: ConfirmationPolicy,
     /// The OS sandbox for shell commands.
     pub sandbox: SandboxMode,
+    /// Whether the model may ask the user questions, and how long it waits.
+    #[serde(skip_serializing_if = "UserInputPolicy::is_default")]
+    pub user_input: UserInputPolicy,
 }
 
 /// A human's answer to an approval request.

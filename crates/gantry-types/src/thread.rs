@@ -48,6 +48,10 @@ pub struct QueuedInput {
     /// What the turn it starts may use.
     #[serde(default, skip_serializing_if = "TurnLimits::is_none")]
     pub limits: TurnLimits,
+    /// Nobody can answer questions in the turn it starts (a scheduled
+    /// job's prompt): the model is not offered `request_user_input`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unattended: bool,
 }
 
 /// What one turn may use, narrower than its thread allows: the tools

@@ -31,6 +31,7 @@ pub(crate) fn status(error: EngineError) -> Status {
         EngineError::Archived(id) => crate::state::destroyed(&id),
         EngineError::Busy { .. }
         | EngineError::NotSteerable { .. }
+        | EngineError::AlreadyResolved { .. }
         | EngineError::Unsupported(_) => Status::failed_precondition(message),
         EngineError::Structured { .. } => Status::aborted(message),
         EngineError::Unavailable(_)

@@ -158,6 +158,7 @@ impl From<EngineError> for ApiError {
             EngineError::Busy { .. }
             | EngineError::NotSteerable { .. }
             | EngineError::Archived(_)
+            | EngineError::AlreadyResolved { .. }
             | EngineError::AlreadyExists { .. } => Self::conflict(message),
             EngineError::InvalidInput(_)
             | EngineError::Structured { .. }

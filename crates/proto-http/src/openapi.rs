@@ -9,7 +9,7 @@ use axum::response::IntoResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{approvals, catalog, jobs, thread_state, threads, turns};
+use crate::routes::{approvals, catalog, jobs, thread_state, threads, turns, user_input};
 use crate::sse;
 
 #[derive(OpenApi)]
@@ -17,8 +17,8 @@ use crate::sse;
     info(
         title = "Gantry HTTP API",
         version = "1",
-        description = "Gantry's own API over its engine: threads, turns, approvals, catalog, \
-            jobs; events over Server-Sent Events (Last-Event-ID resumes). Errors are \
+        description = "Gantry's own API over its engine: threads, turns, approvals, questions \
+            to the user, catalog, jobs; events over Server-Sent Events (Last-Event-ID resumes). Errors are \
             {\"error\": {\"code\", \"message\", \"details\"}}. Requests must name this server \
             in Host (else 421) and, from a browser, come from its own origin (else 403). Once a \
             token exists (`gantry tokens create`), and always beyond loopback, every route but \
@@ -31,7 +31,7 @@ use crate::sse;
         threads::archive, threads::unarchive, threads::delete,
         turns::send, turns::interrupt, turns::pause, turns::resume,
         approvals::pending, approvals::of_thread, approvals::answer, approvals::tasks,
-        approvals::complete,
+        approvals::complete, user_input::of_thread, user_input::answer,
         thread_state::todos, thread_state::set_todos, thread_state::goal,
         thread_state::set_goal, thread_state::clear_goal, thread_state::usage,
         thread_state::total_usage,

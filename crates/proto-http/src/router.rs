@@ -9,7 +9,7 @@ use axum::routing::{get, post};
 use gantry_core::Engine;
 use tokio_util::sync::CancellationToken;
 
-use crate::routes::{approvals, catalog, jobs, thread_state, threads, turns};
+use crate::routes::{approvals, catalog, jobs, thread_state, threads, turns, user_input};
 use crate::{AppState, HttpOptions, dashboard, error, guard, openapi, sse};
 
 /// The API and dashboard over `engine`, for a server listening on `listen`
@@ -54,6 +54,11 @@ pub fn router(
         .route(
             "/v1/threads/{id}/approvals/{approval_id}",
             post(approvals::answer),
+        )
+        .route("/v1/threads/{id}/user-input", get(user_input::of_thread))
+        .route(
+            "/v1/threads/{id}/user-input/{request_id}",
+            post(user_input::answer),
         )
         .route("/v1/threads/{id}/tasks", get(approvals::tasks))
         .route(

@@ -134,6 +134,18 @@ pub(crate) enum ItemDetails {
         /// Who answered; `null` until answered.
         resolved_by: Option<ResolvedBy>,
     },
+    /// Questions the agent asked the user (`request_user_input`).
+    UserInput {
+        /// Id to answer it with.
+        request_id: String,
+        /// Each `{id, header, question, options: [{label, description}],
+        /// allow_free_text, multi_select}`.
+        questions: Value,
+        /// Each `{id, selected?, text?}`; `null` until answered.
+        answers: Option<Value>,
+        /// Who resolved it; `null` until resolved (and after a restart).
+        resolved_by: Option<ResolvedBy>,
+    },
     /// A tool call handed to an API client (a thread with an external or
     /// hybrid lane).
     ExternalTask {
@@ -346,6 +358,20 @@ impl ItemDetails {
                 command: request.command.clone(),
                 reason: request.reason.clone(),
                 decision: decision.as_ref().map(|d| d.kind().into()),
+                resolved_by: resolved_by.map(ResolvedBy::from),
+            },
+            K::UserInput {
+                request_id,
+                questions,
+                answers,
+                resolved_by,
+                ..
+            } => ItemDetails::UserInput {
+                request_id: request_id.clone(),
+                questions: serde_json::to_value(questions).unwrap_or_default(),
+                answers: answers
+                    .as_ref()
+                    .map(|a| serde_json::to_value(a).unwrap_or_default()),
                 resolved_by: resolved_by.map(ResolvedBy::from),
             },
             K::ExternalTask {

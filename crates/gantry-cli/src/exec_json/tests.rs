@@ -68,6 +68,14 @@ fn every_item_kind_keeps_its_type_name() {
             payload: Value::Null,
         },
         ItemKind::TodoList { todos: vec![] },
+        ItemKind::UserInput {
+            request_id: "r".into(),
+            call_id: "c".into(),
+            questions: Vec::new(),
+            timeout_ms: 1,
+            answers: None,
+            resolved_by: None,
+        },
     ];
     for kind in kinds {
         let name = kind.name();

@@ -316,7 +316,7 @@ impl ThreadActor {
                 resolution,
                 reply,
             } => {
-                let _ = reply.send(self.pending.answer(&id, resolution));
+                let _ = reply.send(self.pending.answer(&id, resolution, &self.view));
             }
             Command::ListTasks { reply } => {
                 let _ = reply.send(self.pending.tasks());

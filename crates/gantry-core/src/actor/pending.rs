@@ -1,11 +1,14 @@
-//! Requests a turn waits on that clients answer: approvals and external
-//! tasks. The actor is the one arbiter, so the first answer wins, whether it
-//! comes from a client, a timeout or an interrupt.
+//! Requests a turn waits on that clients answer: approvals, external tasks
+//! and questions to the user. The actor is the one arbiter, so the first
+//! answer wins, whether it comes from a client, a timeout or an interrupt.
 
 use std::collections::HashMap;
 use std::time::Instant;
 
-use gantry_types::{ApprovalDecision, Lane, TimeoutAction};
+use gantry_types::{
+    ApprovalDecision, Lane, ResolvedBy, ThreadView, TimeoutAction, UserInputAnswer,
+    UserInputQuestion,
+};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -22,6 +25,12 @@ pub(crate) enum Resolution {
     },
     /// An external task's result or error.
     Task(Result<String, String>),
+    /// A user-input request's answers (`None`: nobody gave any), and who
+    /// resolved it.
+    UserInput {
+        answers: Option<Vec<UserInputAnswer>>,
+        by: ResolvedBy,
+    },
 }
 
 /// What a turn registers while it waits.
@@ -32,6 +41,10 @@ pub(crate) enum Waiting {
         on_timeout: TimeoutAction,
     },
     Task(ExternalTaskInfo),
+    /// Questions to the user; an answer is checked against them.
+    UserInput {
+        questions: Vec<UserInputQuestion>,
+    },
 }
 
 /// An external task waiting for a client, as listed to clients.
@@ -79,27 +92,44 @@ impl Pending {
         self.entries.insert(id, Entry { waiting, reply });
     }
 
-    /// A client's answer. Errors say why it does not apply.
-    pub(crate) fn answer(&mut self, id: &str, resolution: Resolution) -> Result<(), EngineError> {
+    /// A client's answer. Errors say why it does not apply; a user-input
+    /// request that is not pending is told apart by `view` (unknown, or
+    /// already resolved), and its answers are checked before they count.
+    pub(crate) fn answer(
+        &mut self,
+        id: &str,
+        resolution: Resolution,
+        view: &ThreadView,
+    ) -> Result<(), EngineError> {
         let Some(entry) = self.entries.get(id) else {
+            if matches!(resolution, Resolution::UserInput { .. }) {
+                return Err(not_pending_user_input(id, view));
+            }
             return Err(EngineError::InvalidInput(format!(
                 "`{id}` is not pending: it was already resolved, or never existed"
             )));
         };
-        let fits = matches!(
-            (&entry.waiting, &resolution),
-            (Waiting::Approval { .. }, Resolution::Approval { .. })
-                | (Waiting::Task(_), Resolution::Task(_))
-        );
-        if !fits {
-            return Err(EngineError::InvalidInput(format!(
-                "`{id}` is {}, not what this answer is for",
-                match entry.waiting {
-                    Waiting::Approval { .. } => "an approval",
-                    Waiting::Task(_) => "an external task",
-                }
-            )));
-        }
+        let resolution = match (&entry.waiting, resolution) {
+            (Waiting::Approval { .. }, r @ Resolution::Approval { .. })
+            | (Waiting::Task(_), r @ Resolution::Task(_)) => r,
+            (Waiting::UserInput { questions }, Resolution::UserInput { answers, by }) => {
+                let answers = answers
+                    .map(|a| crate::user_input::check_answers(questions, a))
+                    .transpose()
+                    .map_err(EngineError::InvalidInput)?;
+                Resolution::UserInput { answers, by }
+            }
+            _ => {
+                return Err(EngineError::InvalidInput(format!(
+                    "`{id}` is {}, not what this answer is for",
+                    match entry.waiting {
+                        Waiting::Approval { .. } => "an approval",
+                        Waiting::Task(_) => "an external task",
+                        Waiting::UserInput { .. } => "a user-input request",
+                    }
+                )));
+            }
+        };
         if let Some(entry) = self.entries.remove(id) {
             let _ = entry.reply.send(resolution);
         }
@@ -125,7 +155,7 @@ impl Pending {
                         )),
                     },
                 },
-                by: gantry_types::ResolvedBy::Timeout,
+                by: ResolvedBy::Timeout,
             },
             Waiting::Task(info) => Resolution::Task(Err(format!(
                 "external task {} ({}) was not completed within {}",
@@ -133,6 +163,10 @@ impl Pending {
                 info.tool,
                 secs(info.timeout_ms)
             ))),
+            Waiting::UserInput { .. } => Resolution::UserInput {
+                answers: None,
+                by: ResolvedBy::Timeout,
+            },
         };
         let _ = entry.reply.send(resolution);
     }
@@ -143,9 +177,13 @@ impl Pending {
             let resolution = match entry.waiting {
                 Waiting::Approval { .. } => Resolution::Approval {
                     decision: ApprovalDecision::Abort,
-                    by: gantry_types::ResolvedBy::Interrupt,
+                    by: ResolvedBy::Interrupt,
                 },
                 Waiting::Task(_) => Resolution::Task(Err("interrupted".to_owned())),
+                Waiting::UserInput { .. } => Resolution::UserInput {
+                    answers: None,
+                    by: ResolvedBy::Interrupt,
+                },
             };
             let _ = entry.reply.send(resolution);
         }
@@ -163,11 +201,28 @@ impl Pending {
                     info.remaining_ms = info.timeout_ms.saturating_sub(elapsed);
                     Some(info)
                 }
-                Waiting::Approval { .. } => None,
+                Waiting::Approval { .. } | Waiting::UserInput { .. } => None,
             })
             .collect();
         tasks.sort_by(|a, b| a.task_id.cmp(&b.task_id));
         tasks
+    }
+}
+
+/// Why an answer to user-input request `id` finds nothing pending: the
+/// thread never asked it, or it ended (answered, timed out, interrupted,
+/// or closed by a restart).
+fn not_pending_user_input(id: &str, view: &ThreadView) -> EngineError {
+    match crate::projection::user_inputs(view).find(|r| r.request_id == id) {
+        Some(request) => EngineError::AlreadyResolved {
+            what: "user input request",
+            id: id.to_owned(),
+            how: request.state.describe(),
+        },
+        None => EngineError::NotFound {
+            what: "user input request",
+            name: id.to_owned(),
+        },
     }
 }
 

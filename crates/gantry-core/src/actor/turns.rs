@@ -62,6 +62,7 @@ impl ThreadActor {
                     key: input.key,
                     images: input.images,
                     limits: input.limits,
+                    unattended: input.unattended,
                 };
                 let id = input.turn_id.clone();
                 self.emit(EventPayload::InputQueued { input }).await;
@@ -198,6 +199,7 @@ impl ThreadActor {
     pub(super) async fn start_turn(&mut self, id: TurnId, input: Input, mode: TurnMode) {
         let turn = self.new_turn(&id, &input);
         let limits = input.limits.clone();
+        let unattended = input.unattended;
         self.emit(EventPayload::TurnStarted { turn }).await;
         if mode.has_user_message() {
             self.emit_user_message(&id, input).await;
@@ -221,6 +223,7 @@ impl ThreadActor {
             cwd: PathBuf::from(&thread.cwd),
             history: turn::history(&self.view),
             mode,
+            unattended,
             live: self.live.subscribe(),
             grants: self.grants.clone(),
             skills: self.skills.clone(),
@@ -330,6 +333,7 @@ impl ThreadActor {
                 key: next.key,
                 images: next.images,
                 limits: next.limits,
+                unattended: next.unattended,
             };
             self.start_turn(next.turn_id, input, TurnMode::Chat).await;
         }

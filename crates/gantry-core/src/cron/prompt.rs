@@ -26,7 +26,12 @@ pub(super) async fn run_prompt(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Outcome {
-    let turn = match engine.turns().send(thread, prompt, IfBusy::Queue).await {
+    // Nobody is there to answer a question: the turn is not offered one.
+    let turn = match engine
+        .turns()
+        .send_unattended(thread, prompt.into(), IfBusy::Queue)
+        .await
+    {
         Ok(turn) => turn,
         Err(e) => return Outcome::failed(format!("cannot send the prompt: {e}")),
     };

@@ -65,6 +65,9 @@ pub(crate) struct Input {
     pub key: Option<String>,
     pub images: Vec<ImagePart>,
     pub limits: TurnLimits,
+    /// Nobody can answer questions in the turn it starts (a scheduled
+    /// job's prompt, `gantry exec`): see `Turns::send_unattended`.
+    pub unattended: bool,
 }
 
 impl From<String> for Input {
@@ -74,6 +77,7 @@ impl From<String> for Input {
             key: None,
             images: Vec::new(),
             limits: TurnLimits::default(),
+            unattended: false,
         }
     }
 }

@@ -1,9 +1,12 @@
-//! The human in the loop: permission policies, approvals, external tasks
-//! and lanes.
+//! The human in the loop: permission policies, approvals, questions to
+//! the user, external tasks and lanes.
+
+use gantry_types::UserInputAnswer;
 
 use super::*;
 
-/// The human in the loop: permission policies, approvals, external tasks.
+/// The human in the loop: permission policies, approvals, questions to the
+/// user, external tasks.
 /// Get one from [`Engine::safety`].
 #[derive(Clone, Copy)]
 pub struct Safety<'e> {
@@ -30,6 +33,53 @@ impl Safety<'_> {
                 reply,
             })
             .await?
+    }
+
+    /// Answers a pending user-input request (the model's
+    /// `request_user_input`; pending ones are in the thread's view:
+    /// [`projection::pending_user_inputs`](crate::projection::pending_user_inputs)).
+    /// Each answer names a question by id and gives the labels of the
+    /// options picked and/or the text typed; a question left out is
+    /// skipped, and no answer at all tells the model the user declined.
+    /// The first answer wins, whoever gives it (a client, the request's
+    /// timeout, an interrupt). Errors: [`EngineError::NotFound`] when the
+    /// thread asked no such request, [`EngineError::AlreadyResolved`] when
+    /// it is no longer pending, [`EngineError::InvalidInput`] (naming the
+    /// answer) when an answer does not fit its question; the request then
+    /// still waits. Returns the answers as recorded: in question order,
+    /// text trimmed, skipped questions left out.
+    pub async fn answer_user_input(
+        &self,
+        thread: &ThreadId,
+        request_id: &str,
+        answers: Vec<UserInputAnswer>,
+    ) -> Result<Vec<UserInputAnswer>, EngineError> {
+        let resolution = Resolution::UserInput {
+            answers: Some(answers.clone()),
+            by: gantry_types::ResolvedBy::Client,
+        };
+        self.engine
+            .ask(thread, |reply| Command::Answer {
+                id: request_id.to_owned(),
+                resolution,
+                reply,
+            })
+            .await??;
+        // Taken: the same check the actor made gives what it recorded.
+        let recorded = self
+            .engine
+            .threads()
+            .read(thread)
+            .await
+            .ok()
+            .and_then(|view| {
+                crate::projection::user_inputs(&view)
+                    .find(|r| r.request_id == request_id)
+                    .and_then(|r| {
+                        crate::user_input::check_answers(r.questions, answers.clone()).ok()
+                    })
+            });
+        Ok(recorded.unwrap_or(answers))
     }
 
     /// Completes an external task with the tool's result (`Ok`) or an error

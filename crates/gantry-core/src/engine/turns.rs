@@ -42,6 +42,24 @@ impl Turns<'_> {
         Ok(delivered.turn)
     }
 
+    /// Sends a message whose turn nobody can answer questions in (a
+    /// scheduled job's prompt, a headless `gantry exec`), like
+    /// [`Turns::send_input`](crate::Turns::send_input): the model is not
+    /// offered `request_user_input` in its turn, even when the message
+    /// waits in the queue first, whatever the thread's policy says.
+    pub async fn send_unattended(
+        &self,
+        thread: &ThreadId,
+        input: UserInput,
+        if_busy: IfBusy,
+    ) -> Result<TurnId, EngineError> {
+        let mut input = checked(input, None)?;
+        input.unattended = true;
+        let delivered = self.deliver(thread, input, if_busy).await?;
+        self.engine.flush().await?;
+        Ok(delivered.turn)
+    }
+
     /// Sends a message already [`checked`].
     pub(super) async fn deliver(
         &self,
@@ -235,6 +253,7 @@ pub(super) fn checked(input: UserInput, key: Option<String>) -> Result<Input, En
         key,
         images,
         limits,
+        unattended: false,
     })
 }
 

@@ -213,7 +213,7 @@ impl Loop<'_> {
 
     /// Registers a pending request with the actor; the receiver gets its
     /// resolution.
-    async fn hold(&self, id: &str, waiting: Waiting) -> oneshot::Receiver<Resolution> {
+    pub(super) async fn hold(&self, id: &str, waiting: Waiting) -> oneshot::Receiver<Resolution> {
         let (tx, rx) = oneshot::channel();
         self.em
             .send(TurnMsg::Await {
@@ -227,7 +227,7 @@ impl Loop<'_> {
 
     /// Waits for a held request's resolution; after `timeout_ms` asks the
     /// actor to resolve it by policy. `None` if the actor is gone.
-    async fn wait(
+    pub(super) async fn wait(
         &self,
         id: &str,
         mut rx: oneshot::Receiver<Resolution>,

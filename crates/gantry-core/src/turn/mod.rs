@@ -5,6 +5,7 @@
 //! The task owns no thread state: it reports every change to the thread's
 //! actor as a [`TurnMsg`], which assigns seqs and persists.
 
+mod ask_user;
 mod budget;
 mod compaction;
 mod emitter;
@@ -87,6 +88,8 @@ pub(crate) struct TurnSpec {
     pub history: Vec<Message>,
     /// What the turn does.
     pub mode: TurnMode,
+    /// Nobody can answer questions in this turn (a scheduled job's).
+    pub unattended: bool,
     /// The thread's live policy, lanes and pause switch.
     pub live: LiveRx,
     /// The thread's "approve for this session" answers.

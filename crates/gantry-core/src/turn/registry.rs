@@ -6,14 +6,16 @@ use std::sync::Arc;
 use gantry_tools::ToolRegistry;
 use gantry_tools::skills::SkillTool;
 
-use super::{TurnSpec, read_skills};
+use super::{TurnMode, TurnSpec, read_skills};
 use crate::engine::Shared;
 
 /// The built-ins, the tools of connected MCP servers (the engine's and
 /// the thread's own), the `skill` tool
 /// when the thread has skills, the memory tools (`remember`, `recall`),
-/// and the `lsp_*` tools while a language
-/// server runs for the thread's workspace; only those the turn allows.
+/// the `lsp_*` tools while a language
+/// server runs for the thread's workspace, and `request_user_input` when
+/// someone can answer (see `crate::user_input::offered`); only those the
+/// turn allows.
 pub(super) async fn turn_tools(shared: &Shared, spec: &TurnSpec) -> ToolRegistry {
     let mut tools = shared.tools.clone();
     for tool in shared.mcp.tools_as_registry_entries().await {
@@ -35,6 +37,10 @@ pub(super) async fn turn_tools(shared: &Shared, spec: &TurnSpec) -> ToolRegistry
         for tool in shared.lsp.tools() {
             tools.register(tool);
         }
+    }
+    let attended = crate::user_input::offered(&spec.live.borrow().policy, spec.unattended);
+    if matches!(spec.mode, TurnMode::Chat) && attended {
+        tools.register(Arc::new(crate::user_input::RequestUserInputTool));
     }
     if let Some(allowed) = &spec.allowed_tools {
         tools.retain(|name| allowed.iter().any(|a| a == name));

@@ -166,6 +166,11 @@ impl Loop<'_> {
                 .refuse_as(item, "interrupted before it ran", ItemStatus::Interrupted)
                 .await;
         }
+        // Asking the user is itself a question to a human: no policy gate
+        // or lane stands before it.
+        if name == crate::user_input::REQUEST_USER_INPUT {
+            return self.ask_user(&call_id, &args, item).await;
+        }
         match self.check(&name, &call_id, &args).await {
             Gate::Run => {}
             Gate::Refuse(refusal) => {
@@ -283,7 +288,7 @@ impl Loop<'_> {
     }
 
     /// Answers a call that did not run; the item (already announced) fails.
-    async fn refuse(&self, item: Item, error: &str) -> String {
+    pub(super) async fn refuse(&self, item: Item, error: &str) -> String {
         self.refuse_as(item, error, ItemStatus::Failed).await
     }
 

@@ -27,3 +27,4 @@ mod threads;
 mod todos;
 mod turn_limits;
 mod turn_loop;
+mod user_input;

@@ -157,7 +157,7 @@ function renderItem(item, threadId) {
   const node = el("article", { class: "item " + item.type, id: "item-" + item.id });
   const who = { user_message: "You", agent_message: "Agent", reasoning: "Reasoning",
     command_execution: "Command", file_change: "File change", tool_call: "Tool",
-    approval: "Approval", error: "Error" }[item.type] || item.type;
+    approval: "Approval", user_input: "Question", error: "Error" }[item.type] || item.type;
   node.append(el("div", { class: "who" }, who));
   switch (item.type) {
     case "user_message":
@@ -191,10 +191,74 @@ function renderItem(item, threadId) {
       else node.append(el("div", { class: "muted" }, "answered: " + JSON.stringify(item.decision || "")));
       break;
     }
+    case "user_input":
+      node.append(item.status === "in_progress" ? userInputForm(threadId, item) : userInputAnswered(item));
+      break;
     default:
       node.append(el("pre", {}, item.message || item.text || JSON.stringify(item)));
   }
   return node;
+}
+
+// The model's questions as a form: a radio button per option (a checkbox
+// when several may be picked), a text box where a typed answer is taken.
+// Sending it answers the request; "Skip" answers nothing (the model hears
+// the user declined).
+function userInputForm(threadId, item) {
+  const questions = item.questions || [];
+  const form = el("form", { class: "user-input", "aria-label": "Answer the agent's questions" });
+  const fieldName = (i) => `q-${item.request_id}-${i}`;
+  questions.forEach((q, i) => {
+    const name = fieldName(i);
+    const set = el("fieldset", { "data-question": q.id }, el("legend", {}, q.header), el("p", {}, q.question));
+    (q.options || []).forEach((o, j) => {
+      const id = `${name}-${j}`;
+      set.append(el("div", { class: "option" },
+        el("input", { type: q.multi_select ? "checkbox" : "radio", name, id, value: o.label }),
+        el("label", { for: id }, o.label),
+        o.description ? el("span", { class: "muted" }, " — " + o.description) : null));
+    });
+    if (q.allow_free_text || !(q.options || []).length) {
+      const id = `${name}-text`;
+      set.append(el("div", { class: "option" },
+        el("label", { for: id }, (q.options || []).length ? "Other: " : "Your answer: "),
+        el("input", { type: "text", id, "data-free-text": q.id, maxlength: 4000, size: 40 })));
+    }
+    form.append(set);
+  });
+  const send = async (answers) => {
+    try {
+      await api("POST", `/v1/threads/${threadId}/user-input/${item.request_id}`, { answers });
+    } catch (err) { alert(err.message); }
+  };
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const answers = questions.map((q, i) => {
+      const selected = [...form.querySelectorAll("input:checked")]
+        .filter((input) => input.name === fieldName(i)).map((input) => input.value);
+      const box = document.getElementById(`${fieldName(i)}-text`);
+      const text = box && box.value.trim() ? box.value : undefined;
+      return text === undefined ? { id: q.id, selected } : { id: q.id, selected, text };
+    }).filter((a) => a.selected.length || a.text !== undefined);
+    send(answers);
+  });
+  form.append(el("div", { class: "toolbar" },
+    el("button", { type: "submit", "data-answer": item.request_id }, "Send answers"),
+    el("button", { type: "button", class: "secondary", onclick: () => send([]) }, "Skip")));
+  return form;
+}
+
+// A request that ended: each question with its answer, or how it ended.
+function userInputAnswered(item) {
+  const answers = item.answers || [];
+  const ended = { client: "skipped", timeout: "nobody answered in time", interrupt: "cancelled" }[item.resolved_by]
+    || "closed when the server restarted";
+  return el("div", {}, ...(item.questions || []).map((q) => {
+    const a = answers.find((x) => x.id === q.id);
+    const said = a ? [...(a.selected || []), a.text].filter(Boolean).join(", ") : ended;
+    return el("div", { class: "answer" }, el("strong", {}, q.header + ": "), q.question, " ",
+      el("span", { class: a ? "" : "muted" }, "→ " + said));
+  }));
 }
 
 function approvalButtons(threadId, approvalId) {

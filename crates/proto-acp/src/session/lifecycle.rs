@@ -5,7 +5,7 @@ use std::path::Path;
 use gantry_core::{CreateThread, ThreadQuery};
 use gantry_types::{ThreadId, ThreadPolicy};
 
-use super::{Agent, config, engine_error, mcp, modes::Mode};
+use super::{Agent, config, elicit, engine_error, mcp, modes::Mode};
 use crate::rpc::RpcError;
 use crate::updates::replay;
 use crate::wire::{
@@ -62,13 +62,15 @@ pub(crate) async fn new_session(
         )));
     }
     let mode = Mode::Ask;
+    let mut policy = mode.policy(&ThreadPolicy::default(), agent.options.sandbox);
+    policy.user_input = elicit::user_input_policy(&agent.caps());
     let thread = agent
         .engine
         .threads()
         .create(CreateThread {
             cwd: cwd.to_path_buf(),
             reasoning: agent.options.reasoning.clone(),
-            policy: mode.policy(&ThreadPolicy::default(), agent.options.sandbox),
+            policy,
             metadata: [("client".to_owned(), "acp".to_owned())].into(),
             ..CreateThread::default()
         })
@@ -97,6 +99,18 @@ pub(crate) async fn load_session(
         Err(e) => return Err(engine_error(e)),
     };
     mcp::connect(&agent.engine, &id, &req.mcp_servers).await?;
+    // This client is the one who can answer questions now.
+    let questions = elicit::user_input_policy(&agent.caps());
+    if view.thread.policy.user_input != questions {
+        let mut policy = view.thread.policy.clone();
+        policy.user_input = questions;
+        agent
+            .engine
+            .safety()
+            .set_policy(&id, policy)
+            .await
+            .map_err(engine_error)?;
+    }
     let mode = Mode::of(&view.thread.policy);
     agent.open(id.clone(), view.thread.cwd.clone(), mode);
     for update in replay(&view) {

@@ -55,7 +55,8 @@ pub(crate) async fn call(
                 .read(&session.id)
                 .await
                 .map_err(engine_error)?;
-            let policy = mode.policy(&view.thread.policy, agent.options.sandbox);
+            let mut policy = mode.policy(&view.thread.policy, agent.options.sandbox);
+            policy.user_input = super::elicit::user_input_policy(&agent.caps());
             agent
                 .engine
                 .safety()

@@ -2,10 +2,12 @@
 //! sessions it opened or loaded) and the methods over the engine.
 //! `methods.rs` dispatches, `lifecycle.rs` is new/load/list, `modes.rs`
 //! and `config.rs` the session's mode and options, `prompt.rs` a turn and
-//! its updates, `permission.rs` an approval asked of the user, `mcp.rs`
-//! the client's MCP servers, `input.rs` a prompt's blocks as text.
+//! its updates, `permission.rs` an approval asked of the user,
+//! `elicit.rs` the model's questions to the user as a form, `mcp.rs` the
+//! client's MCP servers, `input.rs` a prompt's blocks as text.
 
 mod config;
+mod elicit;
 mod input;
 mod lifecycle;
 mod mcp;
@@ -155,6 +157,7 @@ pub(crate) fn engine_error(e: EngineError) -> RpcError {
         e @ (EngineError::Busy { .. }
         | EngineError::Archived(_)
         | EngineError::NotFound { .. }
+        | EngineError::AlreadyResolved { .. }
         | EngineError::AlreadyExists { .. }
         | EngineError::Unsupported(_)) => RpcError::invalid_params(e.to_string()),
         e => RpcError::internal(e.to_string()),

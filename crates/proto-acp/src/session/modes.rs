@@ -12,7 +12,7 @@ use crate::wire::{SessionMode, SessionModeState};
 
 /// How long a permission request waits for the user: an editor's prompt
 /// may sit unanswered while its user is away.
-const ASK_TIMEOUT_MS: u64 = 60 * 60 * 1000;
+pub(crate) const ASK_TIMEOUT_MS: u64 = 60 * 60 * 1000;
 
 /// A session mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,8 @@ impl Mode {
     }
 
     /// The policy of this mode for a thread whose sandbox (outside
-    /// `read-only`) is `sandbox`; the permission rules are kept.
+    /// `read-only`) is `sandbox`; the permission rules and the setting for
+    /// questions to the user are kept.
     pub(crate) fn policy(self, base: &ThreadPolicy, sandbox: SandboxMode) -> ThreadPolicy {
         let asks = |auto: &[&str]| ConfirmationPolicy {
             enabled: true,
@@ -92,6 +93,7 @@ impl Mode {
             approval,
             confirmation,
             sandbox,
+            user_input: base.user_input,
         }
     }
 

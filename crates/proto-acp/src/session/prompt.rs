@@ -1,7 +1,8 @@
 //! `session/prompt`: the message starts a turn; its notifications stream
 //! as `session/update`s until it ends, then the usage and the answer
-//! (`stopReason`). An approval the turn waits for is asked of the user
-//! meanwhile, on a task of its own, so a cancel still gets through.
+//! (`stopReason`). An approval or a question the turn waits for is asked
+//! of the user meanwhile, on a task of its own, so a cancel still gets
+//! through.
 
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use gantry_core::{IfBusy, Notification};
 use gantry_types::{EventPayload, ItemKind, ItemStatus, TurnFailure, TurnStatus};
 
 use super::input::prompt_input;
-use super::{Agent, Session, engine_error, permission};
+use super::{Agent, Session, elicit, engine_error, permission};
 use crate::rpc::RpcError;
 use crate::updates::UpdateMapper;
 use crate::wire::{
@@ -87,6 +88,27 @@ pub(crate) async fn prompt(
         if let Notification::Event(event) = &notification {
             match &event.payload {
                 EventPayload::ItemStarted { item } if item.status == ItemStatus::InProgress => {
+                    if let ItemKind::UserInput {
+                        request_id,
+                        call_id,
+                        questions,
+                        ..
+                    } = &item.kind
+                        && agent.caps().elicits_forms()
+                    {
+                        // Announced first, so the form names a known call.
+                        for update in mapper.map(&notification) {
+                            notify(update).await;
+                        }
+                        tokio::spawn(elicit::ask(
+                            agent.clone(),
+                            session.clone(),
+                            request_id.clone(),
+                            call_id.clone(),
+                            questions.clone(),
+                        ));
+                        continue;
+                    }
                     if let ItemKind::Approval {
                         approval_id,
                         request,

@@ -69,6 +69,7 @@ pub(crate) fn describe(tool: &str, args: &Value, cwd: &str) -> Described {
         "todo_write" => (ToolKind::Think, "Update the plan".to_owned(), Vec::new()),
         "recall" => (ToolKind::Search, "Recall memories".to_owned(), Vec::new()),
         "remember" => (ToolKind::Other, "Remember".to_owned(), Vec::new()),
+        gantry_core::REQUEST_USER_INPUT => (ToolKind::Other, ask_title(args), Vec::new()),
         "skill" => (
             ToolKind::Read,
             format!("Load skill {}", text("name")),
@@ -90,6 +91,18 @@ pub(crate) fn describe(tool: &str, args: &Value, cwd: &str) -> Described {
         title,
         locations,
     }
+}
+
+/// "Ask: Database, Targets" from a `request_user_input` call's headers.
+fn ask_title(args: &Value) -> String {
+    let headers: Vec<&str> = args
+        .get("questions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|q| q.get("header").and_then(Value::as_str))
+        .collect();
+    format!("Ask: {}", headers.join(", "))
 }
 
 /// `path` (relative to the workspace or absolute) as an absolute path.

@@ -23,7 +23,33 @@ pub struct ClientCapabilities {
     /// `terminal/*` methods.
     #[serde(default)]
     pub terminal: bool,
+    /// `elicitation/create` modes (absent or `null`: none).
+    #[serde(default)]
+    pub elicitation: Option<ElicitationCapabilities>,
 }
+
+impl ClientCapabilities {
+    /// Whether the client renders form elicitations (what questions to
+    /// the user become).
+    pub fn elicits_forms(&self) -> bool {
+        self.elicitation.is_some_and(|e| e.form.is_some())
+    }
+}
+
+/// The elicitation modes the client offers (`ElicitationCapabilities`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct ElicitationCapabilities {
+    /// Forms rendered from a schema.
+    #[serde(default)]
+    pub form: Option<Offered>,
+    /// Sending the user to a URL.
+    #[serde(default)]
+    pub url: Option<Offered>,
+}
+
+/// A capability offered as an object (its fields, if any, unread).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct Offered {}
 
 /// `fs/*` methods the client offers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]

@@ -3,4 +3,5 @@
 
 mod common;
 mod delegate;
+mod elicit;
 mod session;

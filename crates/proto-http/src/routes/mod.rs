@@ -7,6 +7,7 @@ pub(crate) mod jobs;
 pub(crate) mod thread_state;
 pub(crate) mod threads;
 pub(crate) mod turns;
+pub(crate) mod user_input;
 
 use axum::Json;
 use axum::http::StatusCode;

@@ -5,7 +5,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use gantry_core::{CreateThread, ThreadQuery};
-use gantry_types::{AgentId, ThreadId, ThreadPolicy, TurnId};
+use gantry_types::{AgentId, ThreadId, ThreadPolicy, TurnId, UserInputOffer};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -111,11 +111,22 @@ pub(crate) async fn list(
         (status = 422, description = "A bad field", body = ErrorBody)))]
 pub(crate) async fn create(State(state): State<AppState>, bytes: Bytes) -> Created<ThreadSummary> {
     let new: NewThread = optional_body(&bytes)?;
-    let policy = match new.policy {
+    let names_offer = new
+        .policy
+        .as_ref()
+        .and_then(|p| p.get("user_input"))
+        .and_then(|u| u.get("offer"))
+        .is_some();
+    let mut policy = match new.policy {
         Some(policy) => serde_json::from_value::<ThreadPolicy>(policy)
             .map_err(|e| ApiError::validation(Some("policy"), format!("policy: {e}")))?,
         None => ThreadPolicy::default(),
     };
+    // This API answers the model's questions: its threads are offered
+    // them when their approval policy asks a human, unless told otherwise.
+    if !names_offer {
+        policy.user_input.offer = UserInputOffer::Auto;
+    }
     // The engine refuses it too; here the error names the field.
     state
         .engine

@@ -4,7 +4,8 @@
 //! PATH). A turn started in the page streams its tokens and a command's
 //! output live, an approval is answered in the page, a turn is
 //! interrupted, a reload shows the same history, and the thread is
-//! deleted from its page. With
+//! deleted from its page; the model's questions are answered in a form on
+//! the page. With
 //! `GANTRY_DASHBOARD_SCREENSHOTS=DIR` the pages are saved there as PNGs
 //! (how docs/ got its screenshots).
 
@@ -78,4 +79,47 @@ async fn the_dashboard_streams_a_turn_answers_an_approval_and_interrupts() {
     browser.wait_text("No threads yet.").await;
     let (status, _) = s.get(&format!("/v1/threads/{id}")).await;
     assert_eq!(status, 404);
+}
+
+/// The model's questions are a form on the thread's page: the user picks an
+/// option (a radio button), ticks two (checkboxes), types beside them, and
+/// sends; the model gets exactly that, and the page shows the answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_answers_the_agents_questions_in_the_page() {
+    let answer = "SQLite on Linux and macOS, with WAL.";
+    let s = start(vec![crate::user_input::ask(), Step::text(answer)]).await;
+    let id = s.thread(json!({"approval": "on-request"})).await;
+    let browser = Browser::start().await;
+    browser.goto(&format!("http://{}/#/t/{id}", s.addr)).await;
+    browser.type_into("#message", "set up the service").await;
+    browser.click("#send").await;
+    browser.wait_text("Which database should it use?").await;
+    browser.click(r#"input[type=radio][value="SQLite"]"#).await;
+    browser
+        .click(r#"input[type=checkbox][value="Linux"]"#)
+        .await;
+    browser
+        .click(r#"input[type=checkbox][value="macOS"]"#)
+        .await;
+    browser
+        .type_into(r#"[data-free-text="db"]"#, "with WAL")
+        .await;
+    browser.screenshot("dashboard-user-input.png").await;
+    browser.click("[data-answer]").await;
+    browser.wait_text(answer).await;
+    browser.wait_text("→ SQLite, with WAL").await;
+    browser.wait_text("→ Linux, macOS").await;
+
+    let body = &s.llm.requests()[1].body;
+    let told = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rfind(|m| m["role"] == "tool"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let told: serde_json::Value = serde_json::from_str(told).expect("JSON");
+    assert_eq!(told["answers"][0]["selected"], json!(["SQLite"]), "{told}");
+    assert_eq!(told["answers"][0]["text"], "with WAL");
+    assert_eq!(told["answers"][1]["selected"], json!(["Linux", "macOS"]));
+    let (_, thread) = s.get(&format!("/v1/threads/{id}")).await;
+    assert_eq!(thread["pending_user_input"], json!([]));
 }

@@ -8,3 +8,4 @@ mod common;
 mod events;
 mod threads;
 mod turns;
+mod user_input;

@@ -119,6 +119,7 @@ pub(crate) fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
                 key: None,
                 images: Vec::new(),
                 limits: Default::default(),
+                unattended: false,
             },
         },
         EventPayload::TurnStarted {

@@ -3,6 +3,11 @@
 //! is the engine's own vocabulary (items, policies, job actions) goes as
 //! its JSON, an object in the document.
 
+mod user_input;
+
+pub(crate) use user_input::pending_user_input;
+pub use user_input::{AnswerView, OptionView, QuestionView, UserInputAnswers, UserInputView};
+
 use gantry_core::projection;
 use gantry_types::{Thread, ThreadStatus, ThreadView, Usage};
 use serde::{Deserialize, Serialize};
@@ -121,6 +126,8 @@ pub struct ThreadDetail {
     pub queued: Vec<Value>,
     /// Approvals waiting for an answer.
     pub pending_approvals: Vec<ApprovalView>,
+    /// Questions the model asked the user, waiting for an answer.
+    pub pending_user_input: Vec<UserInputView>,
 }
 
 impl From<&ThreadView> for ThreadDetail {
@@ -130,6 +137,7 @@ impl From<&ThreadView> for ThreadDetail {
             turns: view.turns.iter().map(to_json).collect(),
             queued: view.queued.iter().map(to_json).collect(),
             pending_approvals: pending_approvals(view),
+            pending_user_input: pending_user_input(view),
         }
     }
 }
@@ -152,7 +160,8 @@ pub struct NewThread {
     /// Make it from this agent (model, instructions, skills).
     #[serde(default)]
     pub agent: Option<String>,
-    /// The thread policy (the engine's `ThreadPolicy` JSON).
+    /// The thread policy (the engine's `ThreadPolicy` JSON; its
+    /// `user_input.offer` is `auto` unless given).
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub policy: Option<Value>,
