@@ -170,21 +170,24 @@ class Sse:
 class Server:
     """`gantry serve` with CodeWhale over HTTP, its model scripted."""
 
-    def __init__(self, tmp_path, steps):
+    def __init__(self, tmp_path, steps, version="0.8.59"):
         self.llm = MockLlm(steps, tmp_path)
         self.workspace = tmp_path / "ws"
         self.workspace.mkdir(exist_ok=True)
         token = tmp_path / "token"
         token.write_text(TOKEN + "\n")
+        # The seed's listener, or 0.10's.
+        flag, said = ("--codewhale10-addr", "CodeWhale 0.10 HTTP") if version.startswith("0.10") \
+            else ("--codewhale-addr", "CodeWhale HTTP")
         self.proc = subprocess.Popen(
             [binary("GANTRY_BIN"), "--config", str(write_config(tmp_path, self.llm)),
              "serve", "--listen-addr", "127.0.0.1:0", "--workspace", str(self.workspace),
-             "--storage-backend", "memory", "--codewhale-addr", "127.0.0.1:0",
+             "--storage-backend", "memory", flag, "127.0.0.1:0",
              "--codewhale-token-file", str(token)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             text=True, env=environment(tmp_path),
         )
-        addr = startup_line(self.proc.stderr, r"serving CodeWhale HTTP on (\S+)")
+        addr = startup_line(self.proc.stderr, rf"serving {said} on (\S+)")
         self.base = f"http://{addr.group(1)}"
         self.curl = Curl(self.base)
 
@@ -220,13 +223,13 @@ def server(tmp_path):
 class Stdio:
     """`gantry codewhale --stdio`, spoken to line by line."""
 
-    def __init__(self, tmp_path, steps):
+    def __init__(self, tmp_path, steps, version="0.8.59"):
         self.llm = MockLlm(steps, tmp_path)
         self.workspace = tmp_path / "ws"
         self.workspace.mkdir(exist_ok=True)
         self.proc = subprocess.Popen(
             [binary("GANTRY_BIN"), "--config", str(write_config(tmp_path, self.llm)),
-             "codewhale", "--stdio", "--workspace", str(self.workspace),
+             "codewhale", "--stdio", "--protocol", version, "--workspace", str(self.workspace),
              "--storage-backend", "memory"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, env=environment(tmp_path),

@@ -268,11 +268,12 @@ class StdioPeer:
         return json.loads(line)
 
     def answer(self):
-        """The next line that answers a request (notifications skipped: the
-        reference sends none, and Gantry's turn frames are not compared)."""
+        """The next line that answers a request (notifications skipped:
+        the reference sends none, and Gantry's turn frames are not
+        compared; nor the frame lines of a 0.10 turn)."""
         while True:
             message = self.read()
-            if "method" not in message:
+            if "method" not in message and "jsonrpc" in message:
                 return message
 
 

@@ -216,6 +216,9 @@ impl From<SandboxCeiling> for gantry_types::SandboxMode {
 
 /// `gantry serve`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("codewhale_listener")
+    .multiple(true)
+    .args(["codewhale_addr", "codewhale10_addr"])))]
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub store: StoreArg,
@@ -271,8 +274,14 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub codewhale_addr: Option<String>,
 
-    /// File holding the bearer token CodeWhale HTTP calls must carry.
-    #[arg(long, value_name = "FILE", requires = "codewhale_addr")]
+    /// Also serve CodeWhale 0.10 (0.10.2) over HTTP here, beside or
+    /// instead of the seed's 0.8.59 on --codewhale-addr: the same threads.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub codewhale10_addr: Option<String>,
+
+    /// File holding the bearer token CodeWhale HTTP calls must carry (on
+    /// every CodeWhale listener).
+    #[arg(long, value_name = "FILE", requires = "codewhale_listener")]
     pub codewhale_token_file: Option<PathBuf>,
 
     /// Also serve DIR as a Pando instance (repeat for more dirs), on the

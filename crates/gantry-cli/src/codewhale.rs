@@ -1,6 +1,8 @@
-//! CodeWhale (`proto-codewhale`) in the binary: the HTTP listener `gantry
-//! serve --codewhale-addr` runs beside the A3S one on the same engine, and
-//! `gantry codewhale --stdio`, JSON-RPC on stdin/stdout.
+//! CodeWhale (`proto-codewhale`) in the binary: the HTTP listeners of
+//! `gantry serve --codewhale-addr` (the seed's 0.8.59) and
+//! `--codewhale10-addr` (0.10.2) run beside the A3S one on the same engine,
+//! sharing one CodeWhale (its defaults, its questions); `gantry codewhale
+//! --stdio [--protocol 0.10]`, JSON-RPC on stdin/stdout.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use gantry_core::Engine;
 use gantry_store::{MemoryStore, Store};
-use proto_codewhale::CodeWhale;
+use proto_codewhale::{CodeWhale, Version};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -40,38 +42,47 @@ pub(crate) struct CodewhaleArgs {
     /// data dir); `memory`: nothing written.
     #[arg(long, value_enum, default_value = "file")]
     pub storage_backend: StorageBackend,
+
+    /// The CodeWhale version to speak: 0.8.59 (the seed's) or 0.10.2
+    /// (today's: thread creations carry an `operation_key`, a message is
+    /// answered when its turn ends).
+    #[arg(long, value_name = "VERSION", default_value = "0.8.59")]
+    pub protocol: Version,
 }
 
-/// The CodeWhale HTTP listener of `gantry serve`, started.
+/// A CodeWhale HTTP listener of `gantry serve`, started.
 pub(crate) struct HttpListener {
     pub addr: std::net::SocketAddr,
+    pub version: Version,
     task: JoinHandle<std::io::Result<()>>,
 }
 
+/// Where `gantry serve` listens for CodeWhale, and what they share.
+pub(crate) struct HttpListeners<'a> {
+    /// Each listener's address, the flag that named it and its version.
+    pub addrs: Vec<(&'a str, &'static str, Version)>,
+    pub token_file: Option<&'a Path>,
+    pub allowed_hosts: Vec<String>,
+    pub config_path: Option<PathBuf>,
+}
+
 impl HttpListener {
-    /// Binds `addr` and serves CodeWhale over `engine` until `stop`.
-    pub(crate) async fn start(
+    /// Binds each of `listeners` and serves CodeWhale over `engine` until
+    /// `stop`, every listener on one CodeWhale.
+    pub(crate) async fn start_all(
         engine: &Engine,
         workspace: PathBuf,
-        addr: &str,
-        token_file: Option<&Path>,
-        allowed_hosts: Vec<String>,
-        config_path: Option<PathBuf>,
+        listeners: HttpListeners<'_>,
         stop: CancellationToken,
-    ) -> Result<Self> {
-        let token = token_file.map(read_token).transpose()?;
-        let listener = crate::listen::tcp(addr, "--codewhale-addr").await?;
-        let addr = listener.local_addr()?;
-        if !addr.ip().is_loopback() && token.is_none() {
-            eprintln!(
-                "gantry: warning: CodeWhale listening on {addr}, reachable from other machines, \
-                 without authentication; pass --codewhale-token-file"
-            );
+    ) -> Result<Vec<Self>> {
+        if listeners.addrs.is_empty() {
+            return Ok(Vec::new());
         }
+        let token = listeners.token_file.map(read_token).transpose()?;
         let cw = CodeWhale::open(engine.clone(), workspace)
             .await
             .context("CodeWhale's stored settings")?;
-        if let Some(path) = config_path {
+        if let Some(path) = listeners.config_path {
             cw.set_config_path(path);
         }
         if token.is_none() {
@@ -79,14 +90,31 @@ impl HttpListener {
             // provider (and send its key) elsewhere.
             cw.lock_providers();
         }
-        let task = tokio::spawn(proto_codewhale::serve_http(
-            cw,
-            listener,
-            token,
-            allowed_hosts,
-            stop,
-        ));
-        Ok(Self { addr, task })
+        let mut started = Vec::new();
+        for (addr, flag, version) in listeners.addrs {
+            let listener = crate::listen::tcp(addr, flag).await?;
+            let addr = listener.local_addr()?;
+            if !addr.ip().is_loopback() && token.is_none() {
+                eprintln!(
+                    "gantry: warning: CodeWhale listening on {addr}, reachable from other \
+                     machines, without authentication; pass --codewhale-token-file"
+                );
+            }
+            let task = tokio::spawn(proto_codewhale::serve_http(
+                cw.clone(),
+                version,
+                listener,
+                token.clone(),
+                listeners.allowed_hosts.clone(),
+                stop.clone(),
+            ));
+            started.push(Self {
+                addr,
+                version,
+                task,
+            });
+        }
+        Ok(started)
     }
 
     /// Waits for the server to close (after its stop), a while at most.
@@ -134,7 +162,9 @@ pub(crate) async fn run(global: Global, args: CodewhaleArgs) -> Result<ExitCode>
     if let Some(path) = global.config.clone() {
         cw.set_config_path(path);
     }
-    let served = proto_codewhale::serve_stdio(cw, tokio::io::stdin(), tokio::io::stdout()).await;
+    let served =
+        proto_codewhale::serve_stdio(cw, args.protocol, tokio::io::stdin(), tokio::io::stdout())
+            .await;
     // Turns still running end interrupted, their events saved.
     if let Err(e) = engine.shutdown().await {
         tracing::error!(error = %e, "stopping with events not saved");

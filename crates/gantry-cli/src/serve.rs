@@ -13,11 +13,12 @@ use proto_code_agent::{Listener, ServeOptions, TlsPem};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{Global, ServeArgs, StorageBackend};
-use crate::codewhale::HttpListener;
+use crate::codewhale::{HttpListener, HttpListeners};
 use crate::pando::PandoInstances;
 use crate::rome::RomeListener;
 use crate::setup::{DataDir, read_token};
 use crate::signals::stop_signal;
+use proto_codewhale::Version;
 
 /// Runs the daemon until a signal or the `Shutdown` rpc.
 pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
@@ -80,21 +81,25 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     let stop = stop_signal();
     // One stop for every listener: a signal, or the A3S `Shutdown` rpc.
     let stopping = CancellationToken::new();
-    let codewhale = match &args.codewhale_addr {
-        Some(addr) => Some(
-            HttpListener::start(
-                &engine,
-                workspace.clone(),
-                addr,
-                args.codewhale_token_file.as_deref(),
-                args.allowed_host.clone(),
-                global.config.clone(),
-                stopping.clone(),
-            )
-            .await?,
-        ),
-        None => None,
-    };
+    let codewhale_addrs = [
+        (&args.codewhale_addr, "--codewhale-addr", Version::V0_8),
+        (&args.codewhale10_addr, "--codewhale10-addr", Version::V0_10),
+    ];
+    let codewhale = HttpListener::start_all(
+        &engine,
+        workspace.clone(),
+        HttpListeners {
+            addrs: codewhale_addrs
+                .into_iter()
+                .filter_map(|(addr, flag, version)| Some((addr.as_deref()?, flag, version)))
+                .collect(),
+            token_file: args.codewhale_token_file.as_deref(),
+            allowed_hosts: args.allowed_host.clone(),
+            config_path: global.config.clone(),
+        },
+        stopping.clone(),
+    )
+    .await?;
     let pando = PandoInstances::start(
         &engine,
         &args.pando,
@@ -141,8 +146,13 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
         // The one line scripts wait for (the port, when 0 was asked for).
         eprintln!("gantry: serving a3s.code.agent.v1.CodeAgentService on {addr}");
     }
-    if let Some(codewhale) = &codewhale {
-        eprintln!("gantry: serving CodeWhale HTTP on {}", codewhale.addr);
+    for codewhale in &codewhale {
+        match codewhale.version {
+            Version::V0_8 => eprintln!("gantry: serving CodeWhale HTTP on {}", codewhale.addr),
+            Version::V0_10 => {
+                eprintln!("gantry: serving CodeWhale 0.10 HTTP on {}", codewhale.addr)
+            }
+        }
     }
     pando.announce();
     if let Some(rome) = &rome {
@@ -177,7 +187,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     )
     .await;
     stopping.cancel();
-    if let Some(codewhale) = codewhale {
+    for codewhale in codewhale {
         codewhale.stopped().await?;
     }
     pando.stopped().await;

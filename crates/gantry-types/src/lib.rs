@@ -22,6 +22,7 @@ mod settings_patch;
 pub mod skill;
 mod structured;
 mod thread;
+pub mod time;
 mod todo;
 mod tool;
 mod turn;

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use super::ResumePoint;
 use crate::service::wire_goal;
+use crate::wire::v0_10::{UserInputOption, UserInputQuestion, UserInputRequest};
 use crate::wire::{EventFrame, ExecApprovalRequestEvent, ResponseChannel, ReviewDecision};
 
 /// A frame and where it stands.
@@ -323,6 +324,16 @@ impl FrameMapper {
                     },
                 );
             }
+            ItemKind::UserInput {
+                request_id,
+                call_id,
+                questions,
+                ..
+            } if item.status == ItemStatus::InProgress => {
+                out.push(EventFrame::UserInputRequest {
+                    request: user_input_request(&item.turn_id, request_id, call_id, questions),
+                });
+            }
             _ => {}
         }
     }
@@ -404,6 +415,38 @@ impl FrameMapper {
                 output,
             });
         }
+    }
+}
+
+/// A question of the agent's as 0.10's `user_input_request` carries it.
+fn user_input_request(
+    turn: &TurnId,
+    request_id: &str,
+    call_id: &str,
+    questions: &[gantry_types::UserInputQuestion],
+) -> UserInputRequest {
+    UserInputRequest {
+        call_id: call_id.to_owned(),
+        turn_id: turn.0.clone(),
+        request_id: request_id.to_owned(),
+        questions: questions
+            .iter()
+            .map(|q| UserInputQuestion {
+                header: q.header.clone(),
+                id: q.id.clone(),
+                question: q.question.clone(),
+                options: q
+                    .options
+                    .iter()
+                    .map(|o| UserInputOption {
+                        label: o.label.clone(),
+                        description: o.description.clone(),
+                    })
+                    .collect(),
+                allow_free_text: q.allow_free_text,
+                multi_select: q.multi_select,
+            })
+            .collect(),
     }
 }
 

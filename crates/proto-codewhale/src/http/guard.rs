@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::AppState;
+use crate::Version;
 
 pub(super) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let open = request.uri().path() == "/healthz";
@@ -32,12 +33,13 @@ pub(super) async fn guard(State(state): State<AppState>, request: Request, next:
         }
     };
     // What the reference's CORS layer adds to every answer: caches must
-    // keep answers to different origins apart.
-    response.headers_mut().insert(
-        header::VARY,
-        HeaderValue::from_static(
-            "origin, access-control-request-method, access-control-request-headers",
-        ),
-    );
+    // keep answers to different origins apart (0.10's names the origin only).
+    let vary = match state.version {
+        Version::V0_8 => "origin, access-control-request-method, access-control-request-headers",
+        Version::V0_10 => "origin",
+    };
+    response
+        .headers_mut()
+        .insert(header::VARY, HeaderValue::from_static(vary));
     response
 }

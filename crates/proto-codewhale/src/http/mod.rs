@@ -14,6 +14,7 @@
 mod guard;
 mod handlers;
 mod sse;
+mod v0_10;
 
 use std::future::IntoFuture;
 
@@ -23,7 +24,7 @@ use gantry_web::guard::{Access, OneToken};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::CodeWhale;
+use crate::{CodeWhale, Version};
 
 /// CodeWhale's default address.
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8787";
@@ -36,18 +37,38 @@ pub(crate) struct AppState {
     pub guard: OneToken,
     /// Ends live streams when the server stops.
     pub stop: CancellationToken,
+    /// The CodeWhale it speaks.
+    pub version: Version,
 }
 
-/// The routes over `cw`, every one behind `guard` (which lets `/healthz`
-/// through without a token); live streams end when `stop` is cancelled.
-pub fn router(cw: CodeWhale, guard: OneToken, stop: CancellationToken) -> Router {
-    let state = AppState { cw, guard, stop };
-    let protected = Router::new()
-        .route("/thread", post(handlers::thread))
-        .route("/app", post(handlers::app))
-        .route("/prompt", post(handlers::prompt))
-        .route("/jobs", get(handlers::jobs))
-        .route("/mcp/startup", post(handlers::mcp_startup))
+/// The routes of `version` over `cw`, every one behind `guard` (which lets
+/// `/healthz` through without a token); live streams end when `stop` is
+/// cancelled.
+pub fn router(cw: CodeWhale, version: Version, guard: OneToken, stop: CancellationToken) -> Router {
+    let state = AppState {
+        cw,
+        guard,
+        stop,
+        version,
+    };
+    let protocol = match version {
+        Version::V0_8 => Router::new()
+            .route("/thread", post(handlers::thread))
+            .route("/app", post(handlers::app))
+            .route("/prompt", post(handlers::prompt))
+            .route("/jobs", get(handlers::jobs))
+            .route("/mcp/startup", post(handlers::mcp_startup)),
+        Version::V0_10 => Router::new()
+            .route("/thread", post(v0_10::thread))
+            .route("/app", post(v0_10::app))
+            .route("/prompt", post(v0_10::prompt))
+            .route("/v1/chat/completions", post(v0_10::chat_completions))
+            .route(
+                "/v1/user-input/{thread_id}/{request_id}",
+                post(v0_10::user_input),
+            ),
+    };
+    let protected = protocol
         .route("/thread/{id}/events", get(sse::follow))
         .route("/events", get(sse::engine_wide))
         .route(
@@ -71,6 +92,7 @@ pub fn router(cw: CodeWhale, guard: OneToken, stop: CancellationToken) -> Router
 /// then, and the server returns once open requests are answered.
 pub async fn serve_http(
     cw: CodeWhale,
+    version: Version,
     listener: TcpListener,
     token: Option<String>,
     allowed_hosts: Vec<String>,
@@ -78,7 +100,7 @@ pub async fn serve_http(
 ) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
     let guard = OneToken::new(Access::new(listener.local_addr()?, &allowed_hosts), token);
-    let app = router(cw, guard, stop.clone());
+    let app = router(cw, version, guard, stop.clone());
     let listener = listener.tap_io(|tcp| {
         // Frames are small and each matters now: no Nagle delay.
         if let Err(e) = tcp.set_nodelay(true) {

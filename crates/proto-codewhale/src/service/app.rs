@@ -98,7 +98,7 @@ impl CodeWhale {
     }
 
     /// The configured providers' models (`PROVIDER/MODEL`), then the catalog's.
-    fn models(&self) -> Vec<Value> {
+    pub(super) fn models(&self) -> Vec<Value> {
         let providers = self.engine().providers();
         let mut models = Vec::new();
         for provider in providers.list() {

@@ -10,6 +10,7 @@ mod config;
 mod policy;
 mod prompt;
 mod threads;
+pub(crate) mod v0_10;
 mod views;
 
 use std::path::PathBuf;
@@ -53,6 +54,7 @@ impl From<EngineError> for ServiceError {
             | EngineError::NotFound { .. }
             | EngineError::TurnNotFound { .. }
             | EngineError::ThreadNotFound(_)
+            | EngineError::AlreadyResolved { .. }
             | EngineError::Unsupported(_) => ServiceError::Invalid(e.to_string()),
             _ => ServiceError::Internal(e.to_string()),
         }
@@ -117,6 +119,9 @@ struct Inner {
     /// The config file the process was started with, as `app capabilities`
     /// reports it ([`CodeWhale::set_config_path`]).
     config_path: std::sync::OnceLock<PathBuf>,
+    /// The thread of each question a 0.10 turn of this server is waiting
+    /// on: `submit_user_input` names only the question.
+    questions: std::sync::Mutex<std::collections::HashMap<String, gantry_types::ThreadId>>,
 }
 
 impl CodeWhale {
@@ -137,6 +142,7 @@ impl CodeWhale {
                 saving: tokio::sync::Mutex::new(()),
                 providers_locked: std::sync::atomic::AtomicBool::new(false),
                 config_path: std::sync::OnceLock::new(),
+                questions: Default::default(),
             }),
         })
     }
@@ -174,6 +180,33 @@ impl CodeWhale {
     /// The engine.
     pub fn engine(&self) -> &Engine {
         &self.inner.engine
+    }
+
+    /// `thread` asked the question `request_id`.
+    fn note_question(&self, request_id: &str, thread: &gantry_types::ThreadId) {
+        self.questions()
+            .insert(request_id.to_owned(), thread.clone());
+    }
+
+    /// The thread that asked the question `request_id`, if a turn of this
+    /// server saw it asked.
+    fn asked_by(&self, request_id: &str) -> Option<gantry_types::ThreadId> {
+        self.questions().get(request_id).cloned()
+    }
+
+    /// `thread`'s turn ended: its questions wait no more.
+    fn forget_questions(&self, thread: &gantry_types::ThreadId) {
+        self.questions().retain(|_, asker| asker != thread);
+    }
+
+    fn questions(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, gantry_types::ThreadId>> {
+        // A map of plain values: a panicking writer leaves it usable.
+        self.inner
+            .questions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     fn defaults(&self) -> Defaults {

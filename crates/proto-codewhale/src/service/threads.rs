@@ -282,7 +282,7 @@ impl CodeWhale {
     }
 
     /// Applies what a resume or fork asks to change.
-    async fn apply_overrides(
+    pub(super) async fn apply_overrides(
         &self,
         id: &ThreadId,
         model: Option<String>,
@@ -336,7 +336,7 @@ impl CodeWhale {
 
 /// The model id asked for: `PROVIDER/MODEL` when both are given (unless
 /// the model names its provider already).
-fn model_id(model: Option<&str>, provider: Option<&str>) -> Option<String> {
+pub(super) fn model_id(model: Option<&str>, provider: Option<&str>) -> Option<String> {
     let model = model.map(str::trim).filter(|m| !m.is_empty())?;
     match provider.map(str::trim).filter(|p| !p.is_empty()) {
         Some(provider) if !model.starts_with(&format!("{provider}/")) => {
@@ -347,7 +347,7 @@ fn model_id(model: Option<&str>, provider: Option<&str>) -> Option<String> {
 }
 
 /// A create's `metadata`: the string values of an object (others as JSON).
-fn metadata_map(metadata: &Value) -> BTreeMap<String, String> {
+pub(super) fn metadata_map(metadata: &Value) -> BTreeMap<String, String> {
     let Some(object) = metadata.as_object() else {
         return BTreeMap::new();
     };

@@ -1,13 +1,16 @@
 //! CodeWhale over stdio: newline-delimited JSON-RPC 2.0 in, answers and
 //! notifications out, one JSON object a line and nothing else (logs go to
 //! stderr). Requests run concurrently, so an approval can be answered
-//! while a prompt waits for it. While a turn a `thread/message` started
-//! runs, its frames go out as `event` notifications (`params`: `thread_id`,
-//! `id` to resume after, `frame`); MCP startup progress goes out the same
-//! way without a thread.
+//! while a prompt waits for it. 0.8.59 (`methods.rs`): while a turn a
+//! `thread/message` started runs, its frames go out as `event`
+//! notifications (`params`: `thread_id`, `id` to resume after, `frame`);
+//! MCP startup progress goes out the same way without a thread. 0.10
+//! (`v0_10.rs`): a message is answered when its turn ends, its frames
+//! written before as lines of their own (`{"type": "response_delta", ...}`).
 
 mod methods;
 mod rpc;
+mod v0_10;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -19,8 +22,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::CodeWhale;
 use crate::frames::{FrameFeed, ResumePoint, engine_frame};
+use crate::{CodeWhale, Version};
 
 /// Lines waiting for stdout; past this the session stops reading frames
 /// until the client reads (back-pressure, never dropped lines).
@@ -32,9 +35,15 @@ const MAX_LINE: usize = gantry_types::MAX_MESSAGE_BODY;
 /// What a longer line is answered with (-32700).
 const TOO_LONG: &str = "the line is longer than the largest message (8 images of 5 MiB)";
 
-/// Serves JSON-RPC lines from `input` on `output` until `shutdown` or the
-/// end of `input` (then requests still running are answered first).
-pub async fn serve_stdio<R, W>(cw: CodeWhale, input: R, output: W) -> std::io::Result<()>
+/// Serves CodeWhale `version`'s JSON-RPC lines from `input` on `output`
+/// until `shutdown` or the end of `input` (then requests still running
+/// are answered first).
+pub async fn serve_stdio<R, W>(
+    cw: CodeWhale,
+    version: Version,
+    input: R,
+    output: W,
+) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -45,11 +54,14 @@ where
     let session = CancellationToken::new();
     let followed: Arc<Mutex<HashSet<String>>> = Arc::default();
     let mut requests = JoinSet::new();
-    tokio::spawn(
-        session
-            .clone()
-            .run_until_cancelled_owned(forward_mcp(cw.clone(), out.clone())),
-    );
+    // 0.10's stdio sends no notifications.
+    if version == Version::V0_8 {
+        tokio::spawn(
+            session
+                .clone()
+                .run_until_cancelled_owned(forward_mcp(cw.clone(), out.clone())),
+        );
+    }
     // Lines as bytes, bounded: one that is not UTF-8 or too long is
     // answered, not the end.
     let mut lines = Lines::new(BufReader::new(input), MAX_LINE);
@@ -94,7 +106,11 @@ where
         let followed = followed.clone();
         let session = session.clone();
         requests.spawn(async move {
-            match methods::call(&cw, &request.method, request.params).await {
+            let called = match version {
+                Version::V0_8 => methods::call(&cw, &request.method, request.params).await,
+                Version::V0_10 => v0_10::call(&cw, &request.method, request.params, &out).await,
+            };
+            match called {
                 Ok(outcome) => {
                     let _ = out.send(rpc::result(request.id, outcome.result)).await;
                     // The follower starts after the answer is queued, so

@@ -1,6 +1,6 @@
 //! JSON-RPC 2.0 envelopes as CodeWhale's stdio server writes them: every
-//! request is answered, one without an id with `id: null`; an error always
-//! carries `data: null`.
+//! request is answered, one without an id with `id: null`; an error
+//! carries `data: null`, or (0.10) what the refusal adds.
 
 use serde_json::{Value, json};
 
@@ -18,6 +18,8 @@ pub(super) struct Request {
 pub(super) struct RpcError {
     pub code: i64,
     pub message: String,
+    /// More (0.10's errors carry it; `null` otherwise).
+    pub data: Value,
 }
 
 impl RpcError {
@@ -25,6 +27,7 @@ impl RpcError {
         Self {
             code: -32700,
             message: message.into(),
+            data: Value::Null,
         }
     }
 
@@ -32,6 +35,7 @@ impl RpcError {
         Self {
             code: -32600,
             message: message.into(),
+            data: Value::Null,
         }
     }
 
@@ -39,6 +43,7 @@ impl RpcError {
         Self {
             code: -32601,
             message: format!("unsupported method: {method}"),
+            data: Value::Null,
         }
     }
 
@@ -46,6 +51,7 @@ impl RpcError {
         Self {
             code: -32602,
             message: message.into(),
+            data: Value::Null,
         }
     }
 
@@ -53,6 +59,7 @@ impl RpcError {
         Self {
             code: -32603,
             message: message.into(),
+            data: Value::Null,
         }
     }
 }
@@ -62,6 +69,16 @@ impl From<ServiceError> for RpcError {
         match e {
             ServiceError::Invalid(m) => RpcError::invalid_params(m),
             ServiceError::Internal(m) => RpcError::internal(m),
+        }
+    }
+}
+
+impl From<crate::Refusal> for RpcError {
+    fn from(r: crate::Refusal) -> Self {
+        Self {
+            code: r.code,
+            message: r.message,
+            data: r.data,
         }
     }
 }
@@ -106,7 +123,7 @@ pub(super) fn error(id: Value, e: RpcError) -> String {
     json!({
         "jsonrpc": "2.0",
         "id": id,
-        "error": { "code": e.code, "message": e.message, "data": null }
+        "error": { "code": e.code, "message": e.message, "data": e.data }
     })
     .to_string()
 }

@@ -73,6 +73,7 @@ async fn mcp_startup_streams_over_http_and_resumes_after_the_last_id() {
     let stop = CancellationToken::new();
     let served = tokio::spawn(proto_codewhale::serve_http(
         s.cw.clone(),
+        proto_codewhale::Version::V0_8,
         listener,
         None,
         Vec::new(),

@@ -13,6 +13,7 @@ async fn a_line_that_is_not_utf8_is_answered_and_the_session_goes_on() {
     let (server_in, server_out) = tokio::io::split(theirs);
     tokio::spawn(proto_codewhale::serve_stdio(
         s.cw.clone(),
+        proto_codewhale::Version::V0_8,
         server_in,
         server_out,
     ));
