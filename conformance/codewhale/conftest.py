@@ -170,20 +170,22 @@ class Sse:
 class Server:
     """`gantry serve` with CodeWhale over HTTP, its model scripted."""
 
-    def __init__(self, tmp_path, steps, version="0.8.59"):
+    def __init__(self, tmp_path, steps, version="0.8.59", data_dir=None):
+        """`data_dir`: the store's (kept across restarts); else in memory."""
         self.llm = MockLlm(steps, tmp_path)
         self.workspace = tmp_path / "ws"
         self.workspace.mkdir(exist_ok=True)
+        store = ["--storage-backend", "memory"] if data_dir is None else []
+        data = [] if data_dir is None else ["--data-dir", str(data_dir)]
         token = tmp_path / "token"
         token.write_text(TOKEN + "\n")
         # The seed's listener, or 0.10's.
         flag, said = ("--codewhale10-addr", "CodeWhale 0.10 HTTP") if version.startswith("0.10") \
             else ("--codewhale-addr", "CodeWhale HTTP")
         self.proc = subprocess.Popen(
-            [binary("GANTRY_BIN"), "--config", str(write_config(tmp_path, self.llm)),
+            [binary("GANTRY_BIN"), "--config", str(write_config(tmp_path, self.llm)), *data,
              "serve", "--listen-addr", "127.0.0.1:0", "--workspace", str(self.workspace),
-             "--storage-backend", "memory", flag, "127.0.0.1:0",
-             "--codewhale-token-file", str(token)],
+             *store, flag, "127.0.0.1:0", "--codewhale-token-file", str(token)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             text=True, env=environment(tmp_path),
         )
@@ -210,8 +212,8 @@ def server(tmp_path):
     """Starts `gantry serve` whose model answers `steps`: `server(steps)`."""
     started = []
 
-    def start(steps):
-        s = Server(tmp_path, steps)
+    def start(steps, version="0.8.59", data_dir=None):
+        s = Server(tmp_path, steps, version, data_dir)
         started.append(s)
         return s
 
@@ -308,8 +310,8 @@ def stdio(tmp_path):
     """Starts `gantry codewhale --stdio` whose model answers `steps`."""
     started = []
 
-    def start(steps):
-        s = Stdio(tmp_path, steps)
+    def start(steps, version="0.8.59"):
+        s = Stdio(tmp_path, steps, version)
         started.append(s)
         return s
 

@@ -194,6 +194,7 @@ fn daemon(s: &Scratch) -> Daemon {
         .args(["--storage-backend", "memory"])
         .args(["--http-addr", "127.0.0.1:0"])
         .args(["--codewhale-addr", "127.0.0.1:0"])
+        .args(["--codewhale10-addr", "127.0.0.1:0"])
         .args(["--rome-addr", "127.0.0.1:0"])
         .arg("--pando")
         .arg(&workspace)
@@ -206,6 +207,7 @@ fn daemon(s: &Scratch) -> Daemon {
         "gantry: serving a3s.code.agent.v1.CodeAgentService on ",
         "gantry: serving the HTTP API and dashboard on http://",
         "gantry: serving CodeWhale HTTP on ",
+        "gantry: serving CodeWhale 0.10 HTTP on ",
         "gantry: serving the Rome agent runner on ",
         "gantry: serving Pando instance ",
     ];
@@ -231,13 +233,13 @@ fn daemon(s: &Scratch) -> Daemon {
     });
     let mut said: Vec<String> = said.into_iter().flatten().collect();
     // "… (rpc tcp://127.0.0.1:PORT, pub tcp://…)": the ROUTER's address.
-    let pando = said[4].clone();
+    let pando = said[5].clone();
     let rpc = pando
         .split("rpc tcp://")
         .nth(1)
         .and_then(|r| r.split(',').next())
         .expect("the Pando rpc address");
-    said[4] = rpc.to_owned();
+    said[5] = rpc.to_owned();
     Daemon {
         child,
         said,
@@ -271,7 +273,8 @@ fn http_get(addr: &str, path: &str) -> String {
 fn every_listener_survives_mutated_and_random_bytes_and_answers_after() {
     let s = Scratch::new();
     let mut d = daemon(&s);
-    let [a3s, http, codewhale, rome, pando] = [0, 1, 2, 3, 4].map(|i| d.said[i].clone());
+    let [a3s, http, codewhale, codewhale10, rome, pando] =
+        [0, 1, 2, 3, 4, 5].map(|i| d.said[i].clone());
     let seeds: Vec<(&str, &String, Vec<u8>)> = vec![
         (
             "A3S gRPC",
@@ -302,6 +305,11 @@ fn every_listener_survives_mutated_and_random_bytes_and_answers_after() {
             "CodeWhale h2c",
             &codewhale,
             h2c("/app", "application/json", b"{}"),
+        ),
+        (
+            "CodeWhale 0.10",
+            &codewhale10,
+            http1("/thread", &json!({"kind": "start", "operation_key": "k"})),
         ),
         (
             "Rome",
@@ -338,6 +346,11 @@ fn every_listener_survives_mutated_and_random_bytes_and_answers_after() {
     assert!(answer.starts_with("HTTP/1.1 200"), "HTTP API: {answer}");
     let answer = http_get(&codewhale, "/healthz");
     assert!(answer.starts_with("HTTP/1.1 200"), "CodeWhale: {answer}");
+    let answer = http_get(&codewhale10, "/healthz");
+    assert!(
+        answer.starts_with("HTTP/1.1 200"),
+        "CodeWhale 0.10: {answer}"
+    );
     let answer = http_get(&rome, "/healthz");
     assert!(answer.starts_with("HTTP/1.1 200"), "Rome: {answer}");
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -481,7 +494,11 @@ fn acp_over_stdio_survives_hostile_lines() {
 #[test]
 fn codewhale_over_stdio_survives_hostile_lines() {
     let valid = json!({"jsonrpc": "2.0", "id": "last", "method": "thread/list", "params": {}});
-    stdio_survives(&["codewhale", "--stdio"], &valid, |m| {
-        m["id"] == "last" && !m["result"].is_null()
-    });
+    for protocol in ["0.8.59", "0.10.2"] {
+        stdio_survives(
+            &["codewhale", "--stdio", "--protocol", protocol],
+            &valid,
+            |m| m["id"] == "last" && !m["result"].is_null(),
+        );
+    }
 }

@@ -1,5 +1,5 @@
 //! Every HTTP listener of `gantry serve` (the HTTP API and its dashboard,
-//! CodeWhale, Rome) refuses what a web page can send, token or not: a page
+//! CodeWhale 0.8.59 and 0.10, Rome) refuses what a web page can send, token or not: a page
 //! whose domain was rebound to 127.0.0.1 names its own domain in `Host`,
 //! and any page names its own origin in `Origin`. And a client that may
 //! call cannot widen the server's safety: a sandbox looser than
@@ -20,6 +20,7 @@ struct Served {
     child: Child,
     http: String,
     codewhale: String,
+    codewhale10: String,
     rome: String,
 }
 
@@ -39,6 +40,7 @@ fn serve(scratch: &Scratch, tokens: bool) -> Served {
         .args(["--storage-backend", "memory"])
         .args(["--http-addr", "127.0.0.1:0"])
         .args(["--codewhale-addr", "127.0.0.1:0"])
+        .args(["--codewhale10-addr", "127.0.0.1:0"])
         .args(["--rome-addr", "127.0.0.1:0"]);
     if tokens {
         let made = scratch.run(&["tokens", "create", "--name", "t"]);
@@ -57,6 +59,7 @@ fn serve(scratch: &Scratch, tokens: bool) -> Served {
         &[
             "gantry: serving the HTTP API and dashboard on http://",
             "gantry: serving CodeWhale HTTP on ",
+            "gantry: serving CodeWhale 0.10 HTTP on ",
             "gantry: serving the Rome agent runner on ",
         ],
     );
@@ -64,7 +67,8 @@ fn serve(scratch: &Scratch, tokens: bool) -> Served {
         child,
         http: said[0].trim_end_matches('/').to_owned(),
         codewhale: said[1].clone(),
-        rome: said[2].clone(),
+        codewhale10: said[2].clone(),
+        rome: said[3].clone(),
     }
 }
 
@@ -151,6 +155,18 @@ fn requests(
             None,
         ),
         (
+            "POST",
+            format!("http://{}/thread", s.codewhale10),
+            auth.clone(),
+            Some(json!({"kind": "start", "operation_key": "page"})),
+        ),
+        (
+            "GET",
+            format!("http://{}/healthz", s.codewhale10),
+            auth.clone(),
+            None,
+        ),
+        (
             "GET",
             format!("http://{}/v1/rome/agents/main", s.rome),
             auth.clone(),
@@ -221,7 +237,7 @@ fn a_rebound_page_reaches_no_listener_with_tokens() {
 fn a_token_is_compared_exactly() {
     let scratch = Scratch::new();
     let s = serve(&scratch, true);
-    for addr in [&s.codewhale, &s.rome] {
+    for addr in [&s.codewhale, &s.codewhale10, &s.rome] {
         let url = format!("http://{addr}/thread");
         // A trailing space is no part of the value (RFC 9110 5.5: the
         // parser drops whitespace around a field value), so not here.
@@ -257,6 +273,10 @@ fn a_request_without_a_token_or_with_a_text_body_is_refused() {
         ),
         (
             format!("http://{}/thread", s.codewhale),
+            "secret".to_owned(),
+        ),
+        (
+            format!("http://{}/thread", s.codewhale10),
             "secret".to_owned(),
         ),
         (
@@ -358,6 +378,17 @@ fn a_client_cannot_widen_the_servers_safety() {
     assert!(
         answer.contains("looser than this server allows"),
         "{status} {answer}"
+    );
+    let (status, answer) = curl(
+        "POST",
+        &format!("http://{}/thread", s.codewhale10),
+        &[],
+        Some(&json!({"kind": "start", "operation_key": "wide", "sandbox": "danger-full-access"})),
+    );
+    assert_eq!(status, 503, "{answer}");
+    assert!(
+        answer.contains("looser than this server allows"),
+        "{answer}"
     );
     let (status, answer) = curl(
         "POST",

@@ -3,7 +3,9 @@
 //! `provider` (read only), `api_key` and `base_url` (those of the default
 //! model's provider), `approval_policy` (handed back as it was given) and
 //! `sandbox_mode` (defaults of threads created over CodeWhale, kept in the
-//! engine's settings) and `providers.NAME.FIELD` (the engine's provider registry:
+//! engine's settings), `tools.user_input_timeout_seconds` (how long the
+//! agent's questions wait, for threads made from now) and
+//! `providers.NAME.FIELD` (the engine's provider registry:
 //! `kind`, `base_url`, `api_key`, `api_key_env`, `models`; unsetting
 //! `providers.NAME` removes it). Keys come back masked: the engine never
 //! hands a key out, whatever the transport. A key Gantry does not have
@@ -26,6 +28,9 @@ enum Key<'a> {
     Model,
     Approval,
     Sandbox,
+    /// `tools.user_input_timeout_seconds`: how long a question of the
+    /// agent's waits (0: until answered), for threads created from now.
+    UserInputTimeout,
     Provider {
         name: &'a str,
         field: Option<&'a str>,
@@ -39,6 +44,7 @@ fn key(text: &str) -> Result<Key<'_>, ServiceError> {
         "api_key" | "base_url" => Ok(Key::Top(text)),
         "approval_policy" => Ok(Key::Approval),
         "sandbox_mode" => Ok(Key::Sandbox),
+        "tools.user_input_timeout_seconds" => Ok(Key::UserInputTimeout),
         _ => {
             let rest = text
                 .strip_prefix("providers.")
@@ -59,7 +65,8 @@ fn key(text: &str) -> Result<Key<'_>, ServiceError> {
 fn unknown(key: &str) -> ServiceError {
     ServiceError::Invalid(format!(
         "unknown config key `{key}`: expected model, provider, api_key, base_url, \
-         approval_policy, sandbox_mode or providers.NAME.{{{}}}",
+         approval_policy, sandbox_mode, tools.user_input_timeout_seconds or \
+         providers.NAME.{{{}}}",
         PROVIDER_FIELDS.join(",")
     ))
 }
@@ -86,6 +93,7 @@ impl CodeWhale {
             Key::Model => Some(self.engine().providers().default_model()),
             Key::Approval => self.defaults().approval.map(|(_, text)| text),
             Key::Sandbox => self.defaults().sandbox.map(|s| s.as_str().to_owned()),
+            Key::UserInputTimeout => self.defaults().user_input_timeout.map(|s| s.to_string()),
             Key::Provider { name, field } => match self.engine().providers().get(name) {
                 Ok(provider) => provider_field(&provider, field.unwrap_or("kind")),
                 Err(_) => None,
@@ -120,6 +128,15 @@ impl CodeWhale {
                 let sandbox = parse_sandbox(value).map_err(ServiceError::Invalid)?;
                 self.engine().config().check_sandbox(sandbox)?;
                 self.update_defaults(|d| d.sandbox = Some(sandbox)).await?;
+            }
+            Key::UserInputTimeout => {
+                let seconds: u64 = value.trim().parse().map_err(|_| {
+                    ServiceError::Invalid(format!(
+                        "{text}: `{value}` is not a whole number of seconds (0: no limit)"
+                    ))
+                })?;
+                self.update_defaults(|d| d.user_input_timeout = Some(seconds))
+                    .await?;
             }
             Key::Provider { name, field } => {
                 self.check_providers_open(text)?;
@@ -164,6 +181,10 @@ impl CodeWhale {
             }
             Key::Approval => self.update_defaults(|d| d.approval = None).await?,
             Key::Sandbox => self.update_defaults(|d| d.sandbox = None).await?,
+            Key::UserInputTimeout => {
+                self.update_defaults(|d| d.user_input_timeout = None)
+                    .await?
+            }
             Key::Provider { name, field: None } => {
                 self.check_providers_open(text)?;
                 self.engine().providers().remove(name).await?;
@@ -200,6 +221,12 @@ impl CodeWhale {
         }
         if let Some(sandbox) = defaults.sandbox {
             values.insert("sandbox_mode".to_owned(), sandbox.as_str().to_owned());
+        }
+        if let Some(seconds) = defaults.user_input_timeout {
+            values.insert(
+                "tools.user_input_timeout_seconds".to_owned(),
+                seconds.to_string(),
+            );
         }
         for provider in self.engine().providers().list() {
             for field in PROVIDER_FIELDS {

@@ -70,6 +70,8 @@ struct Defaults {
     /// the value back as it was given: `on-request` stays `on-request`).
     approval: Option<(ApprovalPolicy, String)>,
     sandbox: Option<SandboxMode>,
+    /// Seconds an agent's question waits (0: until answered).
+    user_input_timeout: Option<u64>,
 }
 
 /// The engine settings namespace of CodeWhale's thread defaults.
@@ -85,6 +87,9 @@ impl Defaults {
         if let Some(sandbox) = self.sandbox {
             doc.insert("sandbox_mode".into(), sandbox.as_str().into());
         }
+        if let Some(seconds) = self.user_input_timeout {
+            doc.insert("user_input_timeout_seconds".into(), seconds.into());
+        }
         doc.into()
     }
 
@@ -95,6 +100,9 @@ impl Defaults {
             approval: text("approval_policy")
                 .and_then(|t| Some((policy::parse_approval(t).ok()?, t.to_owned()))),
             sandbox: text("sandbox_mode").and_then(|t| policy::parse_sandbox(t).ok()),
+            user_input_timeout: doc
+                .get("user_input_timeout_seconds")
+                .and_then(serde_json::Value::as_u64),
         }
     }
 }

@@ -330,6 +330,12 @@ impl CodeWhale {
             None if new => base.sandbox = defaults.sandbox.unwrap_or(base.sandbox),
             None => {}
         }
+        if let (true, Some(seconds)) = (new, defaults.user_input_timeout) {
+            base.user_input.timeout_ms = seconds.saturating_mul(1000);
+        }
+        if let (true, Some(seconds)) = (new, defaults.user_input_timeout) {
+            base.user_input.timeout_ms = seconds.saturating_mul(1000);
+        }
         Ok(base)
     }
 }

@@ -75,17 +75,13 @@ impl V0_10<'_> {
                 let value = self.cw.config_get(&key).ok().flatten();
                 done(json!({ "key": key, "value": value }))
             }
-            AppRequest::ConfigSet { key, value } => {
-                if let Some(refusal) = nested_key(&key) {
-                    return refused(json!({ "key": key, "value": value, "error": refusal }));
+            AppRequest::ConfigSet { key, value } => match self.cw.config_set(&key, &value).await {
+                Ok(()) => done(json!({ "key": key, "value": value, "error": null })),
+                Err(e) => {
+                    let error = nested_key(&key).unwrap_or_else(|| e.to_string());
+                    refused(json!({ "key": key, "value": value, "error": error }))
                 }
-                match self.cw.config_set(&key, &value).await {
-                    Ok(()) => done(json!({ "key": key, "value": value, "error": null })),
-                    Err(e) => {
-                        refused(json!({ "key": key, "value": value, "error": e.to_string() }))
-                    }
-                }
-            }
+            },
             AppRequest::ConfigUnset { key } => match self.cw.config_unset(&key).await {
                 Ok(()) => done(json!({ "key": key, "error": null })),
                 Err(e) => refused(json!({ "key": key, "error": e.to_string() })),
@@ -250,8 +246,8 @@ impl V0_10<'_> {
 }
 
 /// The library's refusal of a dotted key it has no place for, word for
-/// word; `None` for a key Gantry knows (`providers.NAME.FIELD`) or an
-/// undotted one.
+/// word (for a key Gantry refused); `None` for an undotted one or one of
+/// the provider registry's, whose refusal says more.
 fn nested_key(key: &str) -> Option<String> {
     if !key.contains('.') || key.starts_with("providers.") {
         return None;
