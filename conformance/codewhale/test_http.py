@@ -260,3 +260,20 @@ def test_every_error_case(server):
         assert "threads" in answer and "events" in answer and "data" in answer
     status, _, _ = curl.call("GET", "/thread/no-such-thread/events")
     assert status == 404
+
+
+def test_an_interrupt_stops_a_running_turn(server):
+    s = server([{"reply": {"text": "a long answer " * 50, "chunk_size": 4, "delay_ms": 50}}])
+    thread_id = s.curl.thread(kind="start")["thread_id"]
+    live = s.sse(thread_id)
+    accepted = s.curl.thread(kind="message", thread_id=thread_id, input="talk")
+    assert accepted["status"] == "accepted"
+    # Streaming: its text has started.
+    live.until("response_delta")
+    stopped = s.curl.json(f"/thread/{thread_id}/interrupt", {})
+    assert stopped["status"] != "error", stopped
+    end = live.until("turn_aborted")[-1]
+    live.close()
+    assert end == {"event": "turn_aborted", "turn_id": accepted["data"]["turn_id"],
+                   "reason": "interrupted"}
+    assert s.curl.thread(kind="read", thread_id=thread_id)["thread"]["status"] == "idle"
