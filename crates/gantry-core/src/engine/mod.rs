@@ -340,10 +340,25 @@ impl Engine {
         for _ in 0..3 {
             let handle = self.actor(thread).await?;
             match handle.send(command).await {
-                Ok(()) => return rx.await.map_err(|_| EngineError::ShuttingDown),
+                Ok(()) => {
+                    return match rx.await {
+                        Ok(answer) => Ok(answer),
+                        Err(_) => Err(self.unanswered(thread).await),
+                    };
+                }
                 Err(mpsc::error::SendError(returned)) => command = returned,
             }
         }
         Err(EngineError::ShuttingDown)
+    }
+
+    /// Why a thread's actor dropped a command unanswered: it ended with the
+    /// thread (deleted while the command waited in its queue), or with the
+    /// engine.
+    async fn unanswered(&self, thread: &ThreadId) -> EngineError {
+        match self.shared.store.thread(thread).await {
+            Ok(None) => EngineError::ThreadNotFound(thread.clone()),
+            _ => EngineError::ShuttingDown,
+        }
     }
 }

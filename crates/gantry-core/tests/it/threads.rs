@@ -370,3 +370,31 @@ async fn delete_is_refused_while_a_turn_runs_and_works_after_an_interrupt() {
     let err = h.engine.threads().read(&id).await.unwrap_err();
     assert!(matches!(err, EngineError::ThreadNotFound(_)), "{err}");
 }
+
+/// A request that reaches a thread's actor as the thread is deleted hears
+/// that the thread is gone, not that the engine is shutting down (a
+/// client would give up on the server).
+#[tokio::test]
+async fn a_request_racing_a_delete_hears_the_thread_is_gone() {
+    let h = Harness::new(vec![]).await;
+    for _ in 0..40 {
+        let thread = h
+            .engine
+            .threads()
+            .create(gantry_core::CreateThread {
+                cwd: h.workspace(),
+                ..Default::default()
+            })
+            .await
+            .expect("create");
+        let (deleted, cleared) = tokio::join!(
+            h.engine.threads().delete(&thread.id),
+            h.engine.goals().clear(&thread.id)
+        );
+        deleted.expect("deleted");
+        assert!(
+            !matches!(cleared, Err(EngineError::ShuttingDown)),
+            "{cleared:?}"
+        );
+    }
+}
