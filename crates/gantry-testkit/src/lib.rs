@@ -11,9 +11,12 @@
 //!   keys.
 //! - [`process`]: checks tests use to prove no process was left behind.
 //! - [`postgres`]: a fresh PostgreSQL database per test, dropped after it.
+//! - [`local_model`]: a real small model on a real local server
+//!   (llama.cpp's OpenAI-compatible one).
 
 pub mod browser;
 pub mod github;
+pub mod local_model;
 pub mod postgres;
 pub mod process;
 
