@@ -301,6 +301,9 @@ class ControlPlaneProcess:
         `until` holds."""
         request = urllib.request.Request(f"http://{self.http}/v1/threads/{thread_id}/events")
         seen = []
+        # The stream's keep-alive comments come every 15 s, so a read never
+        # times out: the whole wait is bounded instead.
+        deadline = time.monotonic() + HANG_GUARD
         with urllib.request.urlopen(request, timeout=HANG_GUARD) as stream:
             for raw in stream:
                 line = raw.decode().rstrip("\n")
@@ -308,6 +311,7 @@ class ControlPlaneProcess:
                     seen.append(json.loads(line[5:]))
                     if until(seen[-1]):
                         return seen
+                assert time.monotonic() < deadline, f"never came; the stream said: {seen}"
         raise AssertionError(f"the event stream ended: {seen}")
 
     def stop(self):

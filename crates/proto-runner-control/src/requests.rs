@@ -1,11 +1,11 @@
 //! The control plane's requests, served with the engine. Every request is
 //! answered (an update, or a `RequestError` saying why not) echoing its
 //! request id, but an interrupt, which CompanyHelm's runner answers only
-//! by the end of the turn it stopped; a request seen before is answered again without a second
-//! effect: agents by their id, threads by their id (0.7.0's, chosen by the
-//! control plane) or by the request id they were created under (0.2.0's,
-//! where the runner chooses), messages by their request id as the engine's
-//! idempotency key.
+//! by the end of the turn it stopped; a request seen before is answered
+//! again without a second effect: agents by their id, threads by their id
+//! (0.7.0's, chosen by the control plane) or by the request id they were
+//! created under (0.2.0's, where the runner chooses), messages by their
+//! request id as the engine's idempotency key.
 //!
 //! 0.7.0 has no agents: its threads live under one agent the runner keeps
 //! ([`IMPLICIT_AGENT`]), made the first time a thread needs it.
