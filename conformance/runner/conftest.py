@@ -457,13 +457,27 @@ class Runner:
             self.proc.wait()
             raise
         self._stderr = [first.group(0)]
+        self._said = threading.Condition()
         # Drained all along, so a chatty runner never blocks on a full pipe.
         self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
         self._drain.start()
 
     def _drain_stderr(self):
         for line in self.proc.stderr:
-            self._stderr.append(line.rstrip("\n"))
+            with self._said:
+                self._stderr.append(line.rstrip("\n"))
+                self._said.notify_all()
+
+    def wait_stderr(self, needle):
+        """Waits until the runner's stderr holds `needle` (each line is a
+        signal: no polling); what it said so far."""
+        deadline = time.monotonic() + HANG_GUARD
+        with self._said:
+            while needle not in self.stderr():
+                left = deadline - time.monotonic()
+                assert left > 0, f"the runner never said {needle!r}; it said:\n{self.stderr()}"
+                self._said.wait(left)
+            return self.stderr()
 
     def stderr(self):
         """What the runner said on stderr so far."""
@@ -529,11 +543,12 @@ class Rig:
 def start_runner(pb, pb7, tmp_path):
     """Starts a control plane, a mock model with `steps` and a runner:
     `start_runner([{"reply": {"text": "hi"}}], prefix="cp", token=...,
-    protocol="0.7")`."""
+    protocol="0.7")`; `plane="0.7"` serves a runner of another version
+    with a control plane of 0.7.0's."""
     planes, llms, runners = [], [], []
 
-    def start(steps=(), prefix="", token=TOKEN, protocol="0.2"):
-        plane = ControlPlane(pb7 if protocol == "0.7" else pb, prefix=prefix)
+    def start(steps=(), prefix="", token=TOKEN, protocol="0.2", plane=None):
+        plane = ControlPlane(pb7 if (plane or protocol) == "0.7" else pb, prefix=prefix)
         planes.append(plane)
         llm = MockLlm(list(steps), tmp_path)
         llms.append(llm)

@@ -92,25 +92,30 @@ def test_a_companyhelm_runner_runs_a_full_turn_through_the_api(plane, companyhel
     assert status == 202, accepted
     events = cp.events(thread["id"], lambda e: e["kind"] == "turn" and e["data"]["status"] == "completed")
     kinds = [(e["kind"], e["data"].get("type"), e["data"].get("status")) for e in events]
-    for expected in [
+    assert [k for k in kinds if k[0] in ("turn", "item", "usage")] == [
         ("turn", None, "running"),
+        ("item", "user_message", "running"),
         ("item", "user_message", "completed"),
+        ("usage", None, None),
         ("item", "command_execution", "running"),
         ("item", "command_execution", "completed"),
+        ("item", "file_change", "running"),
         ("item", "file_change", "completed"),
+        ("item", "agent_message", "running"),
         ("item", "agent_message", "completed"),
+        ("usage", None, None),
         ("turn", None, "completed"),
-    ]:
-        assert expected in kinds, kinds
-    assert any(e["kind"] == "usage" for e in events), kinds
+    ], kinds
 
     status, detail = cp.api("GET", f"/v1/threads/{thread['id']}")
     assert status == 200
     assert detail["name"] == "Workspace listing"
     usage = detail["token_usage"]
-    assert (usage["turn_id"], usage["last"]["total_tokens"], usage["model_context_window"]) == (
+    # The last response's usage, and the thread's.
+    assert (usage["turn_id"], usage["last"]["total_tokens"], usage["total"]["total_tokens"], usage["model_context_window"]) == (
         accepted["turn_id"],
         150,
+        270,
         200000,
     )
     [turn] = detail["turns"]
@@ -135,11 +140,27 @@ def test_interrupt_and_delete_reach_the_runner(plane, companyhelm):
     assert status == 202, sent
     asked = runner.wait_for("the interrupt", lambda m: m.WhichOneof("request") == "interrupt_turn_request")
     assert (asked.request_id, asked.interrupt_turn_request.thread_id) == (sent["request_id"], thread["id"])
-    # The runner answers with the turn's end only, which ends it here too.
-    cp.wait_until(
-        "the turn completed",
-        lambda: cp.api("GET", f"/v1/threads/{thread['id']}")[1]["turns"][0]["status"] == "completed",
-    )
+    # The runner answers with the turn's end only (the message's request
+    # id, the cut message never ended): here the turn was interrupted, and
+    # its message ended with it.
+    events = cp.events(thread["id"], lambda e: e["kind"] == "turn" and e["data"]["status"] == "interrupted")
+    assert [(e["data"].get("type"), e["data"]["status"]) for e in events[-2:]] == [
+        ("agent_message", "interrupted"),
+        (None, "interrupted"),
+    ], events
+    # Being interrupted from the ask until the runner said the turn ended.
+    assert any(e["kind"] == "turn" and e["data"]["status"] == "interrupting" for e in events), events
+    [turn] = cp.api("GET", f"/v1/threads/{thread['id']}")[1]["turns"]
+    assert turn["status"] == "interrupted"
+    assert [(i["type"], i["status"]) for i in turn["items"]] == [
+        ("user_message", "completed"),
+        ("agent_message", "interrupted"),
+    ]
+    # A message the runner answers with an error ends its turn as failed.
+    status, accepted = cp.api("POST", f"/v1/threads/{thread['id']}/messages", {"text": "fail"})
+    assert status == 202, accepted
+    events = cp.events(thread["id"], lambda e: e["kind"] == "turn" and e["data"]["status"] == "failed")
+    assert events[-1]["data"]["id"] == accepted["turn_id"], events
 
     status, deleted = cp.api("DELETE", f"/v1/threads/{thread['id']}")
     assert (status, deleted["status"]) == (200, "deleted"), deleted
@@ -160,7 +181,9 @@ def test_a_runner_that_misses_heartbeats_or_whose_sdk_fails_gets_no_work(plane, 
     runner.answer_heartbeats.clear()
     cp.wait_until("the runner is unhealthy", lambda: not runner_view(cp, "ch-1")["healthy"])
     status, refused = cp.api("POST", "/v1/agents", {"sdk": "codex"})
+    # The real cause, as every route says it.
     assert status == 503, refused
+    assert "unhealthy: it missed its heartbeats" in refused["error"]["message"], refused
     runner.answer_heartbeats.set()
     cp.wait_until("the runner is healthy again", lambda: runner_view(cp, "ch-1")["healthy"])
     status, agent = cp.api("POST", "/v1/agents", {"sdk": "codex", "model": "gpt-5"})

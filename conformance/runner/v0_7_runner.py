@@ -3,9 +3,12 @@
 grpcio client built from the 0.7.0 proto (the `pb7` stubs). It registers
 its SDKs with their status, answers heartbeats echoing their id, takes the
 thread ids the control plane picks, runs a turn as that runner reports one
-(turn running, then items, the thread's name and token usage without a
-request id, turn completed), answers an interrupt only with the end of the
-turn (never by the interrupt's id), and ignores requests it does not know.
+(recorded/companyhelm-runner-v0.3.0.json, derived from its source: turn
+running, then items, each model response's token usage and the thread's
+name without a request id, turn completed), answers an interrupt only with
+the end of the turn (never by the interrupt's id) and leaves the cut
+message running, ends a failed turn with a RequestError alone, and ignores
+requests it does not know.
 
 Also the control plane as a process and its HTTP API, over urllib."""
 
@@ -166,31 +169,54 @@ class CompanyHelmRunner:
             self.send(rid, item_update=update)
 
         running, completed = pb.ITEM_STATUS_RUNNING, pb.ITEM_STATUS_COMPLETED
+
+        def usage(last, total):
+            # Per model response, no request id (recorded/: usage).
+            self.send(
+                thread_token_usage_update=pb.ThreadTokenUsageUpdate(
+                    thread_id=thread,
+                    sdk_turn_id=turn,
+                    total_usage=pb.TokenUsageBreakdown(input_tokens=total - 30, output_tokens=30, total_tokens=total),
+                    last_usage=pb.TokenUsageBreakdown(input_tokens=last - 30, output_tokens=30, total_tokens=last),
+                    model_context_window=200000,
+                )
+            )
+
+        def end():
+            # The thread's preview as its name, then the turn's end, under
+            # the message's request id.
+            self.send(thread_name_update=pb.ThreadNameUpdate(thread_id=thread, thread_name="Workspace listing"))
+            self.send(rid, turn_update=pb.TurnUpdate(sdk_turn_id=turn, status=pb.TURN_STATUS_COMPLETED, thread_id=thread))
+
         self.send(rid, turn_update=pb.TurnUpdate(sdk_turn_id=turn, status=pb.TURN_STATUS_RUNNING, thread_id=thread))
         item(f"{turn}-u", running, pb.USER_MESSAGE, request.text)
         item(f"{turn}-u", completed, pb.USER_MESSAGE, request.text)
+        if request.text == "block":
+            # Interrupted mid-answer: codex never ends the cut message.
+            item(f"{turn}-a", running, pb.AGENT_MESSAGE, "Agent message")
+            done = threading.Event()
+            self._blocked[thread] = (rid, turn, done)
+            done.wait(HANG_GUARD)
+            self._blocked.pop(thread, None)
+            end()
+            return
+        if request.text == "fail":
+            # codex's `error` notification: a RequestError under the
+            # message's request id, and no turn completed, no name.
+            item(f"{turn}-a", running, pb.AGENT_MESSAGE, "Agent message")
+            self.send(rid, request_error=pb.RequestError(error_message="stream disconnected before completion"))
+            return
+        usage(120, 120)
         cmd = pb.CommandExecutionItem(command="ls -la", cwd="/workspace", process_id="42")
         item(f"{turn}-c", running, pb.COMMAND_EXECUTION, "ls -la", cmd)
-        if request.text == "block":
-            end = threading.Event()
-            self._blocked[thread] = (rid, turn, end)
-            end.wait(HANG_GUARD)
-            self._blocked.pop(thread, None)
-            cmd.output = "interrupted"
-            item(f"{turn}-c", completed, pb.COMMAND_EXECUTION, "ls -la", cmd)
-        else:
-            cmd.output = "total 0\n"
-            item(f"{turn}-c", completed, pb.COMMAND_EXECUTION, "ls -la", cmd)
-            item(f"{turn}-f", completed, pb.FILE_CHANGE, "File change (completed): 1 file (README.md)")
-            item(f"{turn}-a", completed, pb.AGENT_MESSAGE, "Listed the workspace.")
-        self.send(thread_name_update=pb.ThreadNameUpdate(thread_id=thread, thread_name="Workspace listing"))
-        usage = pb.TokenUsageBreakdown(input_tokens=120, output_tokens=30, total_tokens=150)
-        self.send(
-            thread_token_usage_update=pb.ThreadTokenUsageUpdate(
-                thread_id=thread, sdk_turn_id=turn, total_usage=usage, last_usage=usage, model_context_window=200000
-            )
-        )
-        self.send(rid, turn_update=pb.TurnUpdate(sdk_turn_id=turn, status=pb.TURN_STATUS_COMPLETED, thread_id=thread))
+        cmd.output = "total 0\n"
+        item(f"{turn}-c", completed, pb.COMMAND_EXECUTION, "ls -la", cmd)
+        item(f"{turn}-f", running, pb.FILE_CHANGE, "File change (inProgress): 1 file (README.md)")
+        item(f"{turn}-f", completed, pb.FILE_CHANGE, "File change (completed): 1 file (README.md)")
+        item(f"{turn}-a", running, pb.AGENT_MESSAGE, "Agent message")
+        item(f"{turn}-a", completed, pb.AGENT_MESSAGE, "Listed the workspace.")
+        usage(150, 270)
+        end()
 
 
 class ControlPlaneProcess:
@@ -275,6 +301,9 @@ class ControlPlaneProcess:
         `until` holds."""
         request = urllib.request.Request(f"http://{self.http}/v1/threads/{thread_id}/events")
         seen = []
+        # The stream's keep-alive comments come every 15 s, so a read never
+        # times out: the whole wait is bounded instead.
+        deadline = time.monotonic() + HANG_GUARD
         with urllib.request.urlopen(request, timeout=HANG_GUARD) as stream:
             for raw in stream:
                 line = raw.decode().rstrip("\n")
@@ -282,6 +311,7 @@ class ControlPlaneProcess:
                     seen.append(json.loads(line[5:]))
                     if until(seen[-1]):
                         return seen
+                assert time.monotonic() < deadline, f"never came; the stream said: {seen}"
         raise AssertionError(f"the event stream ended: {seen}")
 
     def stop(self):

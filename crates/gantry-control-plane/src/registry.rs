@@ -323,6 +323,25 @@ impl Registry {
             .collect()
     }
 
+    /// Runners connected here but unhealthy (they missed their heartbeats),
+    /// and what they offer: why no runner may be there for new work.
+    pub(crate) fn unhealthy(&self) -> Vec<(String, Vec<SdkOffer>)> {
+        let state = self.state();
+        let mut unhealthy: Vec<_> = state
+            .channels
+            .keys()
+            .filter(|id| state.unhealthy.contains(*id))
+            .map(|id| {
+                (
+                    id.clone(),
+                    state.offers.get(id).cloned().unwrap_or_default(),
+                )
+            })
+            .collect();
+        unhealthy.sort_by(|a, b| a.0.cmp(&b.0));
+        unhealthy
+    }
+
     /// Runners whose channel is open here.
     pub(crate) fn here(&self) -> usize {
         self.state().channels.len()

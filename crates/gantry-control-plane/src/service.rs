@@ -302,9 +302,16 @@ fn decode(
 ) -> Option<ClientMessage> {
     match version.decode_client(bytes) {
         Ok(message) => Some(message),
-        Err(Inbound::Unknown(field)) => {
-            if unknown.insert(field) {
-                tracing::warn!(runner = %runner_id, protocol = %version, ?field, "runner message of a kind this protocol version does not know; ignored (logged once per kind)");
+        Err(Inbound::Unknown(kind)) => {
+            // Once per kind: a chatty runner must not flood the log.
+            if unknown.insert(kind.field) {
+                tracing::warn!(
+                    runner = %runner_id,
+                    protocol = %version,
+                    kind = kind.name_or_unknown(),
+                    field = kind.field,
+                    "runner message of a kind this protocol version does not know ({kind}); ignored (logged once per kind)"
+                );
             }
             None
         }

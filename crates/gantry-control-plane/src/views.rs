@@ -193,6 +193,9 @@ pub(crate) struct TurnView {
     pub id: String,
     /// The request that started it.
     pub request_id: String,
+    /// `running`, `interrupting` (an interrupt was sent for it), then
+    /// `completed`, `interrupted` (it ended after its interrupt) or
+    /// `failed` (the runner answered its message with an error).
     pub status: String,
     pub created_at: i64,
     pub updated_at: i64,
@@ -217,6 +220,8 @@ pub(crate) struct ItemView {
     pub turn_id: Option<String>,
     #[serde(rename = "type")]
     pub item_type: String,
+    /// `running` or `completed`; one still running when its turn ended
+    /// ended with it, in the turn's status (`interrupted`, `failed`).
     pub status: String,
     pub text: Option<String>,
     pub command: Option<CommandView>,

@@ -8,53 +8,15 @@
 use std::convert::Infallible;
 use std::task::{Context, Poll};
 
-use bytes::{Buf, BufMut, Bytes};
+use bytes::Bytes;
+use gantry_grpc::RawCodec;
 use gantry_runner_protocol::v0_2::agent_runner_control_service_server::AgentRunnerControlServiceServer;
 use gantry_runner_protocol::{CONTROL_CHANNEL_PATH, REGISTER_RUNNER_PATH};
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::{Body, BoxFuture, StdError, http};
 use tonic::server::NamedService;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::service::ControlService;
-
-/// Passes message bytes through untouched.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct RawCodec;
-
-impl Codec for RawCodec {
-    type Encode = Bytes;
-    type Decode = Bytes;
-    type Encoder = RawCodec;
-    type Decoder = RawCodec;
-
-    fn encoder(&mut self) -> Self::Encoder {
-        RawCodec
-    }
-
-    fn decoder(&mut self) -> Self::Decoder {
-        RawCodec
-    }
-}
-
-impl Encoder for RawCodec {
-    type Item = Bytes;
-    type Error = Status;
-
-    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        dst.put(item);
-        Ok(())
-    }
-}
-
-impl Decoder for RawCodec {
-    type Item = Bytes;
-    type Error = Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
-        Ok(Some(src.copy_to_bytes(src.remaining())))
-    }
-}
 
 /// `AgentRunnerControlService` for runners of either version; made by
 /// [`crate::ControlPlane::grpc_service`].

@@ -38,11 +38,13 @@ pub const REGISTER_RUNNER_PATH: &str =
     "/companyhelm.runner.v1.AgentRunnerControlService/RegisterRunner";
 
 pub mod github;
+pub mod kinds;
 pub mod map;
 pub mod messages;
 pub mod validate;
 mod version;
 
+pub use kinds::UnknownKind;
 pub use map::{Inbound, NotInVersion};
 pub use version::ProtocolVersion;
 pub use version::UnknownVersion;

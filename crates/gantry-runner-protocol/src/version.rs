@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 use prost::Message;
 
+use crate::kinds::{Side, UnknownKind};
 use crate::map::{self, Inbound, NotInVersion};
 use crate::messages::{ClientMessage, Registration, ServerMessage};
 
@@ -59,7 +60,7 @@ impl ProtocolVersion {
     }
 
     /// A runner's message in this version, decoded and checked. An
-    /// unknown kind is [`Inbound::Unknown`] with its field number.
+    /// unknown kind is [`Inbound::Unknown`], named by its field number.
     pub fn decode_client(self, bytes: &[u8]) -> Result<ClientMessage, Inbound> {
         let decoded = match self {
             ProtocolVersion::V0_2 => crate::v0_2::ClientMessage::decode(bytes)
@@ -69,10 +70,30 @@ impl ProtocolVersion {
                 .map_err(|e| Inbound::Malformed(e.to_string()))
                 .and_then(map::v0_7::client_from_wire),
         };
-        decoded.map_err(|e| match e {
-            Inbound::Unknown(None) => Inbound::Unknown(payload_field(bytes)),
-            other => other,
+        decoded.map_err(|e| named(e, Side::Client, bytes))
+    }
+
+    /// A reply or update, encoded for this version.
+    pub fn encode_client(self, message: &ClientMessage) -> Result<Vec<u8>, NotInVersion> {
+        Ok(match self {
+            ProtocolVersion::V0_2 => map::v0_2::client_to_wire(message)?.encode_to_vec(),
+            ProtocolVersion::V0_7 => map::v0_7::client_to_wire(message)?.encode_to_vec(),
         })
+    }
+
+    /// A control plane's request in this version, decoded and checked. An
+    /// unknown kind is [`Inbound::Unknown`], named by its field number (a
+    /// 0.7.0 heartbeat reaching a 0.2.0 runner is `heartbeat_request`).
+    pub fn decode_server(self, bytes: &[u8]) -> Result<ServerMessage, Inbound> {
+        let decoded = match self {
+            ProtocolVersion::V0_2 => crate::v0_2::ServerMessage::decode(bytes)
+                .map_err(|e| Inbound::Malformed(e.to_string()))
+                .and_then(map::v0_2::server_from_wire),
+            ProtocolVersion::V0_7 => crate::v0_7::ServerMessage::decode(bytes)
+                .map_err(|e| Inbound::Malformed(e.to_string()))
+                .and_then(map::v0_7::server_from_wire),
+        };
+        decoded.map_err(|e| named(e, Side::Server, bytes))
     }
 
     /// A registration, decoded and checked (both versions read as 0.7.0's,
@@ -84,9 +105,20 @@ impl ProtocolVersion {
     }
 }
 
-/// The field number of the first field of a `ClientMessage` other than
-/// `request_id` (1): the payload's kind, known or not.
-fn payload_field(mut bytes: &[u8]) -> Option<u32> {
+/// An unknown kind named from the bytes it came in.
+fn named(why: Inbound, side: Side, bytes: &[u8]) -> Inbound {
+    match why {
+        Inbound::Unknown(kind) if kind.field.is_none() => {
+            Inbound::Unknown(UnknownKind::of(side, oneof_field(bytes)))
+        }
+        other => other,
+    }
+}
+
+/// The field number of the first field of a `ClientMessage` or
+/// `ServerMessage` other than `request_id` (1): the oneof's kind, known or
+/// not (each has one field besides the oneof, and the oneof one kind).
+pub(crate) fn oneof_field(mut bytes: &[u8]) -> Option<u32> {
     use prost::encoding::{DecodeContext, decode_key, skip_field};
     while !bytes.is_empty() {
         let (tag, wire_type) = decode_key(&mut bytes).ok()?;
@@ -203,9 +235,27 @@ mod tests {
                 v0_7::HeartbeatResponse {},
             )),
         };
+        let Err(Inbound::Unknown(kind)) =
+            ProtocolVersion::V0_2.decode_client(&heartbeat.encode_to_vec())
+        else {
+            panic!("a heartbeat answer is no 0.2.0 kind");
+        };
         assert_eq!(
-            ProtocolVersion::V0_2.decode_client(&heartbeat.encode_to_vec()),
-            Err(Inbound::Unknown(Some(9)))
+            (kind.field, kind.name),
+            (Some(9), Some("heartbeat_response"))
         );
+        // And a 0.7.0 heartbeat request reaching a 0.2.0 runner is named too.
+        let asked = v0_7::ServerMessage {
+            request_id: "h".into(),
+            request: Some(v0_7::server_message::Request::HeartbeatRequest(
+                v0_7::HeartbeatRequest {},
+            )),
+        };
+        let Err(Inbound::Unknown(kind)) =
+            ProtocolVersion::V0_2.decode_server(&asked.encode_to_vec())
+        else {
+            panic!("a heartbeat request is no 0.2.0 kind");
+        };
+        assert_eq!(kind.name, Some("heartbeat_request"));
     }
 }

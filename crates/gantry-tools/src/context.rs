@@ -27,6 +27,16 @@ pub fn output_sink(take: impl Fn(&str) + Send + Sync + 'static) -> OutputSink {
     })
 }
 
+/// Told a command's OS process id as soon as its process started (the
+/// engine records it, so clients see the pid of a command still running);
+/// ready once it is taken.
+pub type ProcessSink = Arc<dyn Fn(u32) -> OutputTaken + Send + Sync>;
+
+/// A [`ProcessSink`] that takes nothing (tools run without an engine).
+pub fn ignore_process() -> ProcessSink {
+    Arc::new(|_| Box::pin(std::future::ready(())))
+}
+
 /// Limits applied to tool calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolLimits {
@@ -55,6 +65,8 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Streaming output goes here.
     pub output: OutputSink,
+    /// A command's process id goes here once it started.
+    pub process_started: ProcessSink,
     /// Limits.
     pub limits: ToolLimits,
     /// The OS sandbox for shell commands; `read-only` also stops the file
@@ -90,6 +102,7 @@ impl ToolContext {
             workspace,
             cancel: CancellationToken::new(),
             output: output_sink(|_| {}),
+            process_started: ignore_process(),
             limits: ToolLimits::default(),
             sandbox: SandboxPolicy::danger_full_access(),
             env: Arc::default(),

@@ -25,7 +25,9 @@ mod walk;
 pub mod workspace_path;
 mod write_file;
 
-pub use context::{OutputSink, OutputTaken, ToolContext, ToolLimits, output_sink};
+pub use context::{
+    OutputSink, OutputTaken, ProcessSink, ToolContext, ToolLimits, ignore_process, output_sink,
+};
 pub use edit_file::EditFileTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;

@@ -111,10 +111,33 @@ pub enum EventPayload {
         /// Its initial state.
         item: Item,
     },
+    /// An item in progress changed before it ended: a command's process
+    /// started (its `process_id` is known from here on). Carries the whole
+    /// item as it is now, without the deltas streamed so far.
+    ItemUpdated {
+        /// Its state now.
+        item: Item,
+    },
     /// An item finished; carries its final state, deltas folded in.
     ItemCompleted {
         /// Its final state.
         item: Item,
+    },
+    /// One response of the model ended (a round of the turn, or the
+    /// summary a compaction asked for), with the tokens the provider said
+    /// it used. Only responses whose provider reported usage have one, so
+    /// a turn's events may sum to less than its `TurnCompleted` usage.
+    ModelResponded {
+        /// The turn it belongs to.
+        turn_id: TurnId,
+        /// The turn's model round it answered (a compaction's is the round
+        /// it ran before).
+        round: u32,
+        /// What this one response used.
+        usage: Usage,
+        /// The model's context window in tokens, when the catalog knows it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_window: Option<u64>,
     },
     /// The thread goal was set or changed (status, budget, usage).
     GoalUpdated {
@@ -156,7 +179,9 @@ impl EventPayload {
             EventPayload::TurnStarted { .. } => "turn_started",
             EventPayload::TurnCompleted { .. } => "turn_completed",
             EventPayload::ItemStarted { .. } => "item_started",
+            EventPayload::ItemUpdated { .. } => "item_updated",
             EventPayload::ItemCompleted { .. } => "item_completed",
+            EventPayload::ModelResponded { .. } => "model_responded",
             EventPayload::GoalUpdated { .. } => "goal_updated",
             EventPayload::GoalCleared => "goal_cleared",
             EventPayload::PlanStored { .. } => "plan_stored",
@@ -169,9 +194,10 @@ impl EventPayload {
         match self {
             EventPayload::TurnStarted { turn } => (Some(&turn.id), None),
             EventPayload::TurnCompleted { turn_id, .. } => (Some(turn_id), None),
-            EventPayload::ItemStarted { item } | EventPayload::ItemCompleted { item } => {
-                (Some(&item.turn_id), Some(&item.id))
-            }
+            EventPayload::ItemStarted { item }
+            | EventPayload::ItemUpdated { item }
+            | EventPayload::ItemCompleted { item } => (Some(&item.turn_id), Some(&item.id)),
+            EventPayload::ModelResponded { turn_id, .. } => (Some(turn_id), None),
             EventPayload::InputQueued { input } => (Some(&input.turn_id), None),
             _ => (None, None),
         }

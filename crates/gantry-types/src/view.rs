@@ -141,7 +141,21 @@ impl ThreadView {
                     tv.turn.completed_at = Some(event.ts);
                 }
             }
-            EventPayload::ItemStarted { item } | EventPayload::ItemCompleted { item } => {
+            EventPayload::ModelResponded { turn_id, usage, .. } => {
+                // A running turn's usage grows with each response; its end
+                // says the whole (compactions and all).
+                if let Some(tv) = self
+                    .turns
+                    .iter_mut()
+                    .rev()
+                    .find(|t| &t.turn.id == turn_id && t.turn.status == TurnStatus::Running)
+                {
+                    tv.turn.usage.add(usage);
+                }
+            }
+            EventPayload::ItemStarted { item }
+            | EventPayload::ItemUpdated { item }
+            | EventPayload::ItemCompleted { item } => {
                 // A completed `todo_write` replaces the list.
                 if let (EventPayload::ItemCompleted { .. }, ItemKind::TodoList { todos }) =
                     (&event.payload, &item.kind)

@@ -1,10 +1,11 @@
 //! The control plane's requests, served with the engine. Every request is
 //! answered (an update, or a `RequestError` saying why not) echoing its
-//! request id; a request seen before is answered again without a second
-//! effect: agents by their id, threads by their id (0.7.0's, chosen by the
-//! control plane) or by the request id they were created under (0.2.0's,
-//! where the runner chooses), messages by their request id as the engine's
-//! idempotency key.
+//! request id, but an interrupt, which CompanyHelm's runner answers only
+//! by the end of the turn it stopped; a request seen before is answered
+//! again without a second effect: agents by their id, threads by their id
+//! (0.7.0's, chosen by the control plane) or by the request id they were
+//! created under (0.2.0's, where the runner chooses), messages by their
+//! request id as the engine's idempotency key.
 //!
 //! 0.7.0 has no agents: its threads live under one agent the runner keeps
 //! ([`IMPLICIT_AGENT`]), made the first time a thread needs it.
@@ -16,7 +17,7 @@ use gantry_runner_protocol::messages::{
     self, AgentStatus, Payload, Request, SkillMpStatus, ThreadStatus, TurnStatus as WireTurnStatus,
     UserMessage,
 };
-use gantry_types::{AgentId, GANTRY_SDK, ThreadId, ThreadSettingsPatch, TurnStatus};
+use gantry_types::{AgentId, GANTRY_SDK, ThreadId, ThreadSettingsPatch, TurnId, TurnStatus};
 
 use gantry_runner_protocol::messages::ClientMessage;
 
@@ -76,7 +77,7 @@ impl Handler {
                 agent_id,
                 package_name,
             } => self.install_skills(agent_id, package_name).await,
-            Request::InterruptTurn { thread_id } => self.interrupt(thread_id).await,
+            Request::InterruptTurn { thread_id } => return self.interrupt(thread_id).await,
             Request::Heartbeat => Ok(vec![Payload::Heartbeat]),
             Request::CodexConfiguration { .. } => Err(Refusal(format!(
                 "this runner runs the {GANTRY_SDK} sdk; it has no Codex to configure"
@@ -287,18 +288,49 @@ impl Handler {
         Ok(vec![thread_update(&id, ThreadStatus::Deleted)])
     }
 
-    /// Interrupts the thread's running turn and answers once it ended: its
-    /// turn update, or the thread ready when no turn was running.
-    async fn interrupt(&self, thread: String) -> Answer {
+    /// Interrupts the thread's running turn, answering as CompanyHelm's
+    /// runner does, never under the interrupt's request id: a turn that was
+    /// running ends with its own updates (its message's request id); with
+    /// none running, the last turn's end and the thread ready are said
+    /// again; a refusal is a `RequestError` echoing no request.
+    async fn interrupt(&self, thread: String) -> Result<(), Closed> {
         let id = ThreadId::from(thread.as_str());
-        self.thread_of(None, &id).await?;
-        Ok(match self.engine.turns().interrupt(&id).await? {
-            Some(turn) => {
-                let update = turn_update(None, &id, &turn, WireTurnStatus::Completed);
-                vec![update.payload]
+        let said = match self.interrupt_running(&id).await {
+            // Its follower reports the turn's end.
+            Ok(Some(_)) => Vec::new(),
+            Ok(None) => {
+                let mut said = Vec::new();
+                if let Ok(view) = self.engine.threads().read(&id).await
+                    && let Some(last) = view.turns.last()
+                {
+                    said.push(turn_update(
+                        None,
+                        &id,
+                        &last.turn.id,
+                        WireTurnStatus::Completed,
+                    ));
+                }
+                said.push(ClientMessage {
+                    request_id: None,
+                    payload: thread_update(&id, ThreadStatus::Ready),
+                });
+                said
             }
-            None => vec![thread_update(&id, ThreadStatus::Ready)],
-        })
+            Err(Refusal(error_message)) => vec![ClientMessage {
+                request_id: None,
+                payload: Payload::RequestError { error_message },
+            }],
+        };
+        for message in said {
+            self.outbox.send(message).await?;
+        }
+        Ok(())
+    }
+
+    /// The turn interrupted, once it ended; `None` when none was running.
+    async fn interrupt_running(&self, id: &ThreadId) -> Result<Option<TurnId>, Refusal> {
+        self.thread_of(None, id).await?;
+        Ok(self.engine.turns().interrupt(id).await?)
     }
 
     async fn user_message(&self, request_id: Option<&str>, r: UserMessage) -> Answer {

@@ -206,11 +206,14 @@ async fn serve_requests(handler: Handler, mut requests: mpsc::Receiver<Incoming>
     {
         let request = match request {
             Ok(request) => request,
-            Err(Inbound::Unknown(field)) => {
-                if unknown.insert(field) {
+            Err(Inbound::Unknown(kind)) => {
+                // Each kind its own line, once: a control plane speaking
+                // another version asks it again and again (heartbeats).
+                if unknown.insert(kind.field) {
                     tracing::warn!(
-                        ?field,
-                        "ignoring a request of a kind this protocol version does not know (logged once per kind)"
+                        kind = kind.name_or_unknown(),
+                        field = kind.field,
+                        "ignoring a request of a kind this protocol version does not know: {kind} (logged once per kind)"
                     );
                 }
                 continue;

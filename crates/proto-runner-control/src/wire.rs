@@ -7,12 +7,15 @@ use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
+use gantry_grpc::RawCodec;
 use gantry_runner_protocol::messages::{ClientMessage, Registration, Request};
-use gantry_runner_protocol::{Inbound, ProtocolVersion, map, v0_2, v0_7};
+use gantry_runner_protocol::{CONTROL_CHANNEL_PATH, Inbound, ProtocolVersion, map, v0_2, v0_7};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::{Stream, StreamExt};
 use tonic::Status;
+use tonic::codegen::http;
 
 use super::endpoint::Outbound;
 
@@ -55,44 +58,49 @@ pub(crate) async fn register(
 }
 
 /// Opens the control channel: what `outgoing` yields goes out, requests
-/// come back.
+/// come back. Both ways travel as bytes, mapped here in the version
+/// spoken: a request of a kind the version does not know is named from its
+/// bytes (prost would drop the field, and with it what it was).
 pub(crate) async fn open(
     version: ProtocolVersion,
     channel: Outbound,
     outgoing: mpsc::Receiver<ClientMessage>,
 ) -> Result<Requests, Status> {
     let dropped = DroppedKinds::default();
-    let outgoing = ReceiverStream::new(outgoing);
-    match version {
-        ProtocolVersion::V0_2 => {
-            let mut client =
-                v0_2::agent_runner_control_service_client::AgentRunnerControlServiceClient::new(
-                    channel,
-                );
-            let out = outgoing.filter_map(move |m| dropped.keep(map::v0_2::client_to_wire(&m)));
-            let inbound = client.control_channel(out).await?.into_inner();
-            Ok(Box::pin(inbound.map(|m| {
-                m.map(|m| Incoming {
-                    request_id: m.request_id.clone(),
-                    request: map::v0_2::server_from_wire(m).map(|m| m.request),
-                })
-            })))
-        }
-        ProtocolVersion::V0_7 => {
-            let mut client =
-                v0_7::agent_runner_control_service_client::AgentRunnerControlServiceClient::new(
-                    channel,
-                );
-            let out = outgoing.filter_map(move |m| dropped.keep(map::v0_7::client_to_wire(&m)));
-            let inbound = client.control_channel(out).await?.into_inner();
-            Ok(Box::pin(inbound.map(|m| {
-                m.map(|m| Incoming {
-                    request_id: Some(m.request_id.clone()).filter(|id| !id.is_empty()),
-                    request: map::v0_7::server_from_wire(m).map(|m| m.request),
-                })
-            })))
-        }
-    }
+    let out = ReceiverStream::new(outgoing)
+        .filter_map(move |m| dropped.keep(version.encode_client(&m)).map(Bytes::from));
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready()
+        .await
+        .map_err(|e| Status::unavailable(format!("control plane not ready: {e}")))?;
+    let path = http::uri::PathAndQuery::from_static(CONTROL_CHANNEL_PATH);
+    let inbound = grpc
+        .streaming(tonic::Request::new(out), path, RawCodec)
+        .await?
+        .into_inner();
+    Ok(Box::pin(inbound.map(move |bytes| {
+        bytes.map(|bytes| match version.decode_server(&bytes) {
+            Ok(m) => Incoming {
+                request_id: m.request_id.filter(|id| !id.is_empty()),
+                request: Ok(m.request),
+            },
+            Err(why) => Incoming {
+                request_id: request_id_of(version, &bytes),
+                request: Err(why),
+            },
+        })
+    })))
+}
+
+/// The request id of a request that did not map (so a refusal can echo
+/// it): the one field both versions' `ServerMessage` share.
+fn request_id_of(version: ProtocolVersion, bytes: &[u8]) -> Option<String> {
+    use prost::Message;
+    let id = match version {
+        ProtocolVersion::V0_2 => v0_2::ServerMessage::decode(bytes).ok()?.request_id,
+        ProtocolVersion::V0_7 => Some(v0_7::ServerMessage::decode(bytes).ok()?.request_id),
+    };
+    id.filter(|id| !id.is_empty())
 }
 
 /// The kinds of message dropped for want of a place in the version, so

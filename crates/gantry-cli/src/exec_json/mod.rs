@@ -233,7 +233,10 @@ impl Line {
             | P::GoalUpdated { .. }
             | P::GoalCleared
             | P::PlanStored { .. }
-            | P::PlanStepUpdated { .. } => None,
+            | P::PlanStepUpdated { .. }
+            // The item's start and end say it all; usage comes with the turn's end.
+            | P::ItemUpdated { .. }
+            | P::ModelResponded { .. } => None,
         }
     }
 

@@ -118,12 +118,24 @@ impl ControlPlane {
             if let Some(id) = least_loaded(&connected, &loads, sdk, model) {
                 return Ok(id);
             }
-            // Offered by a runner that is offline: try again later. Offered
-            // by none: the request is wrong.
+            // Offered by a runner connected but missing its heartbeats, or
+            // offline: try again later, and the 503 says which. Offered by
+            // none: the request is wrong.
+            if let Some((id, _)) = inner
+                .registry
+                .unhealthy()
+                .into_iter()
+                .find(|(_, offers)| includes(offers, sdk, model))
+            {
+                return Err(ApiError::Unavailable(format!(
+                    "no healthy runner offers {wanted}: {}",
+                    super::unhealthy(&id)
+                )));
+            }
             let all = inner.registry.all_offers();
             if all.iter().any(|offers| includes(offers, sdk, model)) {
                 return Err(ApiError::Unavailable(format!(
-                    "no connected runner offers {wanted}"
+                    "no connected runner offers {wanted}: the runners that do are offline"
                 )));
             }
             let field = if all.iter().any(|offers| includes(offers, sdk, None)) {
@@ -139,9 +151,7 @@ impl ControlPlane {
         if !inner.store.runners().await?.iter().any(|r| r.id == id) {
             return Err(ApiError::NotFound(format!("runner {id} not found")));
         }
-        if !inner.registry.is_connected(id) {
-            return Err(ApiError::Unavailable(format!("runner {id} is offline")));
-        }
+        self.available(id)?;
         let offers = inner.registry.offers(id);
         if !includes(&offers, sdk, model) {
             let field = if includes(&offers, sdk, None) {

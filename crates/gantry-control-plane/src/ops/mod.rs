@@ -159,7 +159,8 @@ impl ControlPlane {
     }
 
     /// Sends a request to a runner whose channel is here, recorded first,
-    /// without waiting for a reply.
+    /// without waiting for a reply. An interrupt marks the turn it stops
+    /// as it is recorded (see [`crate::tracking::Tracker::record_interrupt`]).
     pub(crate) async fn send_here(
         &self,
         runner_id: &str,
@@ -167,7 +168,11 @@ impl ControlPlane {
         record: RequestRecord,
     ) -> Result<(), ApiError> {
         let inner = &self.inner;
-        inner.tracker.record_request(record).await?;
+        if record.kind == requests::INTERRUPT_TURN {
+            inner.tracker.record_interrupt(record).await?;
+        } else {
+            inner.tracker.record_request(record).await?;
+        }
         inner
             .dispatcher
             .send(&inner.registry, runner_id, message)
@@ -204,13 +209,9 @@ impl ControlPlane {
         self.inner.registry.version(runner_id, None)
     }
 
-    /// A request to a connected, healthy runner, with a new id, checked
-    /// against the runner's version (one it cannot carry is refused).
-    fn prepare(
-        &self,
-        runner_id: &str,
-        request: Request,
-    ) -> Result<(String, ServerMessage), ApiError> {
+    /// Whether runner `runner_id` takes new work now; else 503 saying why
+    /// (offline, or missing its heartbeats), the same on every route.
+    pub(crate) fn available(&self, runner_id: &str) -> Result<(), ApiError> {
         let registry = &self.inner.registry;
         if !registry.is_connected(runner_id) {
             return Err(ApiError::Unavailable(format!(
@@ -218,10 +219,19 @@ impl ControlPlane {
             )));
         }
         if !registry.is_healthy(runner_id) {
-            return Err(ApiError::Unavailable(format!(
-                "runner {runner_id} is unhealthy: it missed its heartbeats"
-            )));
+            return Err(ApiError::Unavailable(unhealthy(runner_id)));
         }
+        Ok(())
+    }
+
+    /// A request to a connected, healthy runner, with a new id, checked
+    /// against the runner's version (one it cannot carry is refused).
+    fn prepare(
+        &self,
+        runner_id: &str,
+        request: Request,
+    ) -> Result<(String, ServerMessage), ApiError> {
+        self.available(runner_id)?;
         let id = uuid::Uuid::now_v7().to_string();
         let message = ServerMessage {
             request_id: Some(id.clone()),
@@ -238,6 +248,11 @@ impl ControlPlane {
             Err(why) => Err(ApiError::Conflict(format!("runner {runner_id}: {why}"))),
         }
     }
+}
+
+/// Why an unhealthy runner gets no work.
+pub(crate) fn unhealthy(runner_id: &str) -> String {
+    format!("runner {runner_id} is unhealthy: it missed its heartbeats")
 }
 
 /// A reply that does not answer the request.

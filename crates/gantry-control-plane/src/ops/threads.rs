@@ -41,6 +41,9 @@ impl ControlPlane {
         require_if_given("model", new.model.as_deref())?;
         require_if_given("reasoning_level", new.reasoning_level.as_deref())?;
         let agent = self.live_agent(agent_id).await?;
+        // Before what it offers: an offline or unhealthy runner's offers
+        // are not why it takes no thread.
+        self.available(&agent.runner_id)?;
         let model = new.model.or(agent.model).ok_or_else(|| {
             ApiError::BadRequest("model: required (the agent has no default model)".into())
         })?;
@@ -188,6 +191,7 @@ impl ControlPlane {
         if thread.status == DELETED {
             return Err(ApiError::Conflict(format!("thread {thread_id} is deleted")));
         }
+        self.available(&thread.runner_id)?;
         if new.model.is_some() || new.reasoning_level.is_some() {
             let agent = self.agent_record(&thread.agent_id).await?;
             let model = new.model.as_deref().unwrap_or(&thread.model);

@@ -75,10 +75,11 @@ pub(super) const INSERT_CLUSTER_SECRET: &str =
 /// The replicas' shared secret.
 pub(super) const CLUSTER_SECRET: &str = "SELECT secret FROM cluster_secret WHERE id = 1";
 
-/// Running turns and live agents per runner.
+/// Running turns (those being interrupted still run) and live agents per
+/// runner.
 pub(super) const RUNNER_LOADS: &str = "SELECT r.id AS runner_id, \
      (SELECT COUNT(*) FROM turns t JOIN threads th ON th.id = t.thread_id \
-      WHERE th.runner_id = r.id AND t.status = 'running') AS running_turns, \
+      WHERE th.runner_id = r.id AND t.status IN ('running', 'interrupting')) AS running_turns, \
      (SELECT COUNT(*) FROM agents a WHERE a.runner_id = r.id AND a.status <> 'deleted') AS agents \
      FROM runners r ORDER BY r.id";
 

@@ -124,6 +124,66 @@ impl Context<'_> {
         self.tracker.store.item(thread_id, id).await
     }
 
+    /// The thread's latest turn, as the batch would leave it.
+    pub(super) async fn latest_turn(
+        &mut self,
+        thread_id: &str,
+    ) -> Result<Option<TurnRecord>, StoreError> {
+        let state = self.state(thread_id).await?;
+        let latest = match state.turn.clone() {
+            Some(turn) => Some(turn),
+            // Not kept: the store's, in the order turns were first seen.
+            None => self.tracker.store.turns(thread_id).await?.pop(),
+        };
+        Ok(match latest {
+            Some(turn) => self.turn(thread_id, &turn.id).await?.or(Some(turn)),
+            None => None,
+        })
+    }
+
+    /// The items of a turn still running, as the batch would leave them,
+    /// in the order they were first seen.
+    pub(super) async fn running_items(
+        &mut self,
+        thread_id: &str,
+        turn_id: &str,
+    ) -> Result<Vec<ItemRecord>, StoreError> {
+        let state = self.state(thread_id).await?;
+        // Every item of a turn first recorded here is kept with it (what
+        // this batch wrote included); else the store has the committed ones.
+        let kept = state.turn_born_here && state.turn.as_ref().is_some_and(|t| t.id == turn_id);
+        let mut items: HashMap<String, ItemRecord> = if kept {
+            state.items.clone()
+        } else {
+            let stored = self.tracker.store.items(thread_id).await?;
+            stored
+                .into_iter()
+                .filter(|i| i.turn_id.as_deref() == Some(turn_id))
+                .map(|i| (i.id.clone(), i))
+                .collect()
+        };
+        for ((thread, id), item) in &self.batch.items {
+            if thread == thread_id && item.turn_id.as_deref() == Some(turn_id) {
+                items.insert(id.clone(), item.clone());
+            }
+        }
+        let mut running: Vec<ItemRecord> = items
+            .into_values()
+            .filter(|i| !super::merge::ended(&i.status))
+            .collect();
+        running.sort_by_key(|i| (i.first_seq, i.created_at));
+        Ok(running)
+    }
+
+    /// Records a request in the batch (an interrupt, written with the mark
+    /// it puts on its turn).
+    pub(super) fn put_request(&mut self, request: RequestRecord) {
+        self.batch
+            .requests
+            .insert(request.id.clone(), request.clone());
+        self.batch.writes.push(Write::Request(request));
+    }
+
     /// An agent.
     pub(super) async fn agent(&mut self, id: &str) -> Result<Option<AgentRecord>, StoreError> {
         match self.batch.agents.get(id) {

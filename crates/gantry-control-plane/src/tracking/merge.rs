@@ -1,6 +1,13 @@
 //! How an update folds into the state it updates. Updates may come again
 //! (a runner re-sends the turns that were active when its channel dropped),
 //! so every rule is idempotent and no status goes backwards.
+//!
+//! The wire says only running or completed. A turn says more here: one
+//! this control plane asked to interrupt is `interrupting` until it ends,
+//! then `interrupted`; one whose message the runner answered with an error
+//! while it ran (CompanyHelm's runner ends a turn its SDK failed that way,
+//! with no completed update) is `failed`. Items still running when their
+//! turn ends end with it, in its status.
 
 use gantry_runner_protocol::messages as pb;
 
@@ -48,6 +55,12 @@ pub(crate) fn item_type(item_type: pb::ItemType) -> &'static str {
 pub(crate) const RUNNING: &str = "running";
 /// A turn or item that is done.
 pub(crate) const COMPLETED: &str = "completed";
+/// A running turn this control plane asked its runner to interrupt.
+pub(crate) const INTERRUPTING: &str = "interrupting";
+/// A turn that ended after it was asked to stop (and its items cut short).
+pub(crate) const INTERRUPTED: &str = "interrupted";
+/// A turn the runner said failed (and its items cut short).
+pub(crate) const FAILED: &str = "failed";
 /// An agent or thread that can be used.
 pub(crate) const READY: &str = "ready";
 /// An agent or thread that is gone.
@@ -58,10 +71,15 @@ const UNKNOWN: &str = "unknown";
 /// Order of progress: a status may only move up.
 fn rank(status: &str) -> u8 {
     match status {
-        COMPLETED => 2,
-        RUNNING => 1,
+        COMPLETED | INTERRUPTED | FAILED => 2,
+        RUNNING | INTERRUPTING => 1,
         _ => 0,
     }
+}
+
+/// Whether a turn (or item) has ended.
+pub(crate) fn ended(status: &str) -> bool {
+    rank(status) == 2
 }
 
 /// The status after `incoming`: the further of the two.
@@ -82,12 +100,16 @@ pub(crate) fn lifecycle<'a>(current: &'a str, incoming: &'a str) -> &'a str {
     }
 }
 
-/// The turn after `incoming`, or `None` when it changes nothing.
+/// The turn after `incoming`, or `None` when it changes nothing. A turn
+/// being interrupted that ends was interrupted.
 pub(crate) fn turn(current: Option<&TurnRecord>, incoming: TurnRecord) -> Option<TurnRecord> {
     let Some(current) = current else {
         return Some(incoming);
     };
-    let status = progress(&current.status, &incoming.status);
+    let mut status = progress(&current.status, &incoming.status);
+    if current.status == INTERRUPTING && status == COMPLETED {
+        status = INTERRUPTED;
+    }
     if status == current.status {
         return None;
     }
@@ -96,6 +118,29 @@ pub(crate) fn turn(current: Option<&TurnRecord>, incoming: TurnRecord) -> Option
         updated_at: incoming.updated_at,
         ..current.clone()
     })
+}
+
+/// The running turn `current` moved to `status` (`interrupting`, or
+/// `failed`), at `at`; `None` for a turn not running (it ended already:
+/// what it ended as stands).
+pub(crate) fn turn_to(current: &TurnRecord, status: &str, at: i64) -> Option<TurnRecord> {
+    if ended(&current.status) || current.status == status {
+        return None;
+    }
+    Some(TurnRecord {
+        status: status.to_owned(),
+        updated_at: at,
+        ..current.clone()
+    })
+}
+
+/// An item left running when its turn ended as `status`, ended with it.
+pub(crate) fn item_ended_with_turn(item: &ItemRecord, status: &str, at: i64) -> ItemRecord {
+    ItemRecord {
+        status: status.to_owned(),
+        updated_at: at,
+        ..item.clone()
+    }
 }
 
 /// The item after `incoming`, or `None` when it changes nothing. A running
@@ -199,6 +244,22 @@ mod tests {
         assert_eq!(turn(Some(&done), turn_at(RUNNING, 9)), None);
         let merged = turn(Some(&turn_at(RUNNING, 5)), turn_at(COMPLETED, 9)).unwrap();
         assert_eq!((merged.status.as_str(), merged.updated_at), (COMPLETED, 9));
+    }
+
+    #[test]
+    fn a_turn_asked_to_stop_that_ends_was_interrupted_and_an_ended_turn_stays_ended() {
+        let running = turn_at(RUNNING, 5);
+        let asked = turn_to(&running, INTERRUPTING, 6).unwrap();
+        assert_eq!(asked.status, INTERRUPTING);
+        // A running update again (a steer, a replay) does not undo the ask.
+        assert_eq!(turn(Some(&asked), turn_at(RUNNING, 7)), None);
+        let ended = turn(Some(&asked), turn_at(COMPLETED, 8)).unwrap();
+        assert_eq!((ended.status.as_str(), ended.updated_at), (INTERRUPTED, 8));
+        // Nothing moves an ended turn: not a late ask, a failure or a replay.
+        assert_eq!(turn_to(&ended, FAILED, 9), None);
+        assert_eq!(turn(Some(&ended), turn_at(COMPLETED, 9)), None);
+        let done = turn_at(COMPLETED, 5);
+        assert_eq!(turn_to(&done, INTERRUPTING, 9), None);
     }
 
     #[test]

@@ -171,6 +171,37 @@ impl Tracker {
         for message in messages {
             self.apply_one(runner_id, message, &mut batch).await?;
         }
+        self.commit(batch).await
+    }
+
+    /// Records an interrupt about to be sent: the request, in one batch
+    /// with the mark it puts on its thread's running turn (`interrupting`),
+    /// committed before it goes out, so the runner's answer, the turn's
+    /// end, finds the mark and reads as interrupted.
+    pub(crate) async fn record_interrupt(&self, request: RequestRecord) -> Result<(), StoreError> {
+        let runner_id = request.runner_id.clone();
+        let serial = self.serial_of(&runner_id);
+        let _serial = serial.lock().await;
+        let mut batch = Batch::default();
+        let thread_id = request.thread_id.clone();
+        let mut ctx = Context {
+            tracker: self,
+            runner_id: &runner_id,
+            request: None,
+            now: now_ms(),
+            batch: &mut batch,
+        };
+        ctx.put_request(request);
+        if let Some(thread_id) = thread_id {
+            threads::interrupting(&mut ctx, &thread_id).await?;
+        }
+        self.commit(batch).await.map(drop)
+    }
+
+    /// Writes a batch in one transaction, then keeps and broadcasts what
+    /// it wrote; how many thread updates it committed. Called under the
+    /// runner's lock, so its runner's batches are published in commit order.
+    async fn commit(&self, mut batch: Batch) -> Result<usize, StoreError> {
         if batch.writes.is_empty() {
             return Ok(0);
         }
@@ -189,7 +220,6 @@ impl Tracker {
         self.cache.committed(batch.threads, batch.requests);
         let count = entries.len();
         if let Some(cluster) = &self.cluster {
-            // Under the runner's lock: published in commit order.
             cluster.publish(&entries).await;
         }
         for entry in entries {

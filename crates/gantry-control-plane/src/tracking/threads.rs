@@ -134,8 +134,39 @@ pub(super) async fn turn_update(
     let Some(turn) = merge::turn(current.as_ref(), incoming) else {
         return Ok(());
     };
+    write_turn(ctx, &thread_id, turn).await
+}
+
+/// Writes a turn's new state; one that ended ends its items still running
+/// first (CompanyHelm's runner never ends an interrupted turn's message),
+/// so whoever sees the turn end finds every item of it ended.
+async fn write_turn(
+    ctx: &mut Context<'_>,
+    thread_id: &str,
+    turn: TurnRecord,
+) -> Result<(), StoreError> {
+    if merge::ended(&turn.status) {
+        for item in ctx.running_items(thread_id, &turn.id).await? {
+            let item = merge::item_ended_with_turn(&item, &turn.status, ctx.now);
+            let data = to_json(&ItemView::from(&item));
+            ctx.append(thread_id, Upsert::Item(item), ITEM, data)
+                .await?;
+        }
+    }
     let data = to_json(&TurnView::from(&turn));
-    ctx.append(&thread_id, Upsert::Turn(turn), TURN, data).await
+    ctx.append(thread_id, Upsert::Turn(turn), TURN, data).await
+}
+
+/// An interrupt of the thread is about to go out: its running turn, if
+/// any, is `interrupting` from now on, so its end reads as interrupted.
+pub(super) async fn interrupting(ctx: &mut Context<'_>, thread_id: &str) -> Result<(), StoreError> {
+    let Some(latest) = ctx.latest_turn(thread_id).await? else {
+        return Ok(());
+    };
+    let Some(turn) = merge::turn_to(&latest, merge::INTERRUPTING, ctx.now) else {
+        return Ok(());
+    };
+    write_turn(ctx, thread_id, turn).await
 }
 
 /// An item started, changed or completed, in the turn of the message it
@@ -246,6 +277,9 @@ async fn attribute(
 }
 
 /// The runner refused a request; logged in the thread it concerned, if any.
+/// An error answering the message that started a turn still running ends
+/// that turn as failed: CompanyHelm's runner says a turn its SDK failed
+/// no other way.
 pub(super) async fn request_error(
     ctx: &mut Context<'_>,
     error_message: &str,
@@ -261,7 +295,20 @@ pub(super) async fn request_error(
         request_id: &request.id,
         error: error_message,
     });
-    ctx.append(thread_id, Upsert::Nothing, ERROR, data).await
+    ctx.append(thread_id, Upsert::Nothing, ERROR, data).await?;
+    let started = match request.turn_id.as_deref() {
+        Some(turn_id) if request.kind == requests::CREATE_USER_MESSAGE => {
+            ctx.turn(thread_id, turn_id).await?
+        }
+        _ => None,
+    };
+    match started
+        .filter(|t| t.request_id == request.id)
+        .and_then(|t| merge::turn_to(&t, merge::FAILED, ctx.now))
+    {
+        Some(turn) => write_turn(ctx, thread_id, turn).await,
+        None => Ok(()),
+    }
 }
 
 /// The message request an update echoes, and its thread.

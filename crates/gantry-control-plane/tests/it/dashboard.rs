@@ -117,3 +117,41 @@ async fn the_runners_page_shows_a_connected_runner_its_agents_and_threads() {
     let _ = running.await;
     again.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_page_says_a_turn_was_interrupted() {
+    use gantry_runner_protocol::v0_7 as pb7;
+    use gantry_runner_protocol::v0_7::server_message::Request;
+    use support::runner_v0_7::{TURN, start_turn, thread_on_a_0_7_runner, turn7};
+
+    let dir = tempfile::tempdir().unwrap();
+    let h = Harness::start(dir.path(), Duration::from_secs(15)).await;
+    let (mut runner, thread) = thread_on_a_0_7_runner(&h).await;
+    let message = start_turn(&h, &mut runner, &thread).await;
+    let browser = Browser::start().await;
+    browser
+        .goto(&format!("http://{}/#/t/{thread}", h.http))
+        .await;
+    browser.wait_text("turn running").await;
+
+    // The page's own Interrupt button; the runner answers as CompanyHelm's
+    // does, with the turn completed under the message's request id.
+    browser.click("#interrupt").await;
+    let (_, request) = runner.next_request().await;
+    assert!(
+        matches!(request, Request::InterruptTurnRequest(_)),
+        "{request:?}"
+    );
+    runner
+        .send(
+            Some(&message),
+            turn7(&thread, TURN, pb7::TurnStatus::Completed),
+        )
+        .await;
+    browser.wait_text("turn interrupted").await;
+    // The cut message ended with its turn (its label is upper-cased).
+    let text = browser.text().await.to_lowercase();
+    assert!(text.contains("agent message · interrupted"), "{text}");
+    drop(browser);
+    h.stop().await;
+}

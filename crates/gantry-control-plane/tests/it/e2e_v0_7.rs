@@ -520,3 +520,84 @@ async fn git_commands_of_a_07_thread_get_the_token_file_and_its_rotations() {
     runner.stop().await;
     h.stop().await;
 }
+
+#[tokio::test]
+async fn an_interrupted_turn_of_a_gantry_runner_reads_as_interrupted_with_nothing_left_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Harness::start(&dir.path().join("cp"), Duration::from_secs(20)).await;
+    let (runner_id, token) = h.add_runner("gantry-07").await;
+    // An answer streamed slowly enough to be cut: the interrupt comes once
+    // its first words are seen, long before its last.
+    let slow = Step::Reply(gantry_testkit::Reply {
+        text: "word ".repeat(200),
+        chunk_size: 5,
+        delay_ms: 100,
+        ..gantry_testkit::Reply::default()
+    });
+    let llm = MockLlm::start(Script::new([slow])).unwrap();
+    let runner = Runner07::start(&h, &dir.path().join("runner"), token, &llm).await;
+    let model = wait_connected(&h, &runner_id).await;
+    let (_, agent) = h.post("/v1/agents", json!({})).await;
+    let agent_id = agent["id"].as_str().unwrap();
+    let (status, thread) = h
+        .post(
+            &format!("/v1/agents/{agent_id}/threads"),
+            json!({ "model": model }),
+        )
+        .await;
+    assert_eq!(status, 201, "{thread}");
+    let thread_id = thread["id"].as_str().unwrap().to_owned();
+
+    let mut events = h.follow(&thread_id, None).await;
+    let (status, accepted) = h
+        .post(
+            &format!("/v1/threads/{thread_id}/messages"),
+            json!({ "text": "write an essay" }),
+        )
+        .await;
+    assert_eq!(status, 202, "{accepted}");
+    let mut seen = Vec::new();
+    let mut interrupted = false;
+    loop {
+        let event = guarded("the turn to end", events.next()).await.unwrap();
+        let update: Value = serde_json::from_str(&event.data).unwrap();
+        let data = update["data"].clone();
+        seen.push((
+            update["kind"].as_str().unwrap_or("").to_owned(),
+            data["type"].as_str().unwrap_or("").to_owned(),
+            data["status"].as_str().unwrap_or("").to_owned(),
+        ));
+        if !interrupted && data["type"] == "agent_message" && data["status"] == "running" {
+            let (status, sent) = h
+                .post(&format!("/v1/threads/{thread_id}/interrupt"), json!({}))
+                .await;
+            assert_eq!(status, 202, "{sent}");
+            interrupted = true;
+        }
+        if update["kind"] == "turn" && data["status"] == "interrupted" {
+            break;
+        }
+    }
+    // One end of the turn (the runner says it once, under the message's
+    // request id), and it says it was interrupted.
+    let turn_ends: Vec<_> = seen
+        .iter()
+        .filter(|(kind, _, status)| kind == "turn" && status != "running")
+        .map(|(_, _, status)| status.as_str())
+        .collect();
+    assert_eq!(turn_ends, ["interrupting", "interrupted"], "{seen:?}");
+    let (_, detail) = h.get(&format!("/v1/threads/{thread_id}")).await;
+    let turn = &detail["turns"][0];
+    assert_eq!(turn["id"], accepted["turn_id"]);
+    assert_eq!(turn["status"], "interrupted", "{detail}");
+    let items = turn["items"].as_array().unwrap();
+    assert!(items.iter().all(|i| i["status"] != "running"), "{detail}");
+    // The cut answer ended with the words said before the interrupt.
+    let answer = items.iter().find(|i| i["type"] == "agent_message").unwrap();
+    let text = answer["text"].as_str().unwrap();
+    assert!(text.starts_with("word") && text.len() < 1000, "{text}");
+    let (_, runners) = h.get("/v1/runners").await;
+    assert_eq!(runners[0]["running_turns"], 0, "{runners}");
+    runner.stop().await;
+    h.stop().await;
+}

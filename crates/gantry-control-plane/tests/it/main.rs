@@ -18,4 +18,6 @@ mod security;
 mod store;
 mod support;
 mod threads;
+mod turn_ends;
+mod unhealthy;
 mod unknown_kinds;

@@ -162,6 +162,7 @@ impl Loop<'_> {
             match self.collect_text(client, request).await {
                 Ok((text, usage)) => {
                     self.usage.add(&usage);
+                    self.responded(&usage).await;
                     return Ok(text);
                 }
                 Err(SummaryError::Interrupted) => return Err(Outcome::Interrupted),

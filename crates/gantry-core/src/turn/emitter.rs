@@ -26,6 +26,11 @@ impl Emitter {
         Self { tx, clock, turn_id }
     }
 
+    /// The turn it emits for.
+    pub(crate) fn turn_id(&self) -> &TurnId {
+        &self.turn_id
+    }
+
     pub(crate) fn now(&self) -> i64 {
         self.clock.now_ms()
     }
@@ -89,6 +94,11 @@ impl Emitter {
     pub(crate) async fn announce(&self, item: &Item) {
         self.emit(EventPayload::ItemStarted { item: item.clone() })
             .await;
+    }
+
+    /// Says an item in progress changed (a command's process started).
+    pub(crate) async fn update_item(&self, item: Item) {
+        self.emit(EventPayload::ItemUpdated { item }).await;
     }
 
     /// Completes an item with the given status.

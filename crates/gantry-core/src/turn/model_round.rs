@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use futures_util::StreamExt;
 use gantry_llm::{ModelClient, ModelEvent, ModelRequest, ReasoningBlock, ToolCall};
-use gantry_types::{DeltaKind, Item, ItemKind, ItemStatus, TurnFailure, Usage};
+use gantry_types::{DeltaKind, EventPayload, Item, ItemKind, ItemStatus, TurnFailure, Usage};
 
 use super::{Emitter, Loop, Outcome};
 
@@ -97,6 +97,23 @@ fn reasoning_kind() -> ItemKind {
 impl Loop<'_> {
     /// Streams one answer. On failure or interrupt, what was streamed is kept
     /// in completed items and the outcome to end the turn with is returned.
+    /// Records what one model response used, when its provider said
+    /// (a response cut by an interrupt usually never does).
+    pub(super) async fn responded(&self, usage: &Usage) {
+        if *usage == Usage::default() {
+            return;
+        }
+        let limit = self.limit();
+        self.em
+            .emit(EventPayload::ModelResponded {
+                turn_id: self.em.turn_id().clone(),
+                round: self.rounds,
+                usage: *usage,
+                context_window: (limit > 0).then_some(limit),
+            })
+            .await;
+    }
+
     pub(super) async fn model_round(
         &mut self,
         client: &dyn ModelClient,
@@ -240,6 +257,9 @@ impl Loop<'_> {
         for (_, item) in writing {
             em.complete_item(item.item, unfinished).await;
         }
+        // After the response's items, before its tool calls run: what this
+        // response cost is known now, whatever the calls do.
+        self.responded(&usage).await;
         match end {
             None => Ok(Answer {
                 reasoning,

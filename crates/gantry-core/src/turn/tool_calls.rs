@@ -145,8 +145,28 @@ impl Loop<'_> {
                 let to = to.clone();
                 Box::pin(async move { to.0.delta(&to.1, DeltaKind::CommandOutput(chunk)).await })
             });
+            if matches!(item.kind, ItemKind::CommandExecution { .. }) {
+                ctx.process_started = self.process_started(item);
+            }
         }
         ctx
+    }
+
+    /// Records a command's process id as its item's update, as soon as the
+    /// process started (clients show the pid of a command still running).
+    fn process_started(&self, item: &Item) -> gantry_tools::ProcessSink {
+        let to = Arc::new((self.em.clone(), item.clone()));
+        Arc::new(move |pid: u32| {
+            let to = to.clone();
+            Box::pin(async move {
+                let (em, item) = &*to;
+                let mut item = item.clone();
+                if let ItemKind::CommandExecution { process_id, .. } = &mut item.kind {
+                    *process_id = Some(pid);
+                }
+                em.update_item(item).await;
+            })
+        })
     }
 
     async fn run_one(&self, prepared: Prepared) -> String {

@@ -18,6 +18,7 @@ mod memory;
 mod projection;
 mod providers;
 mod reasoning;
+mod response_usage;
 mod safety;
 mod settings;
 mod skills;

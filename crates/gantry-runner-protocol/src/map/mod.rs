@@ -7,6 +7,7 @@ pub mod v0_2;
 pub mod v0_7;
 
 use crate::ProtocolVersion;
+use crate::kinds::UnknownKind;
 use crate::validate::Violation;
 
 /// A message that the version being spoken has no place for.
@@ -28,10 +29,11 @@ pub enum Inbound {
     /// It breaks a constraint of its version.
     #[error("{0}")]
     Invalid(#[from] Violation),
-    /// Its oneof holds a kind the version does not know (by field number,
-    /// when the bytes were seen): a newer peer's message, to ignore.
-    #[error("a message of a kind this version does not know (field {0:?})")]
-    Unknown(Option<u32>),
+    /// Its oneof holds a kind the version does not know (named, when the
+    /// bytes were seen and another version has it): a message of a peer
+    /// speaking another version, to ignore.
+    #[error("a message of a kind this version does not know: {0}")]
+    Unknown(UnknownKind),
 }
 
 /// `field` "must be set" for the oneof case of a message without one.
@@ -43,7 +45,7 @@ fn unset(violation: &Violation) -> bool {
 /// does not know, leaving the oneof empty), any other stays a violation.
 pub(crate) fn unknown_or_invalid(violation: Violation) -> Inbound {
     if unset(&violation) {
-        Inbound::Unknown(None)
+        Inbound::Unknown(UnknownKind::UNSEEN)
     } else {
         Inbound::Invalid(violation)
     }

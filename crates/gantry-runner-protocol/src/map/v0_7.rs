@@ -4,6 +4,7 @@
 
 use super::{Inbound, NotInVersion, unknown_or_invalid};
 use crate::ProtocolVersion;
+use crate::kinds::UnknownKind;
 use crate::messages::{
     ClientMessage, CreateThread, ItemUpdate, Payload, Registration, Request, ServerMessage,
     TurnUpdate, UserMessage,
@@ -90,7 +91,7 @@ pub fn server_to_wire(message: &ServerMessage) -> Result<pb::ServerMessage, NotI
 pub fn server_from_wire(message: pb::ServerMessage) -> Result<ServerMessage, Inbound> {
     message.validate().map_err(unknown_or_invalid)?;
     let Some(request) = message.request else {
-        return Err(Inbound::Unknown(None));
+        return Err(Inbound::Unknown(UnknownKind::UNSEEN));
     };
     let request = match request {
         WireRequest::CreateThreadRequest(r) => Request::CreateThread(CreateThread {
@@ -192,7 +193,7 @@ pub fn client_to_wire(message: &ClientMessage) -> Result<pb::ClientMessage, NotI
 pub fn client_from_wire(message: pb::ClientMessage) -> Result<ClientMessage, Inbound> {
     message.validate().map_err(unknown_or_invalid)?;
     let Some(payload) = message.payload else {
-        return Err(Inbound::Unknown(None));
+        return Err(Inbound::Unknown(UnknownKind::UNSEEN));
     };
     let payload = match payload {
         WirePayload::RequestError(e) => Payload::RequestError {

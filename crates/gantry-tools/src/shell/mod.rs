@@ -421,6 +421,10 @@ async fn run_command(
     )?;
     let pid = child.id();
     let mut guard = GroupGuard::new(pid);
+    if let Some(pid) = pid {
+        // Before any output: whoever follows the command knows its process.
+        (ctx.process_started)(pid).await;
+    }
     let mut reader = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
 
     let mut out = OutputCollector::new(ctx.limits.output_cap_bytes, ctx.output.clone());

@@ -93,6 +93,12 @@ function cpItem(item) {
   return node;
 }
 
+// A turn's end (or that it runs): "turn interrupted", "turn running", ...
+function cpTurn(turn) {
+  return el("div", { class: "turn-end", id: "turn-" + turn.id },
+    el("span", { class: "status " + turn.status }, "turn " + turn.status));
+}
+
 async function cpThreadPage(id, signal) {
   const path = "/v1/threads/" + encodeURIComponent(id);
   const status = el("span", { class: "status", id: "thread-status", role: "status" });
@@ -102,8 +108,10 @@ async function cpThreadPage(id, signal) {
     status.textContent = t.status;
     status.className = "status " + t.status;
     heading.textContent = `${t.model} · agent ${t.agent_id} · runner ${t.runner_id}`;
-    const all = t.turns.flatMap((turn) => turn.items || []).concat(t.unattributed_items || []);
-    items.replaceChildren(...all.map(cpItem));
+    // Each turn's items, then how the turn stands (an interrupted one says so).
+    const all = t.turns.flatMap((turn) => (turn.items || []).map(cpItem).concat(cpTurn(turn)))
+      .concat((t.unattributed_items || []).map(cpItem));
+    items.replaceChildren(...all);
   };
   const act = (method, sub, body) => async () => {
     try { await api(method, path + sub, body); } catch (e) { alert(e.message); }

@@ -292,6 +292,17 @@ async fn a_message_runs_a_turn_and_every_update_answers_its_request() {
         "{}",
         command.process_id
     );
+    // Said running once its process exists, with the pid it ends with.
+    let running = item(&updates[3])
+        .unwrap()
+        .command_execution_item
+        .clone()
+        .unwrap();
+    assert_eq!(running.process_id, command.process_id);
+    assert_eq!(
+        running.output, None,
+        "nothing ran yet when it was said running"
+    );
     let answer = item(&updates[6]).unwrap();
     assert_eq!(answer.text.as_deref(), Some("All done."));
     // Items keep their ids from running to completed.

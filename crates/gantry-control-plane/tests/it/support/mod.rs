@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod backends;
+pub(crate) mod runner_v0_7;
 
 use std::net::SocketAddr;
 use std::path::Path;
