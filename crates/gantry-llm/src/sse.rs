@@ -78,6 +78,7 @@ pub(crate) fn stream<P: SseParser>(endpoint: Arc<Endpoint>, request: ModelReques
         request: Some(request),
         body: Bytes::new(),
         attempts: 0,
+        last_failure: None,
         phase: Phase::Connect,
         pending: VecDeque::new(),
         failure: None,
@@ -109,6 +110,11 @@ struct Run<P> {
     body: Bytes,
     /// Failed attempts so far.
     attempts: u32,
+    /// The last attempt's failure: the same internal error twice (a 500
+    /// with the same body: a server refusing what it cannot parse) is the
+    /// server's answer to this request, not a passing fault; unavailable
+    /// and gateway errors (502, 503, 504) stay retried.
+    last_failure: Option<ModelError>,
     phase: Phase<P>,
     pending: VecDeque<ModelEvent>,
     /// The error that ends the stream, yielded after `pending`.
@@ -167,6 +173,17 @@ impl<P: SseParser> Run<P> {
     /// Schedules a retry (yielding `Retrying`) or gives up with `error`.
     fn retry_or_fail(&mut self, error: ModelError) -> Item {
         self.attempts += 1;
+        let again = matches!(
+            error,
+            ModelError::Server {
+                status: 500 | 501,
+                ..
+            }
+        ) && self.last_failure.as_ref() == Some(&error);
+        if again {
+            return Err(error);
+        }
+        self.last_failure = Some(error.clone());
         match self.endpoint.retry.delay(self.attempts, &error) {
             Some(delay) => {
                 self.phase = Phase::Backoff(delay);

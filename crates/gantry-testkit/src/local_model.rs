@@ -62,7 +62,9 @@ impl LocalModel {
                     let _ = err.read_to_string(&mut said);
                 }
                 if said.contains("No module named") {
-                    return missing(&format!("llama-cpp-python[server] is not installed: {said}"));
+                    return missing(&format!(
+                        "llama-cpp-python[server] is not installed: {said}"
+                    ));
                 }
                 panic!("the llama.cpp server ended ({status}): {said}");
             }
@@ -142,9 +144,8 @@ fn answers(port: u16) -> bool {
         return false;
     };
     let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
-    let request = format!(
-        "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
-    );
+    let request =
+        format!("GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
     if tcp.write_all(request.as_bytes()).is_err() {
         return false;
     }

@@ -393,3 +393,23 @@ async fn stream_is_lazy_and_can_be_dropped_midway() {
     assert_eq!(error, None);
     assert_eq!(text_of(&events), "next");
 }
+
+/// A server that cannot parse what it was sent answers the same 500 each
+/// time (llama.cpp's, SGLang's): the second alike answer ends the retries,
+/// where an unavailable server (503) is waited out.
+#[tokio::test]
+async fn the_same_internal_error_twice_is_not_retried_again() {
+    let body = serde_json::json!({"error": {"message": "Input should be a valid string",
+        "type": "internal_server_error"}});
+    let steps: Vec<Step> = (0..5)
+        .map(|_| Step::http_error(500).with_body(body.clone()))
+        .collect();
+    let llm = MockLlm::start(steps).unwrap();
+    let (events, error) = run(&client_for(&llm.base_url(), 4), hello(MODEL)).await;
+    assert_eq!(retries_of(&events).len(), 1, "retried once, to be sure");
+    assert!(
+        matches!(&error, Some(ModelError::Server { status: 500, body }) if body.contains("valid string")),
+        "{error:?}"
+    );
+    assert_eq!(llm.request_count(), 2);
+}

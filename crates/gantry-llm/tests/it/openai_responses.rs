@@ -246,13 +246,14 @@ async fn rate_limit_honours_retry_after_then_succeeds() {
 #[tokio::test]
 async fn server_errors_beyond_max_retries_fail() {
     let max_retries = 2;
-    let mut steps: Vec<Step> = (0..=max_retries).map(|_| Step::http_error(500)).collect();
+    // Unavailable (a 500 twice alike is the server's answer, not a fault).
+    let mut steps: Vec<Step> = (0..=max_retries).map(|_| Step::http_error(503)).collect();
     steps.push(Step::text("too late"));
     let llm = MockLlm::start(steps).unwrap();
     let (events, error) = run(&client_for(&llm.base_url(), max_retries), hello(MODEL)).await;
     assert_eq!(retries_of(&events), vec![1, 2]);
     assert!(
-        matches!(error, Some(ModelError::Server { status: 500, .. })),
+        matches!(error, Some(ModelError::Server { status: 503, .. })),
         "{error:?}"
     );
     assert_eq!(llm.request_count(), max_retries as usize + 1);

@@ -95,7 +95,11 @@ impl Tool for ShellTool {
             .get("command")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let cwd = match args.get("workdir").and_then(Value::as_str) {
+        let cwd = match args
+            .get("workdir")
+            .and_then(Value::as_str)
+            .filter(|w| !w.trim().is_empty())
+        {
             Some(w) => ctx.workspace.join(w),
             None => ctx.workspace.clone(),
         };
@@ -148,7 +152,9 @@ impl Tool for ShellTool {
             Some(ms) => Duration::from_millis(ms),
             None => ctx.limits.shell_timeout,
         };
-        let cwd = match &parsed.workdir {
+        // An empty workdir (small models send one) is the workspace.
+        let workdir = parsed.workdir.as_deref().filter(|w| !w.trim().is_empty());
+        let cwd = match workdir {
             None => ctx.workspace.clone(),
             Some(w) => match workspace_path::resolve(&ctx.workspace, w) {
                 Ok(p) if p.abs.is_dir() => p.abs,

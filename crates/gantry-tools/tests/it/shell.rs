@@ -155,9 +155,14 @@ async fn runs_in_workspace_and_workdir_with_null_stdin() {
             .await;
         assert_eq!(cmd(&out).output, format!("{}\neof\n", ws.display()));
         let out = ShellTool
-            .run(json!({"command": "pwd", "workdir": "sub"}), c)
+            .run(json!({"command": "pwd", "workdir": "sub"}), c.clone())
             .await;
         assert_eq!(cmd(&out).output, format!("{}\n", ws.join("sub").display()));
+        // An empty workdir, as small models send, is the workspace.
+        let out = ShellTool
+            .run(json!({"command": "pwd", "workdir": ""}), c)
+            .await;
+        assert_eq!(cmd(&out).output, format!("{}\n", ws.display()));
     }
     let out = call(
         &ShellTool,
