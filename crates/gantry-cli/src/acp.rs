@@ -45,6 +45,9 @@ pub(crate) struct AcpArgs {
     #[arg(long, default_value = "OPENAI_API_KEY", value_name = "VAR")]
     pub api_key_env: String,
 
+    #[command(flatten)]
+    pub server: crate::args::ServerArgs,
+
     /// Reasoning effort of new sessions, for models that support it (a
     /// client may change it: the `reasoning` config option).
     #[arg(long, value_name = "LEVEL", value_parser = ["minimal", "low", "medium", "high"])]
@@ -77,6 +80,9 @@ impl crate::model::ModelFlags for AcpArgs {
     }
     fn max_retries(&self) -> u32 {
         self.max_retries
+    }
+    fn server(&self) -> &crate::args::ServerArgs {
+        &self.server
     }
 }
 

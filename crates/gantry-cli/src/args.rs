@@ -369,6 +369,9 @@ pub(crate) struct ExecArgs {
     #[arg(long, default_value = "OPENAI_API_KEY", value_name = "VAR")]
     pub api_key_env: String,
 
+    #[command(flatten)]
+    pub server: ServerArgs,
+
     /// Workspace the agent works in [default: the current directory].
     #[arg(long, short = 'C', value_name = "DIR")]
     pub cwd: Option<PathBuf>,
@@ -447,4 +450,25 @@ pub(crate) struct ShowArgs {
     /// Print the thread as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// How to talk to the `--base-url` server, for local ones that differ from
+/// OpenAI (llama.cpp, LM Studio, vLLM, Ollama).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ServerArgs {
+    /// `tool_choice` to send with tools: `auto`, `required`, `none`, or a
+    /// tool's name. Some servers ignore tools without it (llama.cpp's
+    /// Python server: `auto`).
+    #[arg(long, value_name = "CHOICE")]
+    pub tool_choice: Option<String>,
+
+    /// Ask for whole answers instead of streamed ones (a server that
+    /// cannot stream tool calls).
+    #[arg(long)]
+    pub no_stream: bool,
+
+    /// The model's context window in tokens, where the catalog does not
+    /// know the model (a local one): compaction starts before it is full.
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
 }

@@ -68,6 +68,13 @@ struct ProviderEntry {
     headers: BTreeMap<String, String>,
     #[serde(default)]
     models: Vec<String>,
+    tool_choice: Option<String>,
+    #[serde(default = "yes")]
+    stream: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Loads the configuration: `explicit` (which must exist), else the default
@@ -264,6 +271,8 @@ fn parse(text: &str) -> std::result::Result<ProvidersConfig, String> {
             api_key_env: entry.api_key_env,
             headers: entry.headers,
             models: entry.models,
+            tool_choice: entry.tool_choice,
+            stream: entry.stream,
         });
     }
     let models = file

@@ -21,6 +21,8 @@ pub(crate) trait ModelFlags {
     fn api_key_env(&self) -> &str;
     /// `--max-retries`.
     fn max_retries(&self) -> u32;
+    /// `--tool-choice`, `--no-stream`, `--context-window`.
+    fn server(&self) -> &crate::args::ServerArgs;
 }
 
 impl ModelFlags for crate::args::ExecArgs {
@@ -32,6 +34,9 @@ impl ModelFlags for crate::args::ExecArgs {
     }
     fn max_retries(&self) -> u32 {
         self.max_retries
+    }
+    fn server(&self) -> &crate::args::ServerArgs {
+        &self.server
     }
 }
 
@@ -159,11 +164,14 @@ pub(crate) fn setup(
     let mut config = ClientConfig::new(base_url);
     config.api_key = api_key;
     config.retry.max_retries = args.max_retries();
+    config.tool_choice = args.server().tool_choice.clone();
+    config.stream = !args.server().no_stream;
     let client = OpenAiChatClient::new(config)?;
     Ok(ModelSetup {
         resolver: Arc::new(Catalogued {
             client: Arc::new(client),
             catalog: registry.catalog().clone(),
+            context_window: args.server().context_window,
         }),
         registry: None,
         _mock: None,
@@ -194,6 +202,8 @@ fn keyless_try() -> String {
 struct Catalogued {
     client: Arc<dyn ModelClient>,
     catalog: Catalog,
+    /// `--context-window`: what is known of a model the catalog is not.
+    context_window: Option<u64>,
 }
 
 impl ModelResolver for Catalogued {
@@ -202,7 +212,21 @@ impl ModelResolver for Catalogued {
     }
 
     fn model_info(&self, model: &str) -> Option<ModelInfo> {
-        self.catalog.get(model).cloned()
+        let mut info = match (self.catalog.get(model), self.context_window) {
+            (Some(info), _) => info.clone(),
+            (None, Some(_)) => ModelInfo {
+                id: model.to_owned(),
+                name: model.to_owned(),
+                // Asked with tools, it is taken to call them.
+                tool_call: true,
+                ..ModelInfo::default()
+            },
+            (None, None) => return None,
+        };
+        if let Some(window) = self.context_window {
+            info.limit.context = window;
+        }
+        Some(info)
     }
 }
 

@@ -51,7 +51,14 @@ impl AnthropicClient {
             .as_ref()
             .map(|key| (HeaderName::from_static("x-api-key"), key.clone()));
         let version = [("anthropic-version".to_owned(), API_VERSION.to_owned())];
-        let endpoint = Endpoint::new(&config, "/messages", secret, &version, request::body)?;
+        let endpoint = Endpoint::new(
+            &config,
+            "/messages",
+            secret,
+            &version,
+            std::sync::Arc::new(request::body),
+            None,
+        )?;
         Ok(Self { endpoint })
     }
 

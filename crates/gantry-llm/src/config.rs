@@ -14,6 +14,13 @@ pub struct ClientConfig {
     pub retry: RetryPolicy,
     /// Extra headers sent with every request (e.g. `HTTP-Referer` for OpenRouter).
     pub extra_headers: Vec<(String, String)>,
+    /// Chat Completions' `tool_choice` when tools are offered: `auto`,
+    /// `required`, `none`, or a tool's name (that tool, when offered).
+    /// Some local servers ignore `tools` without it. `None`: not sent.
+    pub tool_choice: Option<String>,
+    /// Whether answers are streamed (Chat Completions: `false` asks for
+    /// whole answers, for a server that cannot stream tool calls).
+    pub stream: bool,
 }
 
 impl ClientConfig {
@@ -24,6 +31,8 @@ impl ClientConfig {
             api_key: None,
             retry: RetryPolicy::default(),
             extra_headers: Vec::new(),
+            tool_choice: None,
+            stream: true,
         }
     }
 }
@@ -36,6 +45,8 @@ impl std::fmt::Debug for ClientConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("retry", &self.retry)
             .field("extra_headers", &self.extra_headers)
+            .field("tool_choice", &self.tool_choice)
+            .field("stream", &self.stream)
             .finish()
     }
 }

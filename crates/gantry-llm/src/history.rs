@@ -198,8 +198,11 @@ mod tests {
     #[test]
     fn every_api_body_is_the_uncached_body_byte_for_byte_across_rounds() {
         type Body = fn(&crate::ModelRequest) -> String;
+        fn chat(request: &crate::ModelRequest) -> String {
+            crate::openai_chat::request::body(request, None, true)
+        }
         let bodies: [(&str, Body); 3] = [
-            ("chat", crate::openai_chat::request::body),
+            ("chat", chat),
             ("responses", crate::openai_responses::request::body),
             ("anthropic", crate::anthropic::request::body),
         ];

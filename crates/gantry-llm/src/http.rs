@@ -17,13 +17,25 @@ use crate::ModelError;
 /// Provider error bodies are kept up to this many bytes.
 const MAX_BODY: usize = 2048;
 
-/// POSTs `body` and returns the response once it is known to be a stream.
+/// A successful answer: a stream to read, or one JSON document (an
+/// unstreamed answer, or a server that ignored `stream: true`).
+pub(crate) enum Answer {
+    /// An event stream.
+    Stream(reqwest::Response),
+    /// A whole JSON answer (at most [`MAX_WHOLE`] bytes).
+    Whole(String),
+}
+
+/// The longest whole (unstreamed) answer read.
+const MAX_WHOLE: usize = 16 * 1024 * 1024;
+
+/// POSTs `body`; its answer, or the failure it is.
 pub(crate) async fn send(
     http: &reqwest::Client,
     url: &reqwest::Url,
     headers: &HeaderMap,
     body: Bytes,
-) -> Result<reqwest::Response, ModelError> {
+) -> Result<Answer, ModelError> {
     let response = http
         .post(url.clone())
         .headers(headers.clone())
@@ -42,17 +54,30 @@ pub(crate) async fn send(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     if (200..300).contains(&status) && !is_json {
-        return Ok(response);
+        return Ok(Answer::Stream(response));
+    }
+    if (200..300).contains(&status) {
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_WHOLE as u64)
+        {
+            return Err(ModelError::MalformedStream(format!(
+                "an answer of more than {MAX_WHOLE} bytes"
+            )));
+        }
+        return match response.text().await {
+            Ok(text) if text.len() <= MAX_WHOLE => Ok(Answer::Whole(text)),
+            Ok(_) => Err(ModelError::MalformedStream(format!(
+                "an answer of more than {MAX_WHOLE} bytes"
+            ))),
+            Err(e) => Err(ModelError::StreamCut(error_chain(&e))),
+        };
     }
     let text = match response.text().await {
         Ok(text) => excerpt(&text),
         Err(e) => format!("(error body unreadable: {})", error_chain(&e)),
     };
     Err(match status {
-        // A server that ignored `stream: true` answered with one JSON object.
-        200..=299 => {
-            ModelError::MalformedStream(format!("expected an event stream, got JSON: {text}"))
-        }
         401 | 403 => ModelError::Auth { status, body: text },
         429 => ModelError::RateLimited {
             retry_after,
@@ -75,6 +100,11 @@ pub(crate) fn client_for(url: &Url) -> Result<reqwest::Client, ModelError> {
         // Plain HTTP needs no trust roots; an empty store skips reading the
         // system certificates (tens of ms) on every local-model start.
         builder = builder.tls_certs_only(std::iter::empty());
+        // No idle connections kept: a plain-HTTP server is a local one (a
+        // connect costs next to nothing), and a local server that aborts
+        // an answer (llama.cpp's Python one, asked what it cannot stream)
+        // leaves a dead connection the next request would be sent on.
+        builder = builder.pool_max_idle_per_host(0);
     }
     builder
         .build()

@@ -1,6 +1,9 @@
 //! The OpenAI Chat Completions client (`POST {base}/chat/completions`,
-//! streamed over SSE). It also serves Ollama, vLLM, OpenRouter, LM Studio and
-//! any other OpenAI-compatible server.
+//! streamed over SSE). It also serves Ollama, vLLM, OpenRouter, LM Studio,
+//! llama.cpp and any other OpenAI-compatible server: a streamed request
+//! answered with an empty stream is asked again unstreamed (a local server
+//! that cannot stream tool calls, or that refuses a prompt over its
+//! context window without a word), and `stream = false` asks so always.
 
 mod parse;
 pub(crate) mod request;
@@ -34,7 +37,19 @@ impl OpenAiChatClient {
             .api_key
             .as_ref()
             .map(|key| (AUTHORIZATION, format!("Bearer {key}")));
-        let endpoint = Endpoint::new(&config, "/chat/completions", secret, &[], request::body)?;
+        let choice = config.tool_choice.clone();
+        let unstreamed: crate::sse::BodyFn = {
+            let choice = choice.clone();
+            Arc::new(move |r| request::body(r, choice.as_deref(), false))
+        };
+        let (body, fallback) = if config.stream {
+            let streamed: crate::sse::BodyFn =
+                Arc::new(move |r| request::body(r, choice.as_deref(), true));
+            (streamed, Some(unstreamed))
+        } else {
+            (unstreamed, None)
+        };
+        let endpoint = Endpoint::new(&config, "/chat/completions", secret, &[], body, fallback)?;
         Ok(Self { endpoint })
     }
 

@@ -35,7 +35,14 @@ impl OpenAiResponsesClient {
             .api_key
             .as_ref()
             .map(|key| (AUTHORIZATION, format!("Bearer {key}")));
-        let endpoint = Endpoint::new(&config, "/responses", secret, &[], request::body)?;
+        let endpoint = Endpoint::new(
+            &config,
+            "/responses",
+            secret,
+            &[],
+            std::sync::Arc::new(request::body),
+            None,
+        )?;
         Ok(Self { endpoint })
     }
 

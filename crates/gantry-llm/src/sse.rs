@@ -36,7 +36,20 @@ pub(crate) trait SseParser: Default + Send + 'static {
 
     /// The body ended: finish, or fail with [`ModelError::StreamCut`].
     fn on_eof(&mut self, out: &mut VecDeque<ModelEvent>) -> Result<(), ModelError>;
+
+    /// A whole JSON answer instead of a stream (an unstreamed request, or
+    /// a server that ignored `stream: true`); an API that has none refuses.
+    fn on_whole(&mut self, body: &str, out: &mut VecDeque<ModelEvent>) -> Result<(), ModelError> {
+        let _ = out;
+        Err(ModelError::MalformedStream(format!(
+            "expected an event stream, got JSON: {}",
+            http::excerpt(body)
+        )))
+    }
 }
+
+/// A request body builder: what the API wants for a [`ModelRequest`].
+pub(crate) type BodyFn = Arc<dyn Fn(&ModelRequest) -> String + Send + Sync>;
 
 /// Where and how one client sends its requests.
 pub(crate) struct Endpoint {
@@ -45,7 +58,11 @@ pub(crate) struct Endpoint {
     pub headers: HeaderMap,
     pub retry: RetryPolicy,
     /// The API's request body for a [`ModelRequest`].
-    pub body: fn(&ModelRequest) -> String,
+    pub body: BodyFn,
+    /// The same request unstreamed, where the API has that: sent when a
+    /// streamed one was answered with an empty stream (a local server that
+    /// cannot stream what it was asked, or refuses without saying why).
+    pub unstreamed: Option<BodyFn>,
 }
 
 impl Endpoint {
@@ -56,7 +73,8 @@ impl Endpoint {
         api_path: &str,
         secret: Option<(HeaderName, String)>,
         extra: &[(String, String)],
-        body: fn(&ModelRequest) -> String,
+        body: BodyFn,
+        unstreamed: Option<BodyFn>,
     ) -> Result<Arc<Self>, ModelError> {
         let url = http::endpoint(&config.base_url, api_path)?;
         let mut headers_in = extra.to_vec();
@@ -67,6 +85,7 @@ impl Endpoint {
             url,
             retry: config.retry,
             body,
+            unstreamed,
         }))
     }
 }
@@ -76,6 +95,8 @@ pub(crate) fn stream<P: SseParser>(endpoint: Arc<Endpoint>, request: ModelReques
     let run = Run::<P> {
         endpoint,
         request: Some(request),
+        events: 0,
+        unstreamed: false,
         body: Bytes::new(),
         attempts: 0,
         last_failure: None,
@@ -105,8 +126,13 @@ enum Phase<P> {
 /// which aborts the request.
 struct Run<P> {
     endpoint: Arc<Endpoint>,
-    /// Serialized lazily, on first poll, into `body`.
+    /// Serialized lazily, on first poll, into `body` (kept while an
+    /// unstreamed retry may still need it).
     request: Option<ModelRequest>,
+    /// Events the current answer's stream carried.
+    events: usize,
+    /// Whether the request went out unstreamed.
+    unstreamed: bool,
     body: Bytes,
     /// Failed attempts so far.
     attempts: u32,
@@ -139,14 +165,25 @@ impl<P: SseParser> Run<P> {
                     self.phase = Phase::Connect;
                 }
                 Phase::Connect => {
-                    if let Some(request) = self.request.take() {
-                        self.body = Bytes::from((self.endpoint.body)(&request));
+                    if self.body.is_empty()
+                        && let Some(request) = &self.request
+                    {
+                        self.body = Bytes::from((self.endpoint.body)(request));
+                        if self.endpoint.unstreamed.is_none() {
+                            self.request = None;
+                        }
                     }
                     let e = &self.endpoint;
                     match http::send(&e.http, &e.url, &e.headers, self.body.clone()).await {
-                        Ok(response) => {
+                        Ok(http::Answer::Stream(response)) => {
+                            self.events = 0;
                             let events = response.bytes_stream().eventsource();
                             self.phase = Phase::Streaming(Box::pin(events), P::default());
+                        }
+                        Ok(http::Answer::Whole(body)) => {
+                            if let Err(error) = P::default().on_whole(&body, &mut self.pending) {
+                                self.failure = Some(error);
+                            }
                         }
                         Err(error) => return Some((self.retry_or_fail(error), self)),
                     }
@@ -154,9 +191,12 @@ impl<P: SseParser> Run<P> {
                 Phase::Streaming(mut events, mut parser) => {
                     let result = match events.next().await {
                         Some(Ok(event)) => {
+                            self.events += 1;
                             parser.on_event(&event.event, &event.data, &mut self.pending)
                         }
                         Some(Err(e)) => Err(stream_error(e)),
+                        // Nothing at all: ask again unstreamed, which says why.
+                        None if self.events == 0 && self.unstream() => continue,
                         None => parser.on_eof(&mut self.pending).map(|()| Progress::Done),
                     };
                     match result {
@@ -168,6 +208,21 @@ impl<P: SseParser> Run<P> {
                 }
             }
         }
+    }
+
+    /// Turns the request into its unstreamed form, once; whether it did.
+    fn unstream(&mut self) -> bool {
+        let (Some(body), Some(request), false) = (
+            &self.endpoint.unstreamed,
+            self.request.take(),
+            self.unstreamed,
+        ) else {
+            return false;
+        };
+        self.body = Bytes::from(body(&request));
+        self.unstreamed = true;
+        self.phase = Phase::Connect;
+        true
     }
 
     /// Schedules a retry (yielding `Retrying`) or gives up with `error`.

@@ -35,12 +35,17 @@ impl LocalModel {
     /// Starts the server on a free loopback port and waits until it
     /// answers; `None` when it is not installed and the test may skip.
     pub fn start() -> Option<Self> {
+        Self::start_on(free_port())
+    }
+
+    /// [`LocalModel::start`] on `port` (a server started again where
+    /// one stopped).
+    pub fn start_on(port: u16) -> Option<Self> {
         let python = std::env::var("GANTRY_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
         let gguf = match gguf(&python) {
             Ok(path) => path,
             Err(why) => return missing(&why),
         };
-        let port = free_port();
         let mut child = Command::new(&python)
             .args(["-m", "llama_cpp.server", "--model", &gguf])
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])

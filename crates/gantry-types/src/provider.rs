@@ -103,6 +103,23 @@ pub struct ProviderConfig {
     /// Models this provider serves (besides those asked for as `name/model`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<String>,
+    /// Chat Completions' `tool_choice` sent with tools (`auto`, `required`,
+    /// `none`, or a tool's name): some local servers ignore tools without
+    /// it. Not sent when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<String>,
+    /// Whether answers are streamed; `false` asks for whole ones (a server
+    /// that cannot stream tool calls).
+    #[serde(default = "streamed", skip_serializing_if = "is_streamed")]
+    pub stream: bool,
+}
+
+fn streamed() -> bool {
+    true
+}
+
+fn is_streamed(stream: &bool) -> bool {
+    *stream
 }
 
 impl ProviderConfig {
@@ -116,6 +133,8 @@ impl ProviderConfig {
             api_key_env: None,
             headers: BTreeMap::new(),
             models: Vec::new(),
+            tool_choice: None,
+            stream: true,
         }
     }
 
@@ -170,6 +189,8 @@ impl fmt::Debug for ProviderConfig {
             .field("api_key_env", &self.api_key_env)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("models", &self.models)
+            .field("tool_choice", &self.tool_choice)
+            .field("stream", &self.stream)
             .finish()
     }
 }

@@ -344,6 +344,8 @@ impl Providers {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
+            tool_choice: p.tool_choice.clone(),
+            stream: p.stream,
         };
         let client =
             client_for(p.kind, config).map_err(|e| format!("provider `{}`: {e}", p.name))?;

@@ -7,6 +7,7 @@ use gantry_llm::{ModelClient, ModelEvent, ModelRequest, ReasoningBlock, ToolCall
 use gantry_types::{DeltaKind, EventPayload, Item, ItemKind, ItemStatus, TurnFailure, Usage};
 
 use super::{Emitter, Loop, Outcome};
+use crate::context::Counter;
 
 /// The model's complete answer of one round.
 pub(super) struct Answer {
@@ -86,6 +87,20 @@ fn written_by(writing: &[(u64, Streaming)], call: &ToolCall) -> Option<usize> {
         .or_else(|| (!writing.is_empty()).then_some(0))
 }
 
+/// A response's usage as estimated: the prompt as counted before it went
+/// out, the answer's text and calls as written.
+fn estimated(prompt: u64, text: &str, calls: &[ToolCall]) -> Usage {
+    let written: u64 = calls
+        .iter()
+        .map(|c| Counter::rough(&c.name) + Counter::rough(&c.arguments))
+        .sum();
+    Usage {
+        input_tokens: prompt,
+        output_tokens: Counter::rough(text) + written,
+        ..Usage::default()
+    }
+}
+
 fn reasoning_kind() -> ItemKind {
     ItemKind::Reasoning {
         text: String::new(),
@@ -121,6 +136,8 @@ impl Loop<'_> {
     ) -> Result<Answer, Outcome> {
         let round = self.rounds;
         let em = self.em;
+        // What the prompt is thought to hold, for a server that never says.
+        let prompt_estimate = self.context_used(&request.tools);
         let mut stream = client.stream(request);
         let mut text: Option<Streaming> = None;
         let mut thinking: Option<Streaming> = None;
@@ -248,6 +265,11 @@ impl Loop<'_> {
             Some(t) => t.finish(em, status).await,
             None => String::new(),
         };
+        // Some servers (llama.cpp's Python one) send no usage in a stream:
+        // a complete answer gets an estimate rather than nothing.
+        if end.is_none() && usage == Usage::default() {
+            usage = estimated(prompt_estimate, &text, &tool_calls);
+        }
         // Arguments that never became a call are not a submission.
         let unfinished = if end.is_none() || refused {
             ItemStatus::Failed

@@ -151,6 +151,41 @@ impl SseParser for ChunkParser {
         self.finish(out);
         Ok(())
     }
+
+    /// A whole `chat.completion`: its message is read as one delta (its
+    /// calls numbered in order), then its usage and finish.
+    fn on_whole(&mut self, body: &str, out: &mut VecDeque<ModelEvent>) -> Result<(), ModelError> {
+        let mut whole: Value = serde_json::from_str(body).map_err(|e| {
+            ModelError::MalformedStream(format!("{e} in the answer `{}`", excerpt_short(body)))
+        })?;
+        if let Some(error) = whole.get("error") {
+            return Err(stream_error(error));
+        }
+        let choices = whole.get_mut("choices").and_then(Value::as_array_mut);
+        for choice in choices.into_iter().flatten() {
+            let Some(choice) = choice.as_object_mut() else {
+                continue;
+            };
+            let Some(mut message) = choice.remove("message") else {
+                continue;
+            };
+            if let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) {
+                for (i, call) in calls.iter_mut().enumerate() {
+                    if let Some(call) = call.as_object_mut() {
+                        call.entry("index").or_insert_with(|| i.into());
+                    }
+                }
+            }
+            choice.insert("delta".into(), message);
+        }
+        self.on_event("", &whole.to_string(), out)?;
+        // A whole answer is complete, whatever it says of its finish.
+        if self.finish_reason.is_none() {
+            self.finish_reason = Some("stop".to_owned());
+        }
+        self.finish(out);
+        Ok(())
+    }
 }
 
 impl ChunkParser {

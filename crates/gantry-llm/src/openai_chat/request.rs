@@ -7,8 +7,9 @@ use gantry_types::ToolSpec;
 use crate::wire::Wire;
 use crate::{Message, ModelRequest, wire};
 
-/// The JSON body for `request`, always streaming with usage.
-pub(crate) fn body(request: &ModelRequest) -> String {
+/// The JSON body for `request`: streamed (with usage) or not, with the
+/// provider's `tool_choice` when tools are offered.
+pub(crate) fn body(request: &ModelRequest, tool_choice: Option<&str>, stream: bool) -> String {
     let system = request
         .instructions
         .as_ref()
@@ -25,9 +26,15 @@ pub(crate) fn body(request: &ModelRequest) -> String {
     let tools = (!request.tools.is_empty()).then(|| request.tools.rendered(Wire::Chat, tools));
     if tools.is_some() {
         body.insert("tools".into(), Value::Null);
+        let answered = matches!(request.messages.last(), Some(Message::ToolResult { .. }));
+        if let Some(choice) = tool_choice.and_then(|c| choice(c, &request.tools, answered)) {
+            body.insert("tool_choice".into(), choice);
+        }
     }
-    body.insert("stream".into(), true.into());
-    body.insert("stream_options".into(), json!({"include_usage": true}));
+    if stream {
+        body.insert("stream".into(), true.into());
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
     if let Some(effort) = &request.reasoning {
         body.insert("reasoning_effort".into(), effort.clone().into());
     }
@@ -40,6 +47,24 @@ pub(crate) fn body(request: &ModelRequest) -> String {
     let mut raws = vec![("messages", messages.as_str())];
     raws.extend(tools.map(|t| ("tools", t)));
     wire::object(&body, &raws)
+}
+
+/// `tool_choice` for the setting `choice`: a mode, or a tool by name
+/// (left out when that tool is not offered). A forced choice (`required`,
+/// a tool) goes with a turn's first request only: once the model has its
+/// tools' results (`answered`), forcing another call would leave it no way
+/// to answer, so it gets `auto`.
+fn choice(choice: &str, tools: &[ToolSpec], answered: bool) -> Option<Value> {
+    match choice.trim() {
+        "" => None,
+        mode @ ("auto" | "none") => Some(mode.into()),
+        _ if answered => Some("auto".into()),
+        "required" => Some("required".into()),
+        name => tools
+            .iter()
+            .any(|t| t.name == name)
+            .then(|| json!({"type": "function", "function": {"name": name}})),
+    }
 }
 
 /// The `tools` array.
@@ -72,13 +97,10 @@ fn message(m: &Message) -> Value {
         Message::Assistant {
             text, tool_calls, ..
         } => {
-            // An assistant turn that only called tools has `content: null`.
-            let content = if text.is_empty() {
-                Value::Null
-            } else {
-                text.clone().into()
-            };
-            let mut msg = json!({"role": "assistant", "content": content});
+            // An assistant turn that only called tools has empty content,
+            // not `null`: llama.cpp's servers and SGLang refuse `null`
+            // (500), and OpenAI takes both.
+            let mut msg = json!({"role": "assistant", "content": text});
             if !tool_calls.is_empty() {
                 msg["tool_calls"] = tool_calls
                     .iter()
@@ -104,7 +126,7 @@ mod tests {
 
     /// The body, parsed.
     fn body(request: &ModelRequest) -> Value {
-        serde_json::from_str(&super::body(request)).expect("the body is JSON")
+        serde_json::from_str(&super::body(request, None, true)).expect("the body is JSON")
     }
 
     #[test]
@@ -133,7 +155,7 @@ mod tests {
     }
 
     #[test]
-    fn assistant_without_text_has_null_content() {
+    fn assistant_without_text_has_empty_content() {
         let call = ToolCall {
             id: "c1".into(),
             name: "shell".into(),
@@ -144,8 +166,45 @@ mod tests {
             text: String::new(),
             tool_calls: vec![call],
         });
-        assert_eq!(v["content"], Value::Null);
+        assert_eq!(v["content"], "");
         assert_eq!(v["tool_calls"][0]["function"]["arguments"], "{}");
+    }
+
+    #[test]
+    fn tool_choice_goes_with_offered_tools_and_unstreamed_has_no_stream_fields() {
+        let shell = ToolSpec {
+            name: "shell".into(),
+            description: "run".into(),
+            parameters: json!({"type": "object"}),
+        };
+        let req = ModelRequest {
+            tools: vec![shell].into(),
+            ..ModelRequest::default()
+        };
+        let with = |choice| -> Value {
+            serde_json::from_str(&super::body(&req, Some(choice), false)).unwrap()
+        };
+        assert_eq!(with("auto")["tool_choice"], "auto");
+        assert_eq!(
+            with("shell")["tool_choice"],
+            json!({"type": "function", "function": {"name": "shell"}})
+        );
+        assert!(with("grep").get("tool_choice").is_none(), "not offered");
+        // Once the model has its call's result, it may answer.
+        let mut answered = req.clone();
+        answered.messages.push(Message::ToolResult {
+            call_id: "c".into(),
+            output: "done".into(),
+        });
+        let after: Value =
+            serde_json::from_str(&super::body(&answered, Some("shell"), false)).unwrap();
+        assert_eq!(after["tool_choice"], "auto");
+        assert!(with("auto").get("stream").is_none());
+        assert!(with("auto").get("stream_options").is_none());
+        let bare: Value =
+            serde_json::from_str(&super::body(&ModelRequest::default(), Some("auto"), true))
+                .unwrap();
+        assert!(bare.get("tool_choice").is_none(), "no tools, no choice");
     }
 
     #[test]

@@ -2,5 +2,6 @@
 
 mod anthropic;
 mod common;
+mod local_model;
 mod openai_chat;
 mod openai_responses;

@@ -301,7 +301,7 @@ async fn request_has_openai_shape() {
             "messages": [
                 {"role": "system", "content": "Be brief."},
                 {"role": "user", "content": "list files"},
-                {"role": "assistant", "content": null, "tool_calls": [
+                {"role": "assistant", "content": "", "tool_calls": [
                     {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": "{\"command\":\"ls\"}"}}
                 ]},
                 {"role": "tool", "tool_call_id": "call_1", "content": "a.txt\n"},
