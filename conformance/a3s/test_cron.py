@@ -174,3 +174,45 @@ def test_a_server_below_full_access_takes_no_command_job(pb, tmp_path):
         assert not (default.workspace / "planted").exists()
     finally:
         default.stop()
+
+
+def test_an_agent_job_runs_a_whole_turn_beside_a_shell_job(gantry, mock_llm):
+    pb, stub = gantry.pb, gantry.stub
+    key = "sk-agent-job-key-0123456789"
+    llm = mock_llm([{"reply": {"text": "the build is green"}}])
+    shell = create(gantry, "shell-beside", RARELY, "echo shell")
+    config = pb.CronAgentConfig(
+        model="gpt-4.1-mini", api_key=key, base_url=llm.root_url, system_prompt="Be brief."
+    )
+    agent = create(
+        gantry, "agent-check", RARELY, "check the build", job_type=pb.CRON_JOB_TYPE_AGENT, agent_config=config
+    )
+    assert agent.job_type == pb.CRON_JOB_TYPE_AGENT and shell.job_type == pb.CRON_JOB_TYPE_SHELL
+    assert agent.agent_config.model == "gpt-4.1-mini" and agent.agent_config.system_prompt == "Be brief."
+    assert agent.agent_config.api_key == "", "the key is sealed, never shown"
+    assert agent.command == "check the build"
+    assert agent.working_dir == os.path.realpath(gantry.workspace)
+
+    ran = stub.RunCronJob(pb.RunCronJobRequest(id=agent.id), timeout=HANG_GUARD).execution
+    assert ran.status == pb.CRON_EXECUTION_STATUS_SUCCESS, ran
+    assert ran.stdout == "the build is green"
+    shell_ran = stub.RunCronJob(pb.RunCronJobRequest(id=shell.id), timeout=HANG_GUARD).execution
+    assert (shell_ran.status, shell_ran.stdout) == (pb.CRON_EXECUTION_STATUS_SUCCESS, "shell\n")
+    # The job's own model server was asked, with the job's key.
+    asked = llm.requests()
+    assert len(asked) == 1
+    assert asked[0]["headers"].get("authorization") == f"Bearer {key}"
+
+    listed = stub.ListCronJobs(pb.ListCronJobsRequest(), timeout=HANG_GUARD)
+    assert {j.name: j.job_type for j in listed.jobs} == {
+        "agent-check": pb.CRON_JOB_TYPE_AGENT,
+        "shell-beside": pb.CRON_JOB_TYPE_SHELL,
+    }
+    assert key not in str(listed)
+    # The run is a turn of the job's own session, readable as one.
+    sessions = stub.ListSessions(pb.ListSessionsRequest(), timeout=HANG_GUARD).sessions
+    mine = [s for s in sessions if s.config.name == "job agent-check"]
+    assert len(mine) == 1, sessions
+    messages = stub.GetMessages(pb.GetMessagesRequest(session_id=mine[0].session_id), timeout=HANG_GUARD).messages
+    texts = [b.text.text for m in messages for b in m.content if b.HasField("text")]
+    assert texts == ["check the build", "the build is green"], texts

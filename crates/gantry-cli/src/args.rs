@@ -321,6 +321,11 @@ pub(crate) struct ServeArgs {
     )]
     pub max_sandbox: SandboxCeiling,
 
+    /// Model rounds a turn may take before it is stopped (a small model
+    /// that calls tools forever).
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub max_rounds: u32,
+
     /// Another host name (or `name:port`) the HTTP listeners (the HTTP API
     /// and dashboard, CodeWhale, Rome) answer to, besides their listen
     /// address and, on loopback, `localhost`: the name a proxy or another

@@ -68,6 +68,7 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     let protected = crate::setup::sandbox_protected(&global, data.as_ref());
     let engine = daemon_engine(store, providers_config, data_dir, protected, &global, |b| {
         b.max_sandbox(args.max_sandbox.into())
+            .max_rounds(args.max_rounds)
     })
     .await?;
     start_background_work(&engine);

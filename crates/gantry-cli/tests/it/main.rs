@@ -20,6 +20,7 @@ mod http_serve;
 mod keys;
 mod lifecycle;
 mod listeners;
+mod local_model;
 mod pando_conformance;
 mod planted_key;
 mod postgres_store;

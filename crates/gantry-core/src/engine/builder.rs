@@ -94,6 +94,12 @@ impl EngineBuilder {
         self
     }
 
+    /// Sets [`EngineConfig::max_rounds`], the model rounds a turn may take.
+    pub fn max_rounds(mut self, rounds: u32) -> Self {
+        self.config.max_rounds = rounds.max(1);
+        self
+    }
+
     /// Starts the engine: its store writer, then crash recovery (turns left
     /// running by a dead process are closed as interrupted).
     pub async fn start(self) -> Result<Engine, EngineError> {

@@ -253,7 +253,7 @@ fn drop_oldest(source: &mut Vec<Message>) {
 }
 
 /// A provider's "the prompt is too long" answer.
-fn is_overflow(e: &ModelError) -> bool {
+pub(super) fn is_overflow(e: &ModelError) -> bool {
     let ModelError::BadRequest { body, .. } = e else {
         return false;
     };

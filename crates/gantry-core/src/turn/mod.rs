@@ -172,6 +172,9 @@ struct Loop<'a> {
     /// Set when a tool was refused because the log could not be saved
     /// first: the turn fails after that round.
     store_failure: std::sync::OnceLock<String>,
+    /// The last model round failed because the prompt did not fit the
+    /// model's context (the provider said so): compaction may recover it.
+    overflowed: bool,
 }
 
 /// Runs a turn to its end and closes it.
@@ -212,6 +215,7 @@ pub(crate) async fn run(
         streamed_tool: None,
         streamed_calls: HashMap::new(),
         store_failure: std::sync::OnceLock::new(),
+        overflowed: false,
     };
     let outcome = match &spec.mode {
         TurnMode::Chat => lp.drive(&mut steer).await,
@@ -283,6 +287,7 @@ impl Loop<'_> {
         // Built once: every round sends the same specs.
         let tools: Tools = self.tools.specs().into();
         let max_rounds = self.shared.config.max_rounds;
+        let mut compacted_for_overflow = false;
         loop {
             if self.rounds >= max_rounds {
                 return Outcome::Failed(
@@ -304,6 +309,19 @@ impl Loop<'_> {
             let instructions = self.instructions();
             let tool_calls = match self.ask_model(client.as_ref(), instructions, &tools).await {
                 Ok(calls) => calls,
+                // The window was smaller than estimated (a model the
+                // catalog does not know): compact once and ask again.
+                Err(_) if self.overflowed && !compacted_for_overflow && self.messages.len() > 1 => {
+                    compacted_for_overflow = true;
+                    let used = self.context_used(&tools);
+                    if let Err(outcome) = self
+                        .compact(client.as_ref(), "overflow", used, self.limit(), &tools)
+                        .await
+                    {
+                        return outcome;
+                    }
+                    continue;
+                }
                 Err(outcome) => return outcome,
             };
             if tool_calls.is_empty() {

@@ -136,6 +136,7 @@ impl Loop<'_> {
     ) -> Result<Answer, Outcome> {
         let round = self.rounds;
         let em = self.em;
+        self.overflowed = false;
         // What the prompt is thought to hold, for a server that never says.
         let prompt_estimate = self.context_used(&request.tools);
         let mut stream = client.stream(request);
@@ -235,7 +236,10 @@ impl Loop<'_> {
                     ));
                 }
                 Some(Ok(ModelEvent::Finished { .. })) => break None,
-                Some(Err(e)) => break Some(Outcome::Failed(super::failure_of(&e), e.to_string())),
+                Some(Err(e)) => {
+                    self.overflowed = super::compaction::is_overflow(&e);
+                    break Some(Outcome::Failed(super::failure_of(&e), e.to_string()));
+                }
                 None => {
                     break Some(Outcome::Failed(
                         TurnFailure::Other,

@@ -250,3 +250,78 @@ async fn a_summary_request_that_overflows_drops_the_oldest_messages_and_retries(
     let second_try = requests[3].body["messages"].as_array().unwrap().len();
     assert!(second_try < first_try, "{first_try} -> {second_try}");
 }
+
+#[tokio::test]
+async fn a_round_the_server_says_overflowed_compacts_and_is_asked_again() {
+    // The window is unknown here (a local model): only the server's
+    // answer says the prompt did not fit.
+    let overflow = || {
+        Step::http_error(400).with_body(json!({"error": {"message": "Requested tokens (9000) exceed context window of 8192", "code": "context_length_exceeded"}}))
+    };
+    let s = setup(
+        vec![
+            Step::text("one"),
+            overflow(),
+            Step::text("The user said first, then second."),
+            Step::text("Answered after compaction."),
+            // A second overflow in the same turn after compacting fails it.
+            overflow(),
+            Step::text("Summary again."),
+            overflow(),
+        ],
+        0,
+    )
+    .await;
+    let ask = |text: &'static str| {
+        let engine = s.engine.clone();
+        let thread = s.thread.clone();
+        async move {
+            let mut sub = engine.feeds().subscribe(&thread, 1).await.unwrap();
+            let turn = engine
+                .turns()
+                .send(&thread, text, IfBusy::Reject)
+                .await
+                .unwrap();
+            until_turn_ends(&mut sub, &turn).await
+        }
+    };
+    ask("first").await;
+    let seen = ask("second").await;
+    assert_eq!(turn_status(&seen), TurnStatus::Completed);
+    let triggers: Vec<String> = completed_kinds(&seen)
+        .into_iter()
+        .filter_map(|k| match k {
+            ItemKind::ContextCompaction { trigger, .. } => Some(trigger),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(triggers, ["overflow"]);
+    let requests = s.llm.requests();
+    assert_eq!(requests.len(), 4);
+    // Asked again with the compacted history: the kept messages and the summary.
+    let again = requests[3].body["messages"].as_array().unwrap();
+    let said = |text: &str| {
+        again
+            .iter()
+            .any(|m| m["content"].as_str().is_some_and(|c| c.contains(text)))
+    };
+    assert!(said("first, then second"), "the summary: {again:?}");
+    assert!(
+        !again
+            .iter()
+            .any(|m| m["role"] == "assistant" && m["content"] == "one"),
+        "{again:?}"
+    );
+
+    // Once compacted, an overflow again is the turn's error, named.
+    let seen = ask("third").await;
+    assert_eq!(turn_status(&seen), TurnStatus::Failed);
+    let error = completed_kinds(&seen)
+        .into_iter()
+        .find_map(|k| match k {
+            ItemKind::Error { message, .. } => Some(message),
+            _ => None,
+        })
+        .expect("an error item");
+    assert!(error.contains("context"), "{error}");
+}

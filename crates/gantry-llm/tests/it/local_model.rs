@@ -73,9 +73,9 @@ async fn a_forced_tool_call_is_assembled_from_the_servers_deltas() {
     let streamed: String = events
         .iter()
         .filter_map(|e| match e {
-            ModelEvent::ToolCallDelta { name, arguments, .. } if name == "shell" => {
-                Some(arguments.as_str())
-            }
+            ModelEvent::ToolCallDelta {
+                name, arguments, ..
+            } if name == "shell" => Some(arguments.as_str()),
             _ => None,
         })
         .collect();
@@ -90,7 +90,10 @@ async fn a_forced_tool_call_is_assembled_from_the_servers_deltas() {
     assert_eq!(calls[0].name, "shell");
     assert!(!calls[0].id.is_empty());
     assert!(!streamed.is_empty(), "the arguments came as deltas");
-    assert_eq!(calls[0].arguments, streamed, "the call is its deltas, whole");
+    assert_eq!(
+        calls[0].arguments, streamed,
+        "the call is its deltas, whole"
+    );
     assert_eq!(finish_of(&events).as_deref(), Some("tool_calls"));
 }
 
@@ -180,7 +183,9 @@ async fn a_server_that_stops_and_comes_back_is_retried_until_it_answers() {
     let (events, error) = asked.await.expect("answered");
     assert_eq!(error, None, "{events:?}");
     assert!(
-        events.iter().any(|e| matches!(e, ModelEvent::Retrying { reason, .. } if reason.contains("cannot reach"))),
+        events.iter().any(
+            |e| matches!(e, ModelEvent::Retrying { reason, .. } if reason.contains("cannot reach"))
+        ),
         "the outage was retried: {events:?}"
     );
     assert!(finish_of(&events).is_some());
