@@ -48,7 +48,7 @@ fn finish_of(events: &[ModelEvent]) -> Option<String> {
 }
 
 #[tokio::test]
-async fn text_streams_in_deltas_and_a_short_cap_finishes_for_length() {
+async fn text_streams_in_deltas_and_finishes_for_length_or_stop() {
     let Some(server) = LocalModel::start() else {
         return;
     };
@@ -60,6 +60,10 @@ async fn text_streams_in_deltas_and_a_short_cap_finishes_for_length() {
         .count();
     assert!(deltas >= 1, "streamed: {events:?}");
     assert_eq!(finish_of(&events).as_deref(), Some("length"), "{events:?}");
+    // Room to end on its own (it says hi in under 100 tokens): `stop`.
+    let (events, error) = run(&client(&server, None), ask("Say hi.", vec![], Some(512))).await;
+    assert_eq!(error, None);
+    assert_eq!(finish_of(&events).as_deref(), Some("stop"), "{events:?}");
 }
 
 #[tokio::test]
