@@ -1,9 +1,11 @@
 //! The replica's counters, and their Prometheus text exposition (format
-//! 0.0.4), written by hand: a handful of series needs no client library.
+//! 0.0.4, written by `gantry_web::prometheus`).
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
+
+use gantry_web::prometheus::{Exposition, Histogram};
 
 /// Upper bounds of the dispatch latency buckets, in seconds.
 const BUCKETS: [f64; 14] = [
@@ -11,14 +13,20 @@ const BUCKETS: [f64; 14] = [
 ];
 
 /// Counters kept as the control plane works.
-#[derive(Default)]
 pub(crate) struct Metrics {
-    /// Dispatch round trips per bucket (not cumulative; the last is +Inf).
-    dispatch: [AtomicU64; BUCKETS.len() + 1],
-    /// Their sum, in microseconds.
-    dispatch_micros: AtomicU64,
+    /// Dispatch round trips, in seconds.
+    dispatch: Mutex<Histogram>,
     /// Thread updates committed (log entries).
     updates_applied: AtomicU64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self {
+            dispatch: Mutex::new(Histogram::new(&BUCKETS)),
+            updates_applied: AtomicU64::new(0),
+        }
+    }
 }
 
 /// What is read at scrape time rather than counted.
@@ -37,14 +45,10 @@ pub(crate) struct Gauges {
 impl Metrics {
     /// A request answered after `took`.
     pub(crate) fn dispatched(&self, took: Duration) {
-        let seconds = took.as_secs_f64();
-        let bucket = BUCKETS
-            .iter()
-            .position(|le| seconds <= *le)
-            .unwrap_or(BUCKETS.len());
-        self.dispatch[bucket].fetch_add(1, Ordering::Relaxed);
-        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        self.dispatch_micros.fetch_add(micros, Ordering::Relaxed);
+        self.dispatch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .observe(took.as_secs_f64());
     }
 
     /// `count` thread updates committed.
@@ -55,66 +59,47 @@ impl Metrics {
 
     /// The exposition of every series.
     pub(crate) fn render(&self, gauges: &Gauges) -> String {
-        let mut out = String::with_capacity(2048);
-        gauge(
-            &mut out,
+        let one = |value: f64| [(vec![], value)];
+        let mut out = Exposition::default();
+        out.gauge(
             "gantry_cp_runners_connected",
             "Runners whose control channel is open on this replica.",
-            gauges.runners_connected as f64,
+            one(gauges.runners_connected as f64),
         );
-        gauge(
-            &mut out,
+        out.gauge(
             "gantry_cp_requests_in_flight",
             "Requests sent to runners and waiting for their first reply.",
-            gauges.requests_in_flight as f64,
+            one(gauges.requests_in_flight as f64),
         );
-        gauge(
-            &mut out,
+        out.gauge(
             "gantry_cp_draining",
             "1 while this replica drains before stopping (it takes no new runners).",
-            if gauges.draining { 1.0 } else { 0.0 },
+            one(if gauges.draining { 1.0 } else { 0.0 }),
         );
         if let Some(lag) = gauges.nats_lag {
-            gauge(
-                &mut out,
+            out.gauge(
                 "gantry_cp_nats_lag",
                 "Messages of the thread-update stream not yet delivered to this replica.",
-                lag as f64,
+                one(lag as f64),
             );
         }
-        let _ = writeln!(
-            out,
-            "# HELP gantry_cp_updates_applied_total Thread updates from runners committed to the store.\n\
-             # TYPE gantry_cp_updates_applied_total counter\n\
-             gantry_cp_updates_applied_total {}",
-            self.updates_applied.load(Ordering::Relaxed)
+        out.counter(
+            "gantry_cp_updates_applied_total",
+            "Thread updates from runners committed to the store.",
+            one(self.updates_applied.load(Ordering::Relaxed) as f64),
         );
-        let name = "gantry_cp_dispatch_seconds";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Round trip of a request to a runner: sent, its first reply recorded.\n\
-             # TYPE {name} histogram"
+        let dispatch = self
+            .dispatch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        out.histogram(
+            "gantry_cp_dispatch_seconds",
+            "Round trip of a request to a runner: sent, its first reply recorded.",
+            &dispatch,
         );
-        let mut cumulative = 0;
-        for (i, count) in self.dispatch.iter().enumerate() {
-            cumulative += count.load(Ordering::Relaxed);
-            let le = BUCKETS
-                .get(i)
-                .map_or_else(|| "+Inf".to_owned(), f64::to_string);
-            let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {cumulative}");
-        }
-        let sum = self.dispatch_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {cumulative}");
-        out
+        out.into_text()
     }
-}
-
-/// One gauge with its help and type lines.
-fn gauge(out: &mut String, name: &str, help: &str, value: f64) {
-    let _ = writeln!(
-        out,
-        "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
-    );
 }
 
 #[cfg(test)]

@@ -14,9 +14,6 @@ use serde_json::json;
 use crate::ControlPlane;
 use crate::metrics::Gauges;
 
-/// The Prometheus text format's content type.
-const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
-
 /// `/healthz`, `/readyz` and `/metrics`.
 pub(crate) fn router(cp: ControlPlane) -> Router {
     Router::new()
@@ -77,5 +74,9 @@ async fn metrics(State(cp): State<ControlPlane>) -> Response {
         nats_lag: inner.cluster.as_ref().map(crate::nats::Cluster::lag),
     };
     let body = inner.metrics.render(&gauges);
-    ([(header::CONTENT_TYPE, PROMETHEUS_TEXT)], body).into_response()
+    (
+        [(header::CONTENT_TYPE, gantry_web::prometheus::CONTENT_TYPE)],
+        body,
+    )
+        .into_response()
 }

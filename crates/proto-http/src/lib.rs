@@ -13,6 +13,7 @@ mod dashboard;
 pub mod error;
 mod extract;
 mod guard;
+mod metrics;
 mod openapi;
 mod router;
 mod routes;
@@ -46,6 +47,8 @@ pub(crate) struct AppState {
     pub access: Arc<gantry_web::guard::Access>,
     /// Ends live streams when the server stops.
     pub stop: CancellationToken,
+    /// What the engine did since the server started, for `/metrics`.
+    pub metrics: Arc<metrics::Metrics>,
 }
 
 /// How the API is served.

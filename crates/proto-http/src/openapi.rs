@@ -9,7 +9,7 @@ use axum::response::IntoResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{approvals, catalog, jobs, thread_state, threads, turns, user_input};
+use crate::routes::{approvals, catalog, jobs, metrics, thread_state, threads, turns, user_input};
 use crate::sse;
 
 #[derive(OpenApi)]
@@ -27,7 +27,7 @@ use crate::sse;
             Content-Type: application/json (else 415)."
     ),
     paths(
-        threads::health, threads::list, threads::create, threads::read, threads::fork,
+        threads::health, metrics::scrape, threads::list, threads::create, threads::read, threads::fork,
         threads::archive, threads::unarchive, threads::delete,
         turns::send, turns::interrupt, turns::pause, turns::resume,
         approvals::pending, approvals::of_thread, approvals::answer, approvals::tasks,

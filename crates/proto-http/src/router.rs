@@ -9,7 +9,7 @@ use axum::routing::{get, post};
 use gantry_core::Engine;
 use tokio_util::sync::CancellationToken;
 
-use crate::routes::{approvals, catalog, jobs, thread_state, threads, turns, user_input};
+use crate::routes::{approvals, catalog, jobs, metrics, thread_state, threads, turns, user_input};
 use crate::{AppState, HttpOptions, dashboard, error, guard, openapi, sse};
 
 /// The API and dashboard over `engine`, for a server listening on `listen`
@@ -22,13 +22,14 @@ pub fn router(
     stop: CancellationToken,
 ) -> Router {
     let state = AppState {
-        engine,
+        engine: engine.clone(),
         workspace: Arc::new(options.workspace),
         tokens: Arc::new(options.tokens),
         access: Arc::new(gantry_web::guard::Access::new(
             listen,
             &options.allowed_hosts,
         )),
+        metrics: crate::metrics::Metrics::collect(engine.clone(), stop.clone()),
         stop,
     };
     let guard = axum::middleware::from_fn_with_state(state.clone(), guard::guard);
@@ -37,6 +38,7 @@ pub fn router(
         .route("/assets/{file}", get(dashboard::asset))
         .route("/healthz", get(threads::health))
         .route("/openapi.json", get(openapi::serve))
+        .route("/metrics", get(metrics::scrape))
         .route("/v1/threads", get(threads::list).post(threads::create))
         .route(
             "/v1/threads/{id}",

@@ -11,7 +11,7 @@ use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use gantry_testkit::{MockLlm, Script, Step};
+use gantry_testkit::{MockLlm, Script, Step, UsageSpec};
 use serde_json::{Value, json};
 
 use crate::common::Scratch;
@@ -403,5 +403,174 @@ async fn a_schema_driven_fuzz_finds_no_server_error() {
         "schemathesis found problems:\n{report}"
     );
     assert!(report.contains("passed"), "{report}");
+    stop(served).await;
+}
+
+/// `/metrics` as PyPI's `prometheus_client` parses it: each sample as
+/// `[name, labels, value]`.
+fn scraped(text: &str) -> Vec<(String, Value, f64)> {
+    let python = std::env::var("GANTRY_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = "import json, sys\n\
+        from prometheus_client.parser import text_string_to_metric_families\n\
+        print(json.dumps([[s.name, s.labels, s.value] \
+            for f in text_string_to_metric_families(sys.stdin.read()) for s in f.samples]))";
+    let mut child = std::process::Command::new(&python)
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("parser");
+    assert!(
+        out.status.success(),
+        "prometheus_client refused it ({}):\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let samples: Vec<(String, Value, f64)> =
+        serde_json::from_slice(&out.stdout).expect("the parser's JSON");
+    samples
+}
+
+/// The value of the sample named `name` whose labels include `labels`.
+fn sample(samples: &[(String, Value, f64)], name: &str, labels: Value) -> f64 {
+    samples
+        .iter()
+        .filter(|(n, l, _)| {
+            n == name
+                && labels
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .all(|(k, v)| &l[k] == v)
+        })
+        .map(|s| s.2)
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_a_turn_its_tool_call_and_its_tokens() {
+    let s = Scratch::new();
+    let usage = |prompt, completion| UsageSpec {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        ..UsageSpec::default()
+    };
+    let llm = MockLlm::start(Script::new(vec![
+        Step::tool_call("shell", json!({"command": "echo hi"})).with_usage(usage(100, 10)),
+        Step::text("Said hi.").with_usage(usage(120, 5)),
+    ]))
+    .expect("mock llm");
+    configure(&s, &llm);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let web = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let served = serve(&s);
+    let scrape = || async {
+        let resp = web
+            .get(format!("http://{}/metrics", served.http))
+            .send()
+            .await
+            .expect("metrics");
+        assert_eq!(resp.status(), 200);
+        let kind = resp.headers()["content-type"]
+            .to_str()
+            .expect("type")
+            .to_owned();
+        assert!(kind.starts_with("text/plain; version=0.0.4"), "{kind}");
+        scraped(&resp.text().await.expect("text"))
+    };
+    let before = scrape().await;
+    assert_eq!(
+        sample(&before, "gantry_turns_started_total", json!({})),
+        0.0
+    );
+
+    let made: Value = web
+        .post(format!("http://{}/v1/threads", served.http))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("JSON");
+    let id = made["id"].as_str().expect("id").to_owned();
+    let events = web
+        .get(format!("http://{}/v1/threads/{id}/events", served.http))
+        .send()
+        .await
+        .expect("events");
+    let mut events = eventsource_stream::EventStream::new(events.bytes_stream());
+    let sent = web
+        .post(format!("http://{}/v1/threads/{id}/messages", served.http))
+        .json(&json!({"text": "say hi"}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(sent.status(), 202);
+    let seen = read_until(&mut events, "turn_completed").await;
+    assert_eq!(
+        seen.last().expect("ended").2["payload"]["status"],
+        "completed"
+    );
+
+    // The collector follows the same feed: once it counted the turn's end,
+    // the rest of the turn is counted too.
+    let after = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let now = scrape().await;
+            if sample(&now, "gantry_turns_completed_total", json!({})) >= 1.0 {
+                return now;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the turn counted");
+    let m = |name, labels| sample(&after, name, labels);
+    assert_eq!(m("gantry_turns_started_total", json!({})), 1.0);
+    assert_eq!(
+        m(
+            "gantry_turns_completed_total",
+            json!({"status": "completed"})
+        ),
+        1.0
+    );
+    assert_eq!(
+        m(
+            "gantry_tool_calls_total",
+            json!({"tool": "shell", "outcome": "completed"})
+        ),
+        1.0
+    );
+    assert_eq!(m("gantry_tool_call_duration_seconds_count", json!({})), 1.0);
+    assert_eq!(m("gantry_model_responses_total", json!({})), 2.0);
+    assert_eq!(
+        m(
+            "gantry_tokens_total",
+            json!({"model": "mock/gpt-4.1", "direction": "input"})
+        ),
+        220.0
+    );
+    assert_eq!(
+        m(
+            "gantry_tokens_total",
+            json!({"model": "mock/gpt-4.1", "direction": "output"})
+        ),
+        15.0
+    );
+    assert_eq!(m("gantry_turns_running", json!({})), 0.0);
+    // Nothing in it names a thread.
+    assert!(after.iter().all(|(_, l, _)| !l.to_string().contains(&id)));
     stop(served).await;
 }

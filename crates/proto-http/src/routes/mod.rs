@@ -1,9 +1,11 @@
-//! The JSON routes, one module per subject; each reads its input, calls the
-//! engine's public API, and answers with a view and the status that fits.
+//! The routes, one module per subject; each reads its input, calls the
+//! engine's public API, and answers with a view (JSON; Prometheus text for
+//! `/metrics`) and the status that fits.
 
 pub(crate) mod approvals;
 pub(crate) mod catalog;
 pub(crate) mod jobs;
+pub(crate) mod metrics;
 pub(crate) mod thread_state;
 pub(crate) mod threads;
 pub(crate) mod turns;
