@@ -78,6 +78,27 @@ properties = { label = { type = "string", enum = ["bug", "feature"] } }
   assert.equal(messages.at(-1).status, "completed");
 });
 
+test("an agent with an output schema may answer with the JSON as text", async (t) => {
+  const { runner } = await gantry(t, {
+    agents: `
+[agents.triage]
+instructions = "Label the issue."
+[agents.triage.output_schema]
+type = "object"
+required = ["label"]
+properties = { label = { type = "string", enum = ["bug", "feature"] } }
+`,
+    steps: [text('{"label": "feature"}')],
+  });
+  const messages = await collect(runner.run({ agentName: "triage", prompt: "Add dark mode." }));
+  const structured = messages.find((m) => m.type === "structured_output");
+  assert.deepEqual(structured.payload, { label: "feature" });
+  const result = messages.at(-2);
+  assert.equal(result.type, "result");
+  assert.deepEqual(JSON.parse(result.content), { label: "feature" });
+  assert.equal(messages.at(-1).status, "completed");
+});
+
 test("a model failure ends the turn with an error, then turn_end status error", async (t) => {
   const { runner } = await gantry(t, {
     steps: [{ error: { status: 400, body: { error: { message: "bad request: context too long" } } } }],
