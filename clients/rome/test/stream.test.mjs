@@ -75,6 +75,8 @@ properties = { label = { type = "string", enum = ["bug", "feature"] } }
   assert.equal(result.type, "result");
   assert.deepEqual(JSON.parse(result.content), { label: "bug" });
   assert.ok(types.indexOf("structured_output") < types.indexOf("result"));
+  // The engine's own submission tool is no tool use of the agent.
+  assert.ok(!types.includes("tool_use") && !types.includes("tool_result"), types.join());
   assert.equal(messages.at(-1).status, "completed");
 });
 

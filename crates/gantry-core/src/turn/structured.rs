@@ -373,5 +373,6 @@ fn origin(call: &ToolCall, output: &str) -> ToolCallOrigin {
         arguments: call.arguments.clone(),
         output: Some(output.to_owned()),
         refused: None,
+        internal: true,
     }
 }
