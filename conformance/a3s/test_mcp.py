@@ -11,6 +11,7 @@ import os
 import pathlib
 import shutil
 import sys
+import time
 
 import grpc
 import pytest
@@ -99,6 +100,30 @@ def test_mcp_servers_connect_offer_their_tools_and_disconnect(gantry):
     assert not listed["py"].connected and listed["py"].tool_count == 0
     assert listed["everything"].connected
     assert list(tools(gantry, "py")) == []
+
+
+def test_a_servers_tool_timeout_fails_a_slow_call_and_the_turn_goes_on(gantry, mock_llm):
+    pb, stub = gantry.pb, gantry.stub
+    config = stdio(pb, "py", python_with_mcp(), [str(FIXTURE), "stdio"])
+    config.tool_timeout_secs = 1
+    assert register(gantry, config).success
+    assert stub.ConnectMcpServer(pb.ConnectMcpServerRequest(name="py"), timeout=HANG_GUARD).success
+    nap = {"reply": {"tool_calls": [{"name": "mcp__py__sleep", "arguments": {"seconds": 600}}]}}
+    llm = mock_llm([nap, {"reply": {"text": "The nap timed out."}}])
+    session = gantry.session(llm)
+    started = time.monotonic()
+    request = pb.GenerateRequest(session_id=session, messages=[pb.Message(role="user", content="nap")])
+    answer = stub.Generate(request, timeout=HANG_GUARD)
+    # The call failed at its server's timeout, long before the tool's own end.
+    assert time.monotonic() - started < HANG_GUARD / 2
+    assert answer.message.content == "The nap timed out." and answer.finish_reason == "stop"
+    [call] = answer.tool_calls
+    assert not call.result.success
+    said = call.result.error + call.result.output
+    assert "timed out after 1000 ms" in said, call
+    # The model was told, and answered in the same turn.
+    told = [m["content"] for m in llm.requests()[1]["body"]["messages"] if m["role"] == "tool"]
+    assert "timed out after 1000 ms" in told[0], told
 
 
 def test_mcp_bad_configs_unknown_disabled_and_unreachable_servers(gantry):

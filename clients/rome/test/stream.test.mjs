@@ -75,6 +75,29 @@ properties = { label = { type = "string", enum = ["bug", "feature"] } }
   assert.equal(result.type, "result");
   assert.deepEqual(JSON.parse(result.content), { label: "bug" });
   assert.ok(types.indexOf("structured_output") < types.indexOf("result"));
+  // The engine's own submission tool is no tool use of the agent.
+  assert.ok(!types.includes("tool_use") && !types.includes("tool_result"), types.join());
+  assert.equal(messages.at(-1).status, "completed");
+});
+
+test("an agent with an output schema may answer with the JSON as text", async (t) => {
+  const { runner } = await gantry(t, {
+    agents: `
+[agents.triage]
+instructions = "Label the issue."
+[agents.triage.output_schema]
+type = "object"
+required = ["label"]
+properties = { label = { type = "string", enum = ["bug", "feature"] } }
+`,
+    steps: [text('{"label": "feature"}')],
+  });
+  const messages = await collect(runner.run({ agentName: "triage", prompt: "Add dark mode." }));
+  const structured = messages.find((m) => m.type === "structured_output");
+  assert.deepEqual(structured.payload, { label: "feature" });
+  const result = messages.at(-2);
+  assert.equal(result.type, "result");
+  assert.deepEqual(JSON.parse(result.content), { label: "feature" });
   assert.equal(messages.at(-1).status, "completed");
 });
 

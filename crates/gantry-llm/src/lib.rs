@@ -24,7 +24,8 @@ pub use config::ClientConfig;
 pub use error::ModelError;
 pub use history::History;
 pub use model::{
-    Message, ModelClient, ModelEvent, ModelRequest, ModelStream, REFUSAL, ReasoningBlock, ToolCall,
+    Message, ModelClient, ModelEvent, ModelRequest, ModelStream, OutputSchema, REFUSAL,
+    ReasoningBlock, ToolCall,
 };
 pub use retry::RetryPolicy;
 pub use tools::Tools;

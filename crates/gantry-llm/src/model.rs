@@ -69,6 +69,18 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// The JSON Schema a structured answer must match, for a provider that can
+/// hold its model to one (Chat Completions' `response_format`). Others
+/// ignore it: the agent loop still offers its submission tool and checks
+/// every answer itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputSchema {
+    /// A name for the schema (letters, digits, `_` and `-`).
+    pub name: String,
+    /// An object schema: what providers accept at the root.
+    pub schema: serde_json::Value,
+}
+
 /// Everything a client needs to make one model request.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelRequest {
@@ -91,6 +103,9 @@ pub struct ModelRequest {
     /// Sampling temperature; not sent along with a reasoning effort
     /// (reasoning models refuse it).
     pub temperature: Option<f32>,
+    /// The schema a structured turn's answer must match, for providers
+    /// with native structured output.
+    pub output_schema: Option<OutputSchema>,
 }
 
 /// What a model stream yields, in order.

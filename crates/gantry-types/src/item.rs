@@ -39,6 +39,11 @@ pub struct ToolCallOrigin {
     /// answer on, never the wording of `output`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<Refusal>,
+    /// A call of the engine's own tool (structured output's
+    /// `submit_output`), not one of the agent's: kept so the conversation
+    /// rebuilds, never shown as a tool call on a protocol's stream.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub internal: bool,
 }
 
 /// Why the engine refused to run a tool call.
@@ -297,4 +302,12 @@ pub struct Item {
     /// The tool call behind the item, if a tool produced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call: Option<ToolCallOrigin>,
+}
+
+impl Item {
+    /// The tool call behind the item as clients see it: none for the
+    /// engine's internal tools, whose calls are no tool use of the agent.
+    pub fn public_tool_call(&self) -> Option<&ToolCallOrigin> {
+        self.tool_call.as_ref().filter(|c| !c.internal)
+    }
 }

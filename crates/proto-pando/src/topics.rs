@@ -168,7 +168,7 @@ impl TopicMapper {
             parts: Vec::new(),
             texts: 0,
         });
-        if let Some(call) = &item.tool_call {
+        if let Some(call) = item.public_tool_call() {
             round.parts.push(Part::ToolUse {
                 call_id: call.call_id.clone(),
                 name: call.name.clone(),
@@ -202,7 +202,7 @@ impl TopicMapper {
                     "content": text,
                 }),
             )),
-            ItemKind::AgentMessage { text } if item.tool_call.is_none() => {
+            ItemKind::AgentMessage { text } if item.public_tool_call().is_none() => {
                 // What streamed past a lag unseen goes out as one last token.
                 self.resync.remove(&item.id);
                 let streamed = self.streamed.remove(&item.id).unwrap_or(0);
@@ -214,7 +214,7 @@ impl TopicMapper {
             }
             _ => {}
         }
-        if let Some(call) = &item.tool_call
+        if let Some(call) = item.public_tool_call()
             && state.tools.remove(&call.call_id)
         {
             let result = call.output.clone().unwrap_or_else(|| match &item.kind {

@@ -143,7 +143,7 @@ impl TurnMapper {
             ItemKind::Error { message } => self.last_error = Some(message.clone()),
             _ => {}
         }
-        if item.tool_call.is_some() {
+        if item.public_tool_call().is_some() {
             out.extend(self.announce(item));
             out.extend(tool_result(item));
         }
@@ -160,7 +160,7 @@ impl TurnMapper {
 
     /// The `tool_use` of a tool call not yet announced.
     fn announce(&mut self, item: &Item) -> Option<Message> {
-        let call = item.tool_call.as_ref()?;
+        let call = item.public_tool_call()?;
         if !self.announced.insert(item.id.clone()) {
             return None;
         }
@@ -191,7 +191,7 @@ impl TurnMapper {
 
 /// The result of a finished tool call: what the model was told.
 fn tool_result(item: &Item) -> Option<Message> {
-    let call = item.tool_call.as_ref()?;
+    let call = item.public_tool_call()?;
     let told = call.output.clone().or_else(|| match &item.kind {
         ItemKind::CommandExecution { output, .. } => Some(output.clone()),
         ItemKind::ToolCall { result, error, .. } => error.clone().or_else(|| result.clone()),
@@ -254,6 +254,7 @@ mod tests {
             arguments: r#"{"command":"echo hi"}"#.into(),
             output: Some("hi\n".into()),
             refused: None,
+            internal: false,
         };
         let mut started = item(
             &turn,

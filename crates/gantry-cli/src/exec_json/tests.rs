@@ -102,6 +102,7 @@ fn a_failed_edit_says_why_and_a_new_file_is_an_add() {
         arguments: "{}".into(),
         output: Some("old_string not found".into()),
         refused: None,
+        internal: false,
     });
     assert_eq!(
         shown(&failed),

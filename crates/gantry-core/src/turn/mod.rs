@@ -169,6 +169,9 @@ struct Loop<'a> {
     /// Open items of the last answer's streamed calls, by call id, for the
     /// loop to complete once it has judged each call.
     streamed_calls: HashMap<String, Item>,
+    /// The schema a structured turn's answers must match, sent to
+    /// providers with native structured output.
+    output_schema: Option<gantry_llm::OutputSchema>,
     /// Set when a tool was refused because the log could not be saved
     /// first: the turn fails after that round.
     store_failure: std::sync::OnceLock<String>,
@@ -214,6 +217,7 @@ pub(crate) async fn run(
         known: None,
         streamed_tool: None,
         streamed_calls: HashMap::new(),
+        output_schema: None,
         store_failure: std::sync::OnceLock::new(),
         overflowed: false,
     };
@@ -366,6 +370,7 @@ impl Loop<'_> {
                     .as_deref()
                     .or(self.shared.config.reasoning.as_deref()),
             ),
+            output_schema: self.output_schema.clone(),
             ..ModelRequest::default()
         };
         let answer = self.model_round(client, request).await?;

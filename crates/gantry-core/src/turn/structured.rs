@@ -2,7 +2,9 @@
 //! caller's JSON Schema as its input schema. Each submission is validated;
 //! an invalid one goes back to the model as a tool error listing what
 //! failed, until the retry limit; the first valid one becomes a
-//! `structured_output` item and ends the turn.
+//! `structured_output` item and ends the turn. A text answer holding the
+//! JSON alone counts as a submission too (`text.rs`), and providers with
+//! native structured output are asked for it.
 
 use gantry_llm::{Message, ToolCall, Tools};
 use gantry_types::{DeltaKind, ItemKind, ItemStatus, ToolCallOrigin, ToolSpec, TurnFailure};
@@ -12,6 +14,8 @@ use tokio::sync::mpsc;
 use super::{Loop, Outcome, StreamedTool};
 use crate::engine::Input;
 
+mod text;
+
 /// The name of the tool the model submits its output with.
 pub(crate) const SUBMIT_OUTPUT: &str = "submit_output";
 
@@ -20,8 +24,9 @@ const MAX_LISTED_ERRORS: usize = 20;
 
 /// Told to the model in a structured turn, after the thread's instructions.
 const STRUCTURED_NOTE: &str = "Answer by calling the submit_output tool exactly once, with \
-arguments that match its input schema. Plain text answers are not accepted. If a submission is \
-rejected, read the listed errors and call submit_output again with a corrected submission.";
+arguments that match its input schema, or answer with that JSON alone and nothing else. Any \
+other text is not accepted. If an answer is rejected, read the listed errors and answer again \
+with a corrected submission.";
 
 /// What a structured turn asks for.
 pub(crate) struct StructuredSpec {
@@ -124,9 +129,21 @@ impl StructuredSpec {
         } else {
             args.clone()
         };
+        match self.mismatch(&payload) {
+            None => Ok((args, payload)),
+            Some(problem) => Err((
+                args,
+                format!("{problem}\nFix these and call {SUBMIT_OUTPUT} again."),
+            )),
+        }
+    }
+
+    /// What in `payload` does not match the schema, listed for the model;
+    /// `None` when it matches.
+    fn mismatch(&self, payload: &Value) -> Option<String> {
         let errors: Vec<String> = self
             .validator
-            .iter_errors(&payload)
+            .iter_errors(payload)
             .map(|e| {
                 let at = e.instance_path().to_string();
                 let at = if at.is_empty() {
@@ -138,7 +155,7 @@ impl StructuredSpec {
             })
             .collect();
         if errors.is_empty() {
-            return Ok((args, payload));
+            return None;
         }
         let more = errors.len().saturating_sub(MAX_LISTED_ERRORS);
         let mut message = format!(
@@ -150,8 +167,7 @@ impl StructuredSpec {
         if more > 0 {
             message.push_str(&format!("\n- ... and {more} more"));
         }
-        message.push_str(&format!("\nFix these and call {SUBMIT_OUTPUT} again."));
-        Err((args, message))
+        Some(message)
     }
 }
 
@@ -186,6 +202,7 @@ impl Loop<'_> {
             Err(reason) => return Outcome::Failed(TurnFailure::ModelUnusable, reason),
         };
         let tools: Tools = vec![spec.tool.clone()].into();
+        self.output_schema = Some(spec.native());
         let instructions = spec.request_instructions(self.spec.instructions.as_deref());
         // Submissions stream as partial JSON. A wrapped schema's would show
         // the `{"output": ...}` envelope, so its payload is sent whole instead.
@@ -228,19 +245,13 @@ impl Loop<'_> {
             };
             let mut accepted = false;
             if tool_calls.is_empty() {
-                // A text answer is an attempt too; the reminder is a user
-                // message (and item) so the rebuilt history matches.
-                invalid += 1;
-                last_problem =
-                    format!("the model answered in text instead of calling {SUBMIT_OUTPUT}");
-                if invalid <= spec.retries {
-                    let text = format!(
-                        "Your answer was not accepted: call the {SUBMIT_OUTPUT} tool with it."
-                    );
-                    self.em
-                        .user_item(self.rounds, text.clone(), None, Vec::new())
-                        .await;
-                    self.messages.push(Message::user(text));
+                // A text answer is an attempt too: the JSON itself is accepted.
+                match self.judge_text(spec, invalid < spec.retries).await {
+                    Ok(()) => accepted = true,
+                    Err(problem) => {
+                        invalid += 1;
+                        last_problem = problem;
+                    }
                 }
             } else {
                 let mut results = Vec::with_capacity(tool_calls.len());
@@ -362,5 +373,6 @@ fn origin(call: &ToolCall, output: &str) -> ToolCallOrigin {
         arguments: call.arguments.clone(),
         output: Some(output.to_owned()),
         refused: None,
+        internal: true,
     }
 }

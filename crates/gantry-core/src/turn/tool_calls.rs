@@ -63,6 +63,7 @@ impl Loop<'_> {
             arguments: call.arguments.clone(),
             output: None,
             refused: None,
+            internal: false,
         };
         let parsed: Result<Value, _> = if call.arguments.trim().is_empty() {
             Ok(Value::Object(Default::default()))

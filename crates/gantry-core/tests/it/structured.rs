@@ -134,6 +134,81 @@ async fn exceeding_the_retry_limit_fails_clearly() {
 }
 
 #[tokio::test]
+async fn a_json_text_answer_is_the_structured_output() {
+    let h = Harness::new(vec![Step::text(
+        "```json\n{\"name\": \"Ada\", \"age\": 36}\n```",
+    )])
+    .await;
+    let mut request = StructuredRequest::new("who wrote the first program?", person_schema());
+    request.schema_name = Some("person".into());
+    let out = h
+        .engine
+        .structured()
+        .generate(&h.thread.id, request)
+        .await
+        .expect("the text answer is accepted");
+    assert_eq!(out.payload, json!({"name": "Ada", "age": 36}));
+
+    // One request, asking for native structured output beside the tool.
+    let requests = h.llm.requests();
+    assert_eq!(requests.len(), 1);
+    let format = &requests[0].body["response_format"];
+    assert_eq!(format["type"], "json_schema");
+    assert_eq!(format["json_schema"]["name"], "person");
+    assert_eq!(format["json_schema"]["schema"], person_schema());
+
+    let view = h.view().await;
+    let turn = view.turns.last().expect("turn");
+    assert_eq!(turn.turn.status, TurnStatus::Completed);
+    let last = turn.items.last().expect("item");
+    assert_eq!(
+        last.kind,
+        ItemKind::StructuredOutput {
+            schema_name: Some("person".into()),
+            payload: json!({"name": "Ada", "age": 36}),
+        }
+    );
+    assert!(last.tool_call.is_none(), "no tool was called");
+}
+
+#[tokio::test]
+async fn an_invalid_json_text_answer_fails_clearly_after_the_retries() {
+    let h = Harness::new(vec![
+        Step::text("{\"name\": \"Ada\", \"age\": "),
+        Step::text("{\"name\": \"Ada\", \"age\": -1}"),
+    ])
+    .await;
+    let mut request = StructuredRequest::new("who?", person_schema());
+    request.retries = 1;
+    let err = h
+        .engine
+        .structured()
+        .generate(&h.thread.id, request)
+        .await
+        .expect_err("no valid output");
+    let EngineError::Structured { reason, .. } = &err else {
+        panic!("unexpected error {err:?}");
+    };
+    assert!(reason.contains("2 submissions were rejected"), "{reason}");
+    assert!(reason.contains("/age"), "{reason}");
+    // The model was told its first text was not JSON.
+    let requests = h.llm.requests();
+    assert_eq!(requests.len(), 2);
+    let reminder = requests[1].body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(reminder.contains("not valid JSON"), "{reminder}");
+    let view = h.view().await;
+    assert_eq!(
+        view.turns.last().expect("turn").turn.status,
+        TurnStatus::Failed
+    );
+}
+
+#[tokio::test]
 async fn a_non_object_schema_is_wrapped_and_streamed() {
     let h = Harness::new(vec![Step::tool_call(
         "submit_output",

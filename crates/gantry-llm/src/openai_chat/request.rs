@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 use gantry_types::ToolSpec;
 
 use crate::wire::Wire;
-use crate::{Message, ModelRequest, wire};
+use crate::{Message, ModelRequest, OutputSchema, wire};
 
 /// The JSON body for `request`: streamed (with usage) or not, with the
 /// provider's `tool_choice` when tools are offered.
@@ -44,9 +44,23 @@ pub(crate) fn body(request: &ModelRequest, tool_choice: Option<&str>, stream: bo
     if let Some(t) = request.temperature.filter(|_| request.reasoning.is_none()) {
         body.insert("temperature".into(), f64::from(t).into());
     }
+    if let Some(output) = &request.output_schema {
+        body.insert("response_format".into(), response_format(output));
+    }
     let mut raws = vec![("messages", messages.as_str())];
     raws.extend(tools.map(|t| ("tools", t)));
     wire::object(&body, &raws)
+}
+
+/// Native structured output: the model's text answer is held to the schema.
+/// Not `strict`: strict mode refuses every schema that leaves a property
+/// optional or allows extra ones, which callers' schemas do not promise;
+/// the agent loop validates the answer either way.
+fn response_format(output: &OutputSchema) -> Value {
+    json!({
+        "type": "json_schema",
+        "json_schema": {"name": output.name, "schema": output.schema, "strict": false}
+    })
 }
 
 /// `tool_choice` for the setting `choice`: a mode, or a tool by name
@@ -140,6 +154,23 @@ mod tests {
             body(&req),
             json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
                    "stream": true, "stream_options": {"include_usage": true}})
+        );
+    }
+
+    #[test]
+    fn an_output_schema_asks_for_native_structured_output() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}}});
+        let req = ModelRequest {
+            output_schema: Some(OutputSchema {
+                name: "answer".into(),
+                schema: schema.clone(),
+            }),
+            ..ModelRequest::default()
+        };
+        assert_eq!(
+            body(&req)["response_format"],
+            json!({"type": "json_schema",
+                   "json_schema": {"name": "answer", "schema": schema, "strict": false}})
         );
     }
 

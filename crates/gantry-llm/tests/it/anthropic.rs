@@ -363,6 +363,7 @@ async fn request_body_has_the_messages_api_shape() {
         reasoning: None,
         max_output_tokens: Some(2000),
         temperature: None,
+        output_schema: None,
     };
     let (_, error) = run(&client, request.clone()).await;
     assert_eq!(error, None);

@@ -285,6 +285,7 @@ async fn request_has_openai_shape() {
         reasoning: Some("low".into()),
         max_output_tokens: Some(256),
         temperature: None,
+        output_schema: None,
     };
     let (_, error) = run(&client(&llm), request).await;
     assert_eq!(error, None);

@@ -378,6 +378,7 @@ async fn request_has_responses_shape() {
         reasoning: Some("low".into()),
         max_output_tokens: Some(256),
         temperature: None,
+        output_schema: None,
     };
     let client = client(&llm);
     let (_, error) = run(&client, request).await;

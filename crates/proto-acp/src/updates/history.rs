@@ -42,7 +42,7 @@ pub(crate) fn replay(view: &ThreadView) -> Vec<SessionUpdate> {
             // Approvals show as their call's status; the rest is internal.
             _ => {}
         }
-        if item.tool_call.is_some() {
+        if item.public_tool_call().is_some() {
             out.extend(mapper.item_completed(item));
         }
     }

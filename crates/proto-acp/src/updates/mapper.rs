@@ -106,7 +106,7 @@ impl UpdateMapper {
 
     /// A tool call's `tool_call`, once.
     fn started(&mut self, item: &Item) -> Option<SessionUpdate> {
-        let origin = item.tool_call.as_ref()?;
+        let origin = item.public_tool_call()?;
         let id = call_id_of(item);
         let args: Value = serde_json::from_str(&origin.arguments)
             .unwrap_or_else(|_| Value::String(origin.arguments.clone()));
@@ -192,7 +192,7 @@ impl UpdateMapper {
             }),
             _ => {}
         }
-        if item.tool_call.is_some() {
+        if item.public_tool_call().is_some() {
             out.push(SessionUpdate::ToolCallUpdate(self.finished(item)));
         }
         out
@@ -202,7 +202,7 @@ impl UpdateMapper {
     pub(crate) fn finished(&self, item: &Item) -> ToolCallUpdate {
         let id = call_id_of(item);
         let failed = item.status != ItemStatus::Completed || tool_outcome(item).is_failure();
-        let output = item.tool_call.as_ref().and_then(|o| o.output.clone());
+        let output = item.public_tool_call().and_then(|o| o.output.clone());
         let text = |t: &str| ToolCallContent::Content {
             content: ContentBlock::text(t),
         };

@@ -29,6 +29,10 @@ pub(crate) async fn register_mcp_server(
     let name = required("config.name", &config.name)?.to_owned();
     let mut server = McpServerConfig::new(name.clone(), transport(&config)?);
     server.enabled = config.enabled;
+    // 0 is the field's default: the engine's own timeout applies.
+    if config.tool_timeout_secs > 0 {
+        server.call_timeout_ms = u64::from(config.tool_timeout_secs) * 1000;
+    }
     ctx.engine.mcp().add_server(server).await.map_err(status)?;
     let state = if config.enabled {
         "connect it with ConnectMcpServer"

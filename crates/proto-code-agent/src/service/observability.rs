@@ -28,7 +28,7 @@ pub(crate) async fn get_tool_metrics(
     let only = crate::names::engine(&req.tool_name);
     let mut by_tool: BTreeMap<String, Stats> = BTreeMap::new();
     for item in view.turns.iter().flat_map(|t| &t.items) {
-        let Some(call) = &item.tool_call else {
+        let Some(call) = item.public_tool_call() else {
             continue;
         };
         if !only.is_empty() && call.name != only {
@@ -272,7 +272,7 @@ pub(crate) async fn get_queue_stats(
                 item.kind,
                 ItemKind::Approval { .. } | ItemKind::ExternalTask { .. }
             );
-            let lane = match (&item.tool_call, &item.kind) {
+            let lane = match (item.public_tool_call(), &item.kind) {
                 (Some(call), _) => policy::lane_of(&call.name),
                 (None, ItemKind::ExternalTask { tool, .. }) => policy::lane_of(tool),
                 (None, ItemKind::Approval { request, .. }) => policy::lane_of(&request.tool),

@@ -427,3 +427,39 @@ async fn structured_output_whole_and_streamed() {
         assert!(err.message().contains(why), "{bad}: {err:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_output_answered_in_json_text() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}},
+        "required": ["answer"]
+    })
+    .to_string();
+    let mut s = Server::start(vec![
+        Step::text(r#"{"answer": 42}"#),
+        Step::text("forty-two"),
+        Step::text("still not JSON"),
+        Step::text("no"),
+        Step::text("nope"),
+    ])
+    .await;
+    let session = s.session().await;
+    let request = pb::GenerateStructuredRequest {
+        session_id: session.clone(),
+        messages: ask(&session, "how many?").messages,
+        schema,
+    };
+    let whole = s
+        .client
+        .generate_structured(request.clone())
+        .await
+        .unwrap()
+        .into_inner();
+    let data: Value = serde_json::from_str(&whole.data).unwrap();
+    assert_eq!(data, json!({"answer": 42}));
+
+    // Text that is no JSON is refused: the call fails once the retries are used.
+    let err = s.client.generate_structured(request).await.unwrap_err();
+    assert!(err.message().contains("not valid JSON"), "{err:?}");
+}

@@ -85,6 +85,7 @@ fn stdio(
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
+        tool_timeout_secs: 0,
     }
 }
 
@@ -102,6 +103,7 @@ fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> pb::McpServerConfigP
         }),
         enabled: true,
         env: Default::default(),
+        tool_timeout_secs: 0,
     }
 }
 

@@ -261,7 +261,7 @@ impl FrameMapper {
             },
         );
         let response_id = response_id(&item.turn_id, item.round);
-        if let Some(origin) = &item.tool_call {
+        if let Some(origin) = item.public_tool_call() {
             out.push(EventFrame::ToolCallStart {
                 response_id: response_id.clone(),
                 tool_name: origin.name.clone(),
@@ -401,7 +401,7 @@ impl FrameMapper {
             }),
             _ => {}
         }
-        if let Some(origin) = &item.tool_call {
+        if let Some(origin) = item.public_tool_call() {
             let success = !tool_outcome(item).is_failure();
             let output = match &item.kind {
                 ItemKind::ToolCall { name, result, .. } if self.mcp_tools.contains_key(name) => {

@@ -54,6 +54,7 @@ fn a_refused_call_seen_only_completed_still_starts_and_ends() {
             arguments: "{}".into(),
             output: Some("x".repeat(600)),
             refused: None,
+            internal: false,
         }),
     };
     let outs = mapper.map(&event(3, EventPayload::ItemCompleted { item }));
@@ -112,4 +113,35 @@ fn tokens_after_a_lag_are_neither_repeated_nor_lost() {
     // Missed deltas come with the completed item.
     let outs = mapper.map(&event(5, EventPayload::ItemCompleted { item }));
     assert_eq!(tokens(outs), ["fg"]);
+}
+
+#[test]
+fn the_engines_internal_tool_calls_publish_no_tool_topics() {
+    let mut mapper = TopicMapper::default();
+    let mut item = Item {
+        id: ItemId("i2".into()),
+        turn_id: TurnId("u".into()),
+        round: 1,
+        status: ItemStatus::InProgress,
+        started_at: 0,
+        completed_at: None,
+        kind: ItemKind::StructuredOutput {
+            schema_name: None,
+            payload: json!({"answer": 42}),
+        },
+        tool_call: None,
+    };
+    let started = mapper.map(&event(3, EventPayload::ItemStarted { item: item.clone() }));
+    item.status = ItemStatus::Completed;
+    item.tool_call = Some(ToolCallOrigin {
+        call_id: "c2".into(),
+        name: "submit_output".into(),
+        arguments: r#"{"answer":42}"#.into(),
+        output: Some("accepted".into()),
+        refused: None,
+        internal: true,
+    });
+    let ended = mapper.map(&event(4, EventPayload::ItemCompleted { item }));
+    let all: Vec<&str> = topics(&started).into_iter().chain(topics(&ended)).collect();
+    assert!(all.iter().all(|t| !t.starts_with("tool.")), "{all:?}");
 }

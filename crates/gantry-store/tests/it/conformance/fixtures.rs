@@ -150,6 +150,7 @@ pub(crate) fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
                 arguments: "{\"cmd\": \"cargo build\"".into(),
                 output: Some("exit 101".into()),
                 refused: None,
+                internal: false,
             });
         }
         payloads.push(EventPayload::ItemStarted { item: started });

@@ -325,7 +325,7 @@ fn turn_completed(
 /// An item's start: a tool call, a confirmation asked, a task handed out.
 fn item_started(item: &Item) -> Vec<Out> {
     let mut outs = Vec::new();
-    if let Some(call) = &item.tool_call {
+    if let Some(call) = item.public_tool_call() {
         outs.push(
             Out::new(
                 EventType::ToolCalled,
@@ -394,7 +394,7 @@ fn item_started(item: &Item) -> Vec<Out> {
 /// completed, an error, a compaction.
 fn item_completed(item: &Item) -> Vec<Out> {
     let mut outs = Vec::new();
-    if item.tool_call.is_some() {
+    if item.public_tool_call().is_some() {
         outs.extend(tool_completed(item));
     }
     match &item.kind {
@@ -459,7 +459,7 @@ fn item_completed(item: &Item) -> Vec<Out> {
 
 /// A tool call's end, and its denial if the policy refused it.
 fn tool_completed(item: &Item) -> Vec<Out> {
-    let Some(call) = &item.tool_call else {
+    let Some(call) = item.public_tool_call() else {
         return Vec::new();
     };
     let output = call.output.as_deref().unwrap_or("");

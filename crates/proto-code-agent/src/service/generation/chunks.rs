@@ -236,7 +236,7 @@ fn started(item: &Item) -> Vec<Update> {
 
 /// The model's call behind a tool item, without its result.
 pub(super) fn tool_call(item: &Item) -> Option<pb::ToolCall> {
-    let origin = item.tool_call.as_ref()?;
+    let origin = item.public_tool_call()?;
     Some(pb::ToolCall {
         id: origin.call_id.clone(),
         name: wire(&origin.name).to_owned(),
@@ -248,8 +248,7 @@ pub(super) fn tool_call(item: &Item) -> Option<pb::ToolCall> {
 /// The result of an ended tool item.
 pub(super) fn tool_result(item: &Item) -> pb::ToolResult {
     let told = item
-        .tool_call
-        .as_ref()
+        .public_tool_call()
         .and_then(|o| o.output.clone())
         .unwrap_or_default();
     let success = !tool_outcome(item).is_failure();

@@ -34,6 +34,7 @@ fn item(kind: ItemKind, status: ItemStatus, call: Option<(&str, &str)>) -> Item 
             arguments: r#"{"command":"rm -rf x"}"#.into(),
             output: (!output.is_empty()).then(|| output.to_owned()),
             refused: None,
+            internal: false,
         }),
     }
 }
@@ -120,6 +121,36 @@ fn a_turn_ends_completed_with_usage_and_an_interrupt_also_warns() {
     let failed = done(TurnStatus::Failed, Some("boom"));
     assert_eq!(kinds(&failed), [EventType::GenerationCompleted]);
     assert_eq!(failed[0].data["error"], "boom");
+}
+
+#[test]
+fn the_engines_internal_tool_calls_make_no_tool_events() {
+    // Structured output's `submit_output`: its item starts without a call
+    // and ends with an internal one; neither end is the agent's tool use.
+    let kind = || ItemKind::StructuredOutput {
+        schema_name: None,
+        payload: json!({"answer": 42}),
+    };
+    let started = thread_events(&event(EventPayload::ItemStarted {
+        item: item(kind(), ItemStatus::InProgress, None),
+    }));
+    let mut submitted = item(
+        kind(),
+        ItemStatus::Completed,
+        Some(("submit_output", "accepted")),
+    );
+    if let Some(call) = &mut submitted.tool_call {
+        call.internal = true;
+    }
+    let ended = thread_events(&event(EventPayload::ItemCompleted { item: submitted }));
+    for out in started.iter().chain(&ended) {
+        let kind = EventType::try_from(out.r#type).unwrap();
+        assert!(
+            !matches!(kind, EventType::ToolCalled | EventType::ToolCompleted),
+            "{out:?}"
+        );
+        assert!(!format!("{out:?}").contains("submit_output"), "{out:?}");
+    }
 }
 
 #[test]
