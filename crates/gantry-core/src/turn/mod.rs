@@ -7,6 +7,7 @@
 
 mod ask_user;
 mod budget;
+mod checkpoint;
 mod compaction;
 mod emitter;
 mod gate;
@@ -175,6 +176,9 @@ struct Loop<'a> {
     /// The last model round failed because the prompt did not fit the
     /// model's context (the provider said so): compaction may recover it.
     overflowed: bool,
+    /// The turn's checkpoint store, once its first tool that may write
+    /// took one (`None` inside: none could be).
+    checkpoint: tokio::sync::OnceCell<Option<Arc<gantry_checkpoint::CheckpointStore>>>,
 }
 
 /// Runs a turn to its end and closes it.
@@ -216,6 +220,7 @@ pub(crate) async fn run(
         streamed_calls: HashMap::new(),
         store_failure: std::sync::OnceLock::new(),
         overflowed: false,
+        checkpoint: tokio::sync::OnceCell::new(),
     };
     let outcome = match &spec.mode {
         TurnMode::Chat => lp.drive(&mut steer).await,
@@ -237,6 +242,7 @@ pub(crate) async fn run(
             (TurnStatus::Completed, None)
         }
     };
+    lp.mark_left().await;
     let cost_usd = shared
         .models
         .model_info(&spec.model)
