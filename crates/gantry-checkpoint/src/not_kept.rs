@@ -35,8 +35,8 @@ impl std::fmt::Display for NotKeptReason {
     }
 }
 
-/// Which of `candidates` (new or changed paths, as `git ls-files -o -m`
-/// names them) the store cannot keep under `limit` bytes.
+/// Which of `candidates` (untracked paths, as `git ls-files -o` names
+/// them, or paths an add changed) the store cannot keep under `limit` bytes.
 pub(crate) fn among(workspace: &Path, candidates: &[PathBuf], limit: u64) -> Vec<NotKept> {
     let mut found = Vec::new();
     for path in candidates {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::CheckpointError;
 use crate::git::{self, Git, nul_split};
-use crate::not_kept::{self, NotKept, NotKeptReason};
+use crate::not_kept::{self, NotKept};
 
 /// Files larger than this are not kept (10 MiB): a checkpoint is for the
 /// files an agent edits, not build outputs or data sets.
@@ -213,15 +213,16 @@ impl CheckpointStore {
     /// The workspace's files added to the store's index, and the tree.
     fn snapshot(&self) -> Result<Snapshot, CheckpointError> {
         self.sync_excludes()?;
-        let listed = self.git.run([
-            "ls-files",
-            "-z",
-            "--others",
-            "--modified",
-            "--exclude-standard",
-        ])?;
-        let candidates: Vec<PathBuf> = nul_split(&listed).map(Path::to_owned).collect();
-        let mut not_kept = not_kept::among(&self.git.work_tree, &candidates, self.size_limit);
+        // The index still holds the last snapshot: its tree is at hand.
+        let before = self.git.line(["write-tree"])?;
+        // Only untracked paths are listed (no stat of every tracked file):
+        // a tracked file that grew past the limit is caught below, from
+        // what the add changed.
+        let listed = self
+            .git
+            .run(["ls-files", "-z", "--others", "--exclude-standard"])?;
+        let untracked: Vec<PathBuf> = nul_split(&listed).map(Path::to_owned).collect();
+        let mut not_kept = not_kept::among(&self.git.work_tree, &untracked, self.size_limit);
         let mut pathspecs = b".\0".to_vec();
         for item in &not_kept {
             pathspecs.extend_from_slice(b":(exclude,literal)");
@@ -232,19 +233,21 @@ impl CheckpointStore {
             ["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"],
             Some(&pathspecs),
         )?;
-        let too_large: Vec<u8> = not_kept
-            .iter()
-            .filter(|n| matches!(n.reason, NotKeptReason::TooLarge(_)))
-            .flat_map(|n| {
-                let mut spec = b":(literal)".to_vec();
-                spec.extend_from_slice(n.path.as_os_str().as_encoded_bytes());
-                spec.push(0);
-                spec
-            })
-            .collect();
-        if !too_large.is_empty() {
+        let mut tree = self.git.line(["write-tree"])?;
+        let changed = self.changed(&before, &tree)?;
+        let grown = not_kept::among(&self.git.work_tree, &changed, self.size_limit);
+        if !grown.is_empty() {
             // A file kept before and too large now must not stay in the
             // checkpoint as its old self.
+            let specs: Vec<u8> = grown
+                .iter()
+                .flat_map(|n| {
+                    let mut spec = b":(literal)".to_vec();
+                    spec.extend_from_slice(n.path.as_os_str().as_encoded_bytes());
+                    spec.push(0);
+                    spec
+                })
+                .collect();
             self.git.run_with(
                 [
                     "rm",
@@ -255,12 +258,13 @@ impl CheckpointStore {
                     "--pathspec-from-file=-",
                     "--pathspec-file-nul",
                 ],
-                Some(&too_large),
+                Some(&specs),
             )?;
+            tree = self.git.line(["write-tree"])?;
+            not_kept.extend(grown);
         }
         not_kept.extend(not_kept::special_files(&self.git.work_tree));
         not_kept.sort_by(|a, b| a.path.cmp(&b.path));
-        let tree = self.git.line(["write-tree"])?;
         Ok(Snapshot { tree, not_kept })
     }
 

@@ -27,6 +27,7 @@ use gantry_types::{DeltaKind, EventPayload, Item, ItemId, TurnFailure, TurnId, T
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use checkpoint::store_dir as checkpoint_store_dir;
 pub(crate) use compaction::compacted_history;
 pub(crate) use emitter::Emitter;
 pub(crate) use history::history;

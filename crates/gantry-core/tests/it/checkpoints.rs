@@ -97,3 +97,78 @@ fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>, bool)> {
     out.sort();
     out
 }
+
+#[tokio::test]
+async fn rewind_restores_the_files_and_continues_the_conversation_from_there() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = EngineConfig {
+        data_dir: Some(dir.path().join("data")),
+        ..EngineConfig::default()
+    };
+    let h = Harness::with_config(
+        vec![
+            Step::tool_call("shell", json!({"command": "echo one > a.txt"})),
+            Step::text("One."),
+            Step::tool_call(
+                "shell",
+                json!({"command": "echo two > a.txt && echo b > b.txt"}),
+            ),
+            Step::text("Two."),
+        ],
+        config,
+    )
+    .await;
+    let ws = h.workspace();
+    h.run_turn("write one").await;
+    h.run_turn("write two").await;
+    let threads = h.engine.threads();
+    let listed = threads.checkpoints(&h.thread.id).await.expect("list");
+    assert_eq!(listed.len(), 2);
+    let second = listed[1].checkpoint.id.clone();
+
+    // Someone else's file since the agent's last turn: refused, named.
+    std::fs::write(ws.join("notes.md"), "mine").expect("user file");
+    match threads.rewind(&h.thread.id, &second, false).await {
+        Ok(gantry_core::Rewound::Conflicts(files)) => assert_eq!(files, ["notes.md"]),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).expect("a"),
+        "two\n"
+    );
+    std::fs::remove_file(ws.join("notes.md")).expect("rm");
+
+    let rewound = threads
+        .rewind(&h.thread.id, &second, false)
+        .await
+        .expect("rewind");
+    let gantry_core::Rewound::Done { thread, .. } = rewound else {
+        panic!("expected the rewind done, got {rewound:?}");
+    };
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).expect("a"),
+        "one\n"
+    );
+    assert!(!ws.join("b.txt").exists());
+    // The conversation continues from before the second turn; the source
+    // keeps both, readable as the branch left.
+    let continued = threads.read(&thread.id).await.expect("continued");
+    assert_eq!(continued.turns.len(), 1);
+    assert_eq!(h.view().await.turns.len(), 2);
+
+    // A fork at the first checkpoint: a new directory with its files.
+    let first = listed[0].checkpoint.id.clone();
+    let fork = threads.fork_at(&h.thread.id, &first).await.expect("fork");
+    assert_ne!(fork.cwd, h.thread.cwd);
+    let fork_dir = std::path::PathBuf::from(&fork.cwd);
+    assert!(fork_dir.is_dir());
+    assert!(
+        !fork_dir.join("a.txt").exists(),
+        "before the first turn wrote"
+    );
+    assert_eq!(threads.read(&fork.id).await.expect("fork").turns.len(), 0);
+    assert!(matches!(
+        threads.rewind(&h.thread.id, "not-an-id", true).await,
+        Err(gantry_core::EngineError::NotFound { .. })
+    ));
+}
