@@ -3,6 +3,7 @@
 
 pub(crate) mod approvals;
 pub(crate) mod catalog;
+pub(crate) mod checkpoints;
 pub(crate) mod jobs;
 pub(crate) mod thread_state;
 pub(crate) mod threads;
