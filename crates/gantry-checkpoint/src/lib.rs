@@ -13,6 +13,7 @@
 
 mod error;
 mod git;
+mod journal;
 mod not_kept;
 mod store;
 

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::CheckpointError;
 use crate::git::{self, Git, nul_split};
+use crate::journal;
 use crate::not_kept::{self, NotKept};
 
 /// Files larger than this are not kept (10 MiB): a checkpoint is for the
@@ -169,6 +170,9 @@ impl CheckpointStore {
     /// crash part way finishes it. Returns the paths it changed.
     pub fn restore(&self, id: &CheckpointId) -> Result<Vec<PathBuf>, CheckpointError> {
         self.known(id)?;
+        // Said before any file is touched, and unsaid once all are: a
+        // crash in between leaves this behind for `finish_interrupted`.
+        journal::begin(&self.git.git_dir, id, &self.git.work_tree)?;
         let now = self.snapshot()?;
         let target = format!("{id}^{{tree}}");
         let changed = self.changed(&now.tree, &target)?;
@@ -181,7 +185,23 @@ impl CheckpointStore {
         let refs = format!("update {LATEST} {id}\nupdate {LEFT} {tree}\n");
         self.git
             .run_with(["update-ref", "--stdin"], Some(refs.as_bytes()))?;
+        journal::end(&self.git.git_dir)?;
         Ok(changed)
+    }
+
+    /// Finishes a restore a crash cut short in the store at `store_dir`,
+    /// if one was: the workspace it named is put back at its checkpoint.
+    /// Returns the checkpoint it finished.
+    pub fn finish_interrupted(store_dir: &Path) -> Result<Option<CheckpointId>, CheckpointError> {
+        let Some((id, workspace)) = journal::read(store_dir)? else {
+            return Ok(None);
+        };
+        // The killed git's lock on the store's own index: nobody else
+        // holds it (the store's calls never overlap).
+        let _ = std::fs::remove_file(store_dir.join("gantry-index.lock"));
+        let store = Self::open(store_dir, &workspace)?;
+        store.restore(&id)?;
+        Ok(Some(id))
     }
 
     /// Writes checkpoint `id`'s files into `dest` (made if missing), as a

@@ -108,3 +108,31 @@ fn an_unknown_checkpoint_is_refused_untouched() {
     assert!(CheckpointId::parse("--upload-pack=evil").is_none());
     assert!(CheckpointId::parse("HEAD~1").is_none());
 }
+
+#[test]
+fn a_restore_cut_short_is_finished_from_its_note() {
+    let s = Scratch::new();
+    s.write("a.txt", "a");
+    let store = s.store();
+    let checkpoint = store.record("turn").expect("checkpoint");
+    let at_checkpoint = tree(&s.ws);
+    s.write("a.txt", "changed");
+    s.write("b.txt", "created");
+    // What a crash right after the note, before any file, leaves behind.
+    std::fs::write(
+        s.store_dir.join("gantry-restore-pending"),
+        format!("{}\n{}", checkpoint.id, s.ws.display()),
+    )
+    .expect("note");
+    std::fs::write(s.store_dir.join("gantry-index.lock"), "").expect("stale lock");
+
+    let finished =
+        gantry_checkpoint::CheckpointStore::finish_interrupted(&s.store_dir).expect("finish");
+
+    assert_eq!(finished, Some(checkpoint.id));
+    assert_eq!(tree(&s.ws), at_checkpoint);
+    assert_eq!(
+        gantry_checkpoint::CheckpointStore::finish_interrupted(&s.store_dir).expect("again"),
+        None
+    );
+}

@@ -136,6 +136,21 @@ impl Threads<'_> {
     }
 }
 
+/// Finishes every rewind a crash cut short under `data_dir`, each logged.
+pub(crate) fn finish_interrupted_rewinds(data_dir: &std::path::Path) {
+    let Ok(stores) = std::fs::read_dir(data_dir.join("checkpoints")) else {
+        return;
+    };
+    for store in stores.flatten() {
+        match CheckpointStore::finish_interrupted(&store.path()) {
+            Ok(Some(id)) => tracing::info!(checkpoint = %id, "finished a rewind cut short"),
+            Ok(None) => {}
+            Err(error) => tracing::warn!(%error, store = %store.path().display(),
+                "a rewind cut short could not be finished"),
+        }
+    }
+}
+
 /// The turn holding `checkpoint`, and its id.
 fn find(view: &ThreadView, checkpoint: &str) -> Result<(usize, CheckpointId), EngineError> {
     let not_found = || EngineError::NotFound {
