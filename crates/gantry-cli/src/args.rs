@@ -421,6 +421,41 @@ pub(crate) enum ThreadsCommand {
     List(ListArgs),
     /// Show one thread with its turns and items.
     Show(ShowArgs),
+    /// List a thread's checkpoints: its workspace before each turn that
+    /// changed it.
+    Checkpoints(ShowArgs),
+    /// Put a thread's workspace back as it was at a checkpoint; the
+    /// conversation continues from there in a new thread.
+    Rewind(RewindArgs),
+    /// Fork a thread at a checkpoint: a new workspace directory beside the
+    /// source's with the checkpoint's files, and the turns before it.
+    Fork(ForkArgs),
+}
+
+/// `gantry threads rewind`.
+#[derive(Debug, Args)]
+pub(crate) struct RewindArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Thread id.
+    pub id: String,
+    /// Checkpoint id (`gantry threads checkpoints ID`).
+    pub checkpoint: String,
+    /// Rewind even over files someone else changed since the agent's last
+    /// turn (they are lost).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `gantry threads fork`.
+#[derive(Debug, Args)]
+pub(crate) struct ForkArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Thread id.
+    pub id: String,
+    /// Checkpoint id (`gantry threads checkpoints ID`).
+    pub checkpoint: String,
 }
 
 /// `gantry threads list`.

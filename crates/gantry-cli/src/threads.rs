@@ -1,4 +1,4 @@
-//! `gantry threads list|show`.
+//! `gantry threads list|show`, and its checkpoints' commands (`threads/checkpoints.rs`).
 
 use std::process::ExitCode;
 
@@ -10,17 +10,24 @@ use crate::args::{Global, ThreadsCommand};
 use crate::model::NoModel;
 use crate::setup::DataDir;
 
+mod checkpoints;
+
 /// Runs a `threads` subcommand. The engine starts without a model, so turns
 /// left running by a crash are shown closed, as they are.
 pub(crate) async fn run(global: Global, command: ThreadsCommand) -> Result<ExitCode> {
     let store = match &command {
         ThreadsCommand::List(args) => &args.store,
-        ThreadsCommand::Show(args) => &args.store,
+        ThreadsCommand::Show(args) | ThreadsCommand::Checkpoints(args) => &args.store,
+        ThreadsCommand::Rewind(args) => &args.store,
+        ThreadsCommand::Fork(args) => &args.store,
     };
     let data = DataDir::open(&global, store).await?;
-    let engine = data
-        .engine(std::sync::Arc::new(NoModel), EngineConfig::default())
-        .await?;
+    // The data dir holds the threads' checkpoint stores.
+    let config = EngineConfig {
+        data_dir: Some(data.path.clone()),
+        ..EngineConfig::default()
+    };
+    let engine = data.engine(std::sync::Arc::new(NoModel), config).await?;
     match command {
         ThreadsCommand::List(args) => {
             let query = ThreadQuery {
@@ -62,6 +69,13 @@ pub(crate) async fn run(global: Global, command: ThreadsCommand) -> Result<ExitC
                 print_transcript(&view);
             }
         }
+        ThreadsCommand::Checkpoints(args) => checkpoints::list(&engine, &args).await?,
+        ThreadsCommand::Rewind(args) => {
+            let code = checkpoints::rewind(&engine, &args).await?;
+            engine.flush().await?;
+            return Ok(code);
+        }
+        ThreadsCommand::Fork(args) => checkpoints::fork(&engine, &args).await?,
     }
     engine.flush().await?;
     Ok(ExitCode::SUCCESS)

@@ -50,8 +50,8 @@ pub use config::{EngineConfig, ModelResolver, SingleModel};
 pub use context::ContextUsage;
 pub use cron::{DEFAULT_HISTORY_LIMIT, JobUpdate, Jobs, NewJob, ParsedSchedule, SchedulerHandle};
 pub use engine::{
-    ContextMessage, ContextRole, CreateThread, Delivered, Engine, EngineBuilder, Feeds, IfBusy,
-    Safety, Settings, Threads, Turns, UserInput, valid_thread_id,
+    CheckpointEntry, ContextMessage, ContextRole, CreateThread, Delivered, Engine, EngineBuilder,
+    Feeds, IfBusy, Rewound, Safety, Settings, Threads, Turns, UserInput, valid_thread_id,
 };
 pub use engine_events::{EngineEvent, EngineEventKind, EngineEventNotice, EngineEvents};
 pub use error::EngineError;

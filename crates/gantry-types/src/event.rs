@@ -3,8 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    ExecutionPlan, Item, ItemId, LaneHandler, PlanStepStatus, QueuedInput, Thread, ThreadGoal,
-    ThreadId, ThreadPolicy, ThreadSettings, TodoItem, Turn, TurnFailure, TurnId, TurnStatus, Usage,
+    CheckpointRecord, ExecutionPlan, Item, ItemId, LaneHandler, PlanStepStatus, QueuedInput,
+    Thread, ThreadGoal, ThreadId, ThreadPolicy, ThreadSettings, TodoItem, Turn, TurnFailure,
+    TurnId, TurnStatus, Usage,
 };
 
 /// A durable state change. `seq` is dense and increasing per thread, from 1.
@@ -139,6 +140,14 @@ pub enum EventPayload {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         context_window: Option<u64>,
     },
+    /// The workspace's state was recorded before the turn's first tool
+    /// that can change it ran: what a rewind or a fork goes back to.
+    CheckpointRecorded {
+        /// The turn it was taken in.
+        turn_id: TurnId,
+        /// The checkpoint.
+        checkpoint: CheckpointRecord,
+    },
     /// The thread goal was set or changed (status, budget, usage).
     GoalUpdated {
         /// Its new state.
@@ -182,6 +191,7 @@ impl EventPayload {
             EventPayload::ItemUpdated { .. } => "item_updated",
             EventPayload::ItemCompleted { .. } => "item_completed",
             EventPayload::ModelResponded { .. } => "model_responded",
+            EventPayload::CheckpointRecorded { .. } => "checkpoint_recorded",
             EventPayload::GoalUpdated { .. } => "goal_updated",
             EventPayload::GoalCleared => "goal_cleared",
             EventPayload::PlanStored { .. } => "plan_stored",
@@ -197,7 +207,8 @@ impl EventPayload {
             EventPayload::ItemStarted { item }
             | EventPayload::ItemUpdated { item }
             | EventPayload::ItemCompleted { item } => (Some(&item.turn_id), Some(&item.id)),
-            EventPayload::ModelResponded { turn_id, .. } => (Some(turn_id), None),
+            EventPayload::ModelResponded { turn_id, .. }
+            | EventPayload::CheckpointRecorded { turn_id, .. } => (Some(turn_id), None),
             EventPayload::InputQueued { input } => (Some(&input.turn_id), None),
             _ => (None, None),
         }

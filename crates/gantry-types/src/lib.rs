@@ -5,6 +5,7 @@
 //! engine appends events, the store persists them, adapters project them.
 
 mod agent;
+mod checkpoint;
 pub mod cron;
 mod event;
 mod ids;
@@ -30,6 +31,7 @@ pub mod user_input;
 mod view;
 
 pub use agent::{Agent, GANTRY_SDK};
+pub use checkpoint::{CheckpointRecord, NotKeptFile};
 pub use event::{Delta, DeltaKind, Event, EventPayload};
 pub use ids::{AgentId, ItemId, ThreadId, TurnId, new_id};
 pub use image::{IMAGE_MEDIA_TYPES, ImagePart, MAX_IMAGE_BYTES, MAX_IMAGES, MAX_MESSAGE_BODY};

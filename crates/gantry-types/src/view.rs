@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Event, EventPayload, ExecutionPlan, Item, ItemKind, ItemStatus, QueuedInput, Thread,
-    ThreadStatus, Turn, TurnStatus,
+    CheckpointRecord, Event, EventPayload, ExecutionPlan, Item, ItemKind, ItemStatus, QueuedInput,
+    Thread, ThreadStatus, Turn, TurnStatus,
 };
 
 /// A turn with its items, in the order they started.
@@ -15,6 +15,9 @@ pub struct TurnView {
     pub turn: Turn,
     /// Its items.
     pub items: Vec<Item>,
+    /// The workspace's state before the turn first changed it, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<CheckpointRecord>,
 }
 
 /// A thread with its turns and queued inputs: what `read` returns.
@@ -114,6 +117,7 @@ impl ThreadView {
                 self.turns.push(TurnView {
                     turn: turn.clone(),
                     items: Vec::new(),
+                    checkpoint: None,
                 });
             }
             EventPayload::TurnCompleted {
@@ -151,6 +155,14 @@ impl ThreadView {
                     .find(|t| &t.turn.id == turn_id && t.turn.status == TurnStatus::Running)
                 {
                     tv.turn.usage.add(usage);
+                }
+            }
+            EventPayload::CheckpointRecorded {
+                turn_id,
+                checkpoint,
+            } => {
+                if let Some(tv) = self.turns.iter_mut().rev().find(|t| &t.turn.id == turn_id) {
+                    tv.checkpoint = Some(checkpoint.clone());
                 }
             }
             EventPayload::ItemStarted { item }

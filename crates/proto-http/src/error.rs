@@ -83,6 +83,12 @@ impl ApiError {
         )
     }
 
+    /// The same error with `details` (what its code says they hold).
+    pub(crate) fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
     /// 409: it exists, but its state forbids this now.
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, "conflict", message)

@@ -9,7 +9,9 @@ use axum::response::IntoResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{approvals, catalog, jobs, metrics, thread_state, threads, turns, user_input};
+use crate::routes::{
+    approvals, catalog, checkpoints, jobs, metrics, thread_state, threads, turns, user_input,
+};
 use crate::sse;
 
 #[derive(OpenApi)]
@@ -28,6 +30,7 @@ use crate::sse;
     ),
     paths(
         threads::health, metrics::scrape, threads::list, threads::create, threads::read, threads::fork,
+        checkpoints::list, checkpoints::rewind,
         threads::archive, threads::unarchive, threads::delete,
         turns::send, turns::interrupt, turns::pause, turns::resume,
         approvals::pending, approvals::of_thread, approvals::answer, approvals::tasks,

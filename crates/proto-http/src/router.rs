@@ -9,7 +9,9 @@ use axum::routing::{get, post};
 use gantry_core::Engine;
 use tokio_util::sync::CancellationToken;
 
-use crate::routes::{approvals, catalog, jobs, metrics, thread_state, threads, turns, user_input};
+use crate::routes::{
+    approvals, catalog, checkpoints, jobs, metrics, thread_state, threads, turns, user_input,
+};
 use crate::{AppState, HttpOptions, dashboard, error, guard, openapi, sse};
 
 /// The API and dashboard over `engine`, for a server listening on `listen`
@@ -45,6 +47,8 @@ pub fn router(
             get(threads::read).delete(threads::delete),
         )
         .route("/v1/threads/{id}/fork", post(threads::fork))
+        .route("/v1/threads/{id}/checkpoints", get(checkpoints::list))
+        .route("/v1/threads/{id}/rewind", post(checkpoints::rewind))
         .route("/v1/threads/{id}/archive", post(threads::archive))
         .route("/v1/threads/{id}/unarchive", post(threads::unarchive))
         .route("/v1/threads/{id}/messages", post(turns::send))

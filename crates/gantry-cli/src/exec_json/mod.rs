@@ -236,7 +236,9 @@ impl Line {
             | P::PlanStepUpdated { .. }
             // The item's start and end say it all; usage comes with the turn's end.
             | P::ItemUpdated { .. }
-            | P::ModelResponded { .. } => None,
+            | P::ModelResponded { .. }
+            // A checkpoint is for rewinding; `exec` prints the turn, not its undo.
+            | P::CheckpointRecorded { .. } => None,
         }
     }
 

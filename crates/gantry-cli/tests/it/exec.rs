@@ -155,23 +155,24 @@ fn json_lines_are_the_documented_types_golden() {
         json!({"type": "item.delta", "item_id": "<item 3>", "text": "Looking."}),
         json!({"type": "item.completed", "seq": 7, "item": {"id": "<item 2>", "type": "reasoning", "text": "List first.", "status": "completed"}}),
         json!({"type": "item.completed", "seq": 8, "item": {"id": "<item 3>", "type": "agent_message", "text": "Looking.", "status": "completed"}}),
-        // Seqs skip what exec prints no line for: a round's usage
-        // (model_responded) and a command's pid (item_updated).
+        // Seqs left out are events `exec` prints no line for: the turn's
+        // checkpoint (9, before its first command), the command's pid and
+        // each model response's usage.
         json!({"type": "item.started", "seq": 10, "item": {"id": "<item 4>", "type": "command_execution", "command": "echo hi", "cwd": "<ws>",
                "aggregated_output": "", "exit_code": null, "duration_ms": null, "error": null, "status": "in_progress"}}),
         json!({"type": "command.output", "item_id": "<item 4>", "text": "hi\n"}),
-        json!({"type": "item.completed", "seq": 12, "item": {"id": "<item 4>", "type": "command_execution", "command": "echo hi", "cwd": "<ws>",
+        json!({"type": "item.completed", "seq": 13, "item": {"id": "<item 4>", "type": "command_execution", "command": "echo hi", "cwd": "<ws>",
                "aggregated_output": "hi\n", "exit_code": 0, "duration_ms": 0, "error": null, "status": "completed"}}),
-        json!({"type": "item.started", "seq": 14, "item": {"id": "<item 5>", "type": "file_change", "path": "notes.txt", "change": null,
+        json!({"type": "item.started", "seq": 15, "item": {"id": "<item 5>", "type": "file_change", "path": "notes.txt", "change": null,
                "diff": "", "lines_added": 0, "lines_removed": 0, "error": null, "status": "in_progress"}}),
-        json!({"type": "item.completed", "seq": 15, "item": {"id": "<item 5>", "type": "file_change", "path": "notes.txt", "change": "add",
+        json!({"type": "item.completed", "seq": 16, "item": {"id": "<item 5>", "type": "file_change", "path": "notes.txt", "change": "add",
                "diff": diff, "lines_added": 2, "lines_removed": 0, "error": null, "status": "completed"}}),
-        json!({"type": "item.started", "seq": 16, "item": {"id": "<item 6>", "type": "agent_message", "text": "", "status": "in_progress"}}),
+        json!({"type": "item.started", "seq": 17, "item": {"id": "<item 6>", "type": "agent_message", "text": "", "status": "in_progress"}}),
         json!({"type": "item.delta", "item_id": "<item 6>", "text": "Wrote "}),
         json!({"type": "item.delta", "item_id": "<item 6>", "text": "notes."}),
         json!({"type": "item.delta", "item_id": "<item 6>", "text": "txt."}),
-        json!({"type": "item.completed", "seq": 17, "item": {"id": "<item 6>", "type": "agent_message", "text": "Wrote notes.txt.", "status": "completed"}}),
-        json!({"type": "turn.completed", "seq": 19, "turn_id": "<turn>", "status": "completed", "rounds": 3,
+        json!({"type": "item.completed", "seq": 18, "item": {"id": "<item 6>", "type": "agent_message", "text": "Wrote notes.txt.", "status": "completed"}}),
+        json!({"type": "turn.completed", "seq": 20, "turn_id": "<turn>", "status": "completed", "rounds": 3,
                "usage": usage, "cost_usd": null, "reason": null}),
     ];
     let got = normalized(&out, &s.workspace());

@@ -3,6 +3,7 @@
 mod a3s_conformance;
 mod acknowledged;
 mod acp_conformance;
+mod checkpoints;
 mod codewhale_conformance;
 mod codewhale_serve;
 mod common;

@@ -123,6 +123,13 @@ impl EngineBuilder {
                 })
             }
         });
+        if let Some(dir) = self.config.data_dir.clone() {
+            // A rewind a crash cut short is finished before any thread runs.
+            let _ = tokio::task::spawn_blocking(move || {
+                crate::engine::checkpoints::finish_interrupted_rewinds(&dir)
+            })
+            .await;
+        }
         let shell_snapshots = shell_snapshots(&self.config);
         let private_temps = private_temps(&self.config);
         let lsp_tmp = private_temps.as_ref().map(|t| t.for_thread("lsp"));

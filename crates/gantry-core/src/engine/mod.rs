@@ -8,7 +8,9 @@
 //! next to their subject. `builder.rs` starts it.
 
 mod builder;
+mod checkpoints;
 mod feeds;
+mod fork;
 mod inputs;
 mod safety;
 mod settings;
@@ -16,6 +18,7 @@ mod threads;
 mod turns;
 
 pub use builder::EngineBuilder;
+pub use checkpoints::{CheckpointEntry, Rewound};
 pub use feeds::Feeds;
 pub(crate) use inputs::Input;
 pub use inputs::{ContextMessage, ContextRole, CreateThread, Delivered, IfBusy, UserInput};

@@ -122,7 +122,7 @@ impl Threads<'_> {
     }
 
     /// The thread as its actor holds it now.
-    async fn read_back(self, id: &ThreadId) -> Result<Thread, EngineError> {
+    pub(super) async fn read_back(self, id: &ThreadId) -> Result<Thread, EngineError> {
         self.read(id).await.map(|v| v.thread.clone())
     }
 
@@ -250,59 +250,8 @@ impl Threads<'_> {
         } else {
             &source.turns[..=end]
         };
-        if turns.iter().any(|t| t.turn.status == TurnStatus::Running) {
-            return Err(EngineError::InvalidInput(
-                "cannot fork inside a running turn; fork up to an ended turn".to_owned(),
-            ));
-        }
-        let now = self.engine.shared.clock.now_ms();
-        let mut thread_meta = source.thread.clone();
-        thread_meta.id = id.clone();
-        thread_meta.status = ThreadStatus::Idle;
-        thread_meta.archived = false;
-        thread_meta.preview = String::new();
-        thread_meta.created_at = now;
-        thread_meta.updated_at = now;
-        thread_meta.usage = Usage::default();
-        thread_meta.cost_usd = 0.0;
-        thread_meta.last_seq = 0;
-        thread_meta.forked_from = turns.last().map(|t| ForkOrigin {
-            thread_id: thread.clone(),
-            turn_id: t.turn.id.clone(),
-        });
-        let mut payloads = vec![EventPayload::ThreadCreated {
-            thread: thread_meta.clone(),
-        }];
-        // Copies get fresh ids: turn and item ids are globally unique.
-        for tv in turns {
-            let mut turn = tv.turn.clone();
-            turn.id = TurnId::new();
-            turn.thread_id = id.clone();
-            turn.status = TurnStatus::Running;
-            let turn_id = turn.id.clone();
-            payloads.push(EventPayload::TurnStarted { turn });
-            for item in &tv.items {
-                let mut item = item.clone();
-                item.id = ItemId::new();
-                item.turn_id = turn_id.clone();
-                payloads.push(EventPayload::ItemCompleted { item });
-            }
-            payloads.push(EventPayload::TurnCompleted {
-                turn_id,
-                status: tv.turn.status,
-                rounds: tv.turn.rounds,
-                usage: tv.turn.usage,
-                cost_usd: tv.turn.cost_usd,
-                error: tv.turn.error.clone(),
-                failure: tv.turn.failure,
-            });
-        }
-        self.engine.spawn_new(payloads, chosen_id).await?;
-        // Once the id is known to be this thread's: a taken id never has
-        // its thread's key replaced.
-        self.engine.keep_thread_key(&thread_meta).await?;
-        self.engine.flush().await?;
-        self.read_back(&id).await
+        self.fork_turns(thread, &source, turns, id, chosen_id, None)
+            .await
     }
 
     /// Pauses the thread: no new model call or tool call starts until resumed.
@@ -337,7 +286,7 @@ impl Engine {
     /// for the store, not yet stored). The store is asked whether the id is
     /// taken only when it is the caller's (`chosen_id`): a fresh UUIDv7
     /// cannot be.
-    async fn spawn_new(
+    pub(super) async fn spawn_new(
         &self,
         payloads: Vec<EventPayload>,
         chosen_id: bool,

@@ -7,6 +7,7 @@
 
 mod ask_user;
 mod budget;
+mod checkpoint;
 mod compaction;
 mod emitter;
 mod gate;
@@ -26,6 +27,7 @@ use gantry_types::{DeltaKind, EventPayload, Item, ItemId, TurnFailure, TurnId, T
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use checkpoint::store_dir as checkpoint_store_dir;
 pub(crate) use compaction::compacted_history;
 pub(crate) use emitter::Emitter;
 pub(crate) use history::history;
@@ -178,6 +180,9 @@ struct Loop<'a> {
     /// The last model round failed because the prompt did not fit the
     /// model's context (the provider said so): compaction may recover it.
     overflowed: bool,
+    /// The turn's checkpoint store, once its first tool that may write
+    /// took one (`None` inside: none could be).
+    checkpoint: tokio::sync::OnceCell<Option<Arc<gantry_checkpoint::CheckpointStore>>>,
 }
 
 /// Runs a turn to its end and closes it.
@@ -220,6 +225,7 @@ pub(crate) async fn run(
         output_schema: None,
         store_failure: std::sync::OnceLock::new(),
         overflowed: false,
+        checkpoint: tokio::sync::OnceCell::new(),
     };
     let outcome = match &spec.mode {
         TurnMode::Chat => lp.drive(&mut steer).await,
@@ -241,6 +247,7 @@ pub(crate) async fn run(
             (TurnStatus::Completed, None)
         }
     };
+    lp.mark_left().await;
     let cost_usd = shared
         .models
         .model_info(&spec.model)

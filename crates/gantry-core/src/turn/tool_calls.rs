@@ -287,6 +287,9 @@ impl Loop<'_> {
         // Write ahead: before a tool acts on the world, the log holds
         // everything up to its start, so a crash cannot hide what it did.
         // A tool that only reads has nothing to hide and need not wait.
+        if tool.has_side_effects() {
+            self.checkpoint_before_write().await;
+        }
         if tool.has_side_effects()
             && let Err(e) = self.em.durable().await
         {

@@ -2,6 +2,7 @@
 
 mod agents;
 mod cells;
+mod checkpoints;
 mod client_commands;
 mod command_env;
 mod common;

@@ -21,6 +21,7 @@ pub(crate) const ENGINE: &[&str] = &[
     "gantry-store",
     "gantry-sqlite",
     "gantry-postgres",
+    "gantry-checkpoint",
 ];
 
 /// Wire formats and the crates that speak them.

@@ -4,6 +4,7 @@
 
 pub(crate) mod approvals;
 pub(crate) mod catalog;
+pub(crate) mod checkpoints;
 pub(crate) mod jobs;
 pub(crate) mod metrics;
 pub(crate) mod thread_state;

@@ -181,24 +181,34 @@ pub(crate) async fn read(
     Ok(Json(ThreadDetail::from(view.as_ref())))
 }
 
-/// Fork a thread up to a turn (default: its last ended turn).
+/// Fork a thread up to a turn (default: its last ended turn), or at a
+/// checkpoint: a new workspace directory with the checkpoint's files.
 #[utoipa::path(post, path = "/v1/threads/{id}/fork", tag = "threads",
     params(("id" = String, Path, description = "Thread id")), request_body = ForkRequest,
     responses((status = 201, body = ThreadSummary),
-        (status = 404, description = "No such thread or turn", body = ErrorBody),
-        (status = 422, description = "Inside a running turn", body = ErrorBody)))]
+        (status = 404, description = "No such thread, turn or checkpoint", body = ErrorBody),
+        (status = 422, description = "Inside a running turn, or both a turn and a checkpoint",
+            body = ErrorBody)))]
 pub(crate) async fn fork(
     State(state): State<AppState>,
     Path(id): Path<String>,
     bytes: Bytes,
 ) -> Created<ThreadSummary> {
     let req: ForkRequest = optional_body(&bytes)?;
-    let up_to = req.up_to_turn.map(TurnId);
-    let thread = state
-        .engine
-        .threads()
-        .fork(&ThreadId(id), up_to.as_ref())
-        .await?;
+    let threads = state.engine.threads();
+    let thread = match (req.checkpoint, req.up_to_turn) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::validation(
+                Some("checkpoint"),
+                "fork at a checkpoint or up to a turn, not both",
+            ));
+        }
+        (Some(checkpoint), None) => threads.fork_at(&ThreadId(id), &checkpoint).await?,
+        (None, up_to) => {
+            let up_to = up_to.map(TurnId);
+            threads.fork(&ThreadId(id), up_to.as_ref()).await?
+        }
+    };
     Ok((StatusCode::CREATED, Json(ThreadSummary::from(&thread))))
 }
 

@@ -3,8 +3,10 @@
 //! is the engine's own vocabulary (items, policies, job actions) goes as
 //! its JSON, an object in the document.
 
+mod checkpoints;
 mod user_input;
 
+pub use checkpoints::{CheckpointList, CheckpointView, NotKeptView, RewindAnswer, RewindRequest};
 pub(crate) use user_input::pending_user_input;
 pub use user_input::{AnswerView, OptionView, QuestionView, UserInputAnswers, UserInputView};
 
@@ -180,6 +182,11 @@ pub struct ForkRequest {
     /// The last turn the fork keeps [default: the last ended turn].
     #[serde(default)]
     pub up_to_turn: Option<String>,
+    /// Fork at this checkpoint instead: a new workspace directory beside
+    /// the source's with the checkpoint's files, and the turns before the
+    /// checkpoint's (not with `up_to_turn`).
+    #[serde(default)]
+    pub checkpoint: Option<String>,
 }
 
 /// What to do with a message sent while a turn runs.

@@ -37,6 +37,12 @@ impl Drop for Server {
 
 /// The API over an engine whose model answers `steps`, in order.
 pub(crate) async fn start(steps: Vec<Step>) -> Server {
+    start_with(steps, false).await
+}
+
+/// [`start`], with the engine keeping a data dir (in the temp dir) when
+/// `data_dir`: what checkpoints need.
+pub(crate) async fn start_with(steps: Vec<Step>, data_dir: bool) -> Server {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().expect("tempdir");
     let ws = dir.path().join("ws");
@@ -60,8 +66,13 @@ pub(crate) async fn start(steps: Vec<Step>) -> Server {
         .await
         .expect("providers"),
     );
+    let config = gantry_core::EngineConfig {
+        data_dir: data_dir.then(|| dir.path().join("data")),
+        ..gantry_core::EngineConfig::default()
+    };
     let engine = EngineBuilder::new(store, providers.clone())
         .providers(providers)
+        .config(config)
         .start()
         .await
         .expect("engine");

@@ -4,6 +4,7 @@
 mod access;
 mod browser;
 mod catalog;
+mod checkpoints;
 mod common;
 mod events;
 mod threads;

@@ -1,0 +1,338 @@
+//! `CheckpointStore`: one workspace's checkpoints in a private bare git
+//! repository, and the index the store keeps of it.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::CheckpointError;
+use crate::git::{self, Git, nul_split};
+use crate::journal;
+use crate::not_kept::{self, NotKept};
+
+/// Files larger than this are not kept (10 MiB): a checkpoint is for the
+/// files an agent edits, not build outputs or data sets.
+pub const DEFAULT_SIZE_LIMIT: u64 = 10 * 1024 * 1024;
+
+/// The ref naming the checkpoint the workspace last came from: the parent
+/// of the next one.
+const LATEST: &str = "refs/gantry/latest";
+/// The ref naming the tree the agent last left the workspace in: what a
+/// rewind compares the workspace with to find others' changes.
+const LEFT: &str = "refs/gantry/left";
+
+/// A checkpoint's id: the commit holding its tree, in hex.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CheckpointId(String);
+
+impl CheckpointId {
+    /// `text` as an id, if it is one (40 or 64 hex digits), so no caller's
+    /// string reaches `git` as an option or a revision expression.
+    pub fn parse(text: &str) -> Option<Self> {
+        let hex = text.bytes().all(|b| b.is_ascii_hexdigit());
+        (hex && matches!(text.len(), 40 | 64)).then(|| Self(text.to_ascii_lowercase()))
+    }
+
+    /// The id in hex.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for CheckpointId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One recorded checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// Its id.
+    pub id: CheckpointId,
+    /// Paths changed since the checkpoint before it (every path kept, for
+    /// the first).
+    pub files_changed: Vec<PathBuf>,
+    /// Paths of the workspace it does not hold, and why.
+    pub not_kept: Vec<NotKept>,
+}
+
+/// One workspace's checkpoints. Calls on one store must not overlap (the
+/// engine makes them from the thread's actor, one at a time).
+#[derive(Debug)]
+pub struct CheckpointStore {
+    git: Git,
+    size_limit: u64,
+}
+
+/// Names each export's scratch index apart from concurrent ones.
+static EXPORTS: AtomicU64 = AtomicU64::new(0);
+
+/// The workspace as it is now, added to the store's index.
+struct Snapshot {
+    tree: String,
+    not_kept: Vec<NotKept>,
+}
+
+impl CheckpointStore {
+    /// The store at `store_dir` (a bare repository, made if missing) for
+    /// the workspace at `workspace`.
+    pub fn open(store_dir: &Path, workspace: &Path) -> Result<Self, CheckpointError> {
+        if !store_dir.join("HEAD").is_file() {
+            std::fs::create_dir_all(store_dir).map_err(|source| CheckpointError::Io {
+                path: store_dir.to_owned(),
+                source,
+            })?;
+            let output = git::isolated()
+                .args(["init", "--bare", "-q"])
+                .arg(store_dir)
+                .output()
+                .map_err(CheckpointError::GitMissing)?;
+            if !output.status.success() {
+                return Err(CheckpointError::Git {
+                    args: "init --bare".into(),
+                    stderr: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+                });
+            }
+        }
+        Ok(Self {
+            git: Git {
+                git_dir: store_dir.to_owned(),
+                work_tree: workspace.to_owned(),
+                index: store_dir.join("gantry-index"),
+                excludes_file: git::user_excludes_file(),
+            },
+            size_limit: DEFAULT_SIZE_LIMIT,
+        })
+    }
+
+    /// The same store keeping files up to `limit` bytes.
+    pub fn with_size_limit(mut self, limit: u64) -> Self {
+        self.size_limit = limit;
+        self
+    }
+
+    /// Records the workspace as it is now, described by `message`, as a
+    /// checkpoint following the one it last came from.
+    pub fn record(&self, message: &str) -> Result<Checkpoint, CheckpointError> {
+        let snapshot = self.snapshot()?;
+        let parent = self.resolve(LATEST)?;
+        let mut args = vec!["commit-tree".to_owned(), snapshot.tree.clone()];
+        if let Some(parent) = &parent {
+            args.extend(["-p".to_owned(), parent.clone()]);
+        }
+        args.extend(["-m".to_owned(), message.to_owned()]);
+        let commit = self.git.line(&args)?;
+        let refs = format!("update refs/checkpoints/{commit} {commit}\nupdate {LATEST} {commit}\n");
+        self.git
+            .run_with(["update-ref", "--stdin"], Some(refs.as_bytes()))?;
+        let files_changed = match parent {
+            Some(parent) => self.changed(&format!("{parent}^{{tree}}"), &snapshot.tree)?,
+            None => {
+                let out = self
+                    .git
+                    .run(["ls-tree", "-r", "-z", "--name-only", &snapshot.tree])?;
+                nul_split(&out).map(Path::to_owned).collect()
+            }
+        };
+        Ok(Checkpoint {
+            id: CheckpointId(commit),
+            files_changed,
+            not_kept: snapshot.not_kept,
+        })
+    }
+
+    /// Remembers the workspace as it is now as the state the agent left it
+    /// in (at a turn's end), so a later rewind can tell others' changes.
+    pub fn mark_left(&self) -> Result<(), CheckpointError> {
+        let snapshot = self.snapshot()?;
+        self.git.run(["update-ref", LEFT, &snapshot.tree])?;
+        Ok(())
+    }
+
+    /// The paths changed since the agent last left the workspace (or since
+    /// the latest checkpoint, if it never did): someone else's changes,
+    /// which a rewind would lose.
+    pub fn changed_by_others(&self) -> Result<Vec<PathBuf>, CheckpointError> {
+        let base = match self.resolve(LEFT)? {
+            Some(tree) => tree,
+            None => match self.resolve(LATEST)? {
+                Some(commit) => format!("{commit}^{{tree}}"),
+                None => return Ok(Vec::new()),
+            },
+        };
+        let now = self.snapshot()?;
+        self.changed(&base, &now.tree)
+    }
+
+    /// Puts the workspace back as it was at checkpoint `id`: files created
+    /// since removed, deleted ones restored, changed ones rewritten;
+    /// ignored and not-kept files untouched. Running it again after a
+    /// crash part way finishes it. Returns the paths it changed.
+    pub fn restore(&self, id: &CheckpointId) -> Result<Vec<PathBuf>, CheckpointError> {
+        self.known(id)?;
+        // Said before any file is touched, and unsaid once all are: a
+        // crash in between leaves this behind for `finish_interrupted`.
+        journal::begin(&self.git.git_dir, id, &self.git.work_tree)?;
+        let now = self.snapshot()?;
+        let target = format!("{id}^{{tree}}");
+        let changed = self.changed(&now.tree, &target)?;
+        // A two-tree merge from the index (just made equal to the
+        // workspace) to the checkpoint: git's own branch switch, which
+        // removes, writes and chmods only what differs.
+        self.git
+            .run(["read-tree", "-m", "-u", &now.tree, id.as_str()])?;
+        let tree = self.git.line(["rev-parse", &target])?;
+        let refs = format!("update {LATEST} {id}\nupdate {LEFT} {tree}\n");
+        self.git
+            .run_with(["update-ref", "--stdin"], Some(refs.as_bytes()))?;
+        journal::end(&self.git.git_dir)?;
+        Ok(changed)
+    }
+
+    /// Finishes a restore a crash cut short in the store at `store_dir`,
+    /// if one was: the workspace it named is put back at its checkpoint.
+    /// Returns the checkpoint it finished.
+    pub fn finish_interrupted(store_dir: &Path) -> Result<Option<CheckpointId>, CheckpointError> {
+        let Some((id, workspace)) = journal::read(store_dir)? else {
+            return Ok(None);
+        };
+        // The killed git's lock on the store's own index: nobody else
+        // holds it (the store's calls never overlap).
+        let _ = std::fs::remove_file(store_dir.join("gantry-index.lock"));
+        let store = Self::open(store_dir, &workspace)?;
+        store.restore(&id)?;
+        Ok(Some(id))
+    }
+
+    /// Writes checkpoint `id`'s files into `dest` (made if missing), as a
+    /// fork's new workspace.
+    pub fn export(&self, id: &CheckpointId, dest: &Path) -> Result<(), CheckpointError> {
+        self.known(id)?;
+        std::fs::create_dir_all(dest).map_err(|source| CheckpointError::Io {
+            path: dest.to_owned(),
+            source,
+        })?;
+        let n = EXPORTS.fetch_add(1, Ordering::Relaxed);
+        let index = self
+            .git
+            .git_dir
+            .join(format!("export-{}-{n}.index", std::process::id()));
+        let git = Git {
+            work_tree: dest.to_owned(),
+            index: index.clone(),
+            ..self.git.clone()
+        };
+        let result = git
+            .run(["read-tree", id.as_str()])
+            .and_then(|_| git.run(["checkout-index", "-a", "-f"]));
+        // The scratch index is the store's own; the export is done with it.
+        let _ = std::fs::remove_file(&index);
+        result.map(|_| ())
+    }
+
+    /// The workspace's files added to the store's index, and the tree.
+    fn snapshot(&self) -> Result<Snapshot, CheckpointError> {
+        self.sync_excludes()?;
+        // The index still holds the last snapshot: its tree is at hand.
+        let before = self.git.line(["write-tree"])?;
+        // Only untracked paths are listed (no stat of every tracked file):
+        // a tracked file that grew past the limit is caught below, from
+        // what the add changed.
+        let listed = self
+            .git
+            .run(["ls-files", "-z", "--others", "--exclude-standard"])?;
+        let untracked: Vec<PathBuf> = nul_split(&listed).map(Path::to_owned).collect();
+        let mut not_kept = not_kept::among(&self.git.work_tree, &untracked, self.size_limit);
+        let mut pathspecs = b".\0".to_vec();
+        for item in &not_kept {
+            pathspecs.extend_from_slice(b":(exclude,literal)");
+            pathspecs.extend_from_slice(item.path.as_os_str().as_encoded_bytes());
+            pathspecs.push(0);
+        }
+        self.git.run_with(
+            ["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"],
+            Some(&pathspecs),
+        )?;
+        let mut tree = self.git.line(["write-tree"])?;
+        let changed = self.changed(&before, &tree)?;
+        let grown = not_kept::among(&self.git.work_tree, &changed, self.size_limit);
+        if !grown.is_empty() {
+            // A file kept before and too large now must not stay in the
+            // checkpoint as its old self.
+            let specs: Vec<u8> = grown
+                .iter()
+                .flat_map(|n| {
+                    let mut spec = b":(literal)".to_vec();
+                    spec.extend_from_slice(n.path.as_os_str().as_encoded_bytes());
+                    spec.push(0);
+                    spec
+                })
+                .collect();
+            self.git.run_with(
+                [
+                    "rm",
+                    "--cached",
+                    "-f",
+                    "-q",
+                    "--ignore-unmatch",
+                    "--pathspec-from-file=-",
+                    "--pathspec-file-nul",
+                ],
+                Some(&specs),
+            )?;
+            tree = self.git.line(["write-tree"])?;
+            not_kept.extend(grown);
+        }
+        not_kept.extend(not_kept::special_files(&self.git.work_tree));
+        not_kept.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(Snapshot { tree, not_kept })
+    }
+
+    /// Copies the user's `.git/info/exclude` into the store's, which is
+    /// the one git reads with a private git dir.
+    fn sync_excludes(&self) -> Result<(), CheckpointError> {
+        let theirs = self.git.work_tree.join(".git/info/exclude");
+        let wanted = std::fs::read(&theirs).unwrap_or_default();
+        let ours = self.git.git_dir.join("info/exclude");
+        if std::fs::read(&ours).ok().as_deref() == Some(wanted.as_slice()) {
+            return Ok(());
+        }
+        let io = |source| CheckpointError::Io {
+            path: ours.clone(),
+            source,
+        };
+        std::fs::create_dir_all(self.git.git_dir.join("info")).map_err(io)?;
+        std::fs::write(&ours, &wanted).map_err(io)
+    }
+
+    /// The paths that differ between two trees.
+    fn changed(&self, from: &str, to: &str) -> Result<Vec<PathBuf>, CheckpointError> {
+        let out = self.git.run([
+            "diff-tree",
+            "-r",
+            "-z",
+            "--name-only",
+            "--no-renames",
+            from,
+            to,
+        ])?;
+        Ok(nul_split(&out).map(Path::to_owned).collect())
+    }
+
+    /// What `reference` names, if it exists.
+    fn resolve(&self, reference: &str) -> Result<Option<String>, CheckpointError> {
+        match self.git.line(["rev-parse", "--verify", "-q", reference]) {
+            Ok(id) => Ok(Some(id)),
+            Err(CheckpointError::Git { .. }) => Ok(None),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Fails unless `id` is a checkpoint of this store.
+    fn known(&self, id: &CheckpointId) -> Result<(), CheckpointError> {
+        match self.resolve(&format!("refs/checkpoints/{id}"))? {
+            Some(_) => Ok(()),
+            None => Err(CheckpointError::Unknown(id.to_string())),
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! What a checkpoint keeps, and what it reports not keeping.
+
+use std::path::PathBuf;
+
+use gantry_checkpoint::NotKeptReason;
+
+use crate::support::Scratch;
+
+#[test]
+fn a_checkpoint_names_the_files_changed_since_the_one_before() {
+    let s = Scratch::new();
+    s.write("a.txt", "one");
+    s.write("dir/b.txt", "two");
+    let store = s.store();
+    let first = store.record("turn 1").expect("first");
+    assert_eq!(
+        first.files_changed,
+        vec![PathBuf::from("a.txt"), PathBuf::from("dir/b.txt")]
+    );
+    s.write("a.txt", "changed");
+    let second = store.record("turn 2").expect("second");
+    assert_eq!(second.files_changed, vec![PathBuf::from("a.txt")]);
+    assert_ne!(first.id, second.id);
+    let unchanged = store.record("turn 3").expect("third");
+    assert!(unchanged.files_changed.is_empty());
+}
+
+#[test]
+fn a_file_over_the_size_limit_is_reported_not_kept() {
+    let s = Scratch::new();
+    s.write("small.txt", "small");
+    s.write("big.bin", vec![7u8; 2048]);
+    let store = s.store().with_size_limit(1024);
+    let checkpoint = store.record("turn").expect("checkpoint");
+    assert_eq!(checkpoint.files_changed, vec![PathBuf::from("small.txt")]);
+    assert_eq!(checkpoint.not_kept.len(), 1);
+    assert_eq!(checkpoint.not_kept[0].path, PathBuf::from("big.bin"));
+    assert_eq!(checkpoint.not_kept[0].reason, NotKeptReason::TooLarge(2048));
+
+    // Kept while small, then grown past the limit: reported, not kept as
+    // its old self.
+    s.write("small.txt", vec![1u8; 4096]);
+    let grown = store.record("turn").expect("checkpoint");
+    assert_eq!(grown.files_changed, vec![PathBuf::from("small.txt")]);
+    let names: Vec<_> = grown.not_kept.iter().map(|n| n.path.clone()).collect();
+    assert_eq!(
+        names,
+        vec![PathBuf::from("big.bin"), PathBuf::from("small.txt")]
+    );
+}
+
+#[test]
+fn special_files_and_nested_repositories_are_reported_not_kept() {
+    let s = Scratch::new();
+    s.write("a.txt", "a");
+    let fifo = s.ws.join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    s.write("vendor/lib/x.txt", "x");
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(s.ws.join("vendor/lib"))
+        .status()
+        .expect("git init");
+    let checkpoint = s.store().record("turn").expect("checkpoint");
+    let reported: Vec<_> = checkpoint
+        .not_kept
+        .iter()
+        .map(|n| (n.path.clone(), n.reason))
+        .collect();
+    assert_eq!(
+        reported,
+        vec![
+            (PathBuf::from("pipe"), NotKeptReason::Special),
+            (PathBuf::from("vendor/lib"), NotKeptReason::NestedRepository),
+        ]
+    );
+    assert_eq!(checkpoint.files_changed, vec![PathBuf::from("a.txt")]);
+}
+
+#[test]
+fn ignored_files_and_the_users_git_are_left_alone() {
+    let s = Scratch::new();
+    s.user_git(&["init", "-q"]);
+    s.write(".gitignore", "target/\n");
+    s.write("target/out.o", "build output");
+    s.write("local.env", "SECRET=1");
+    std::fs::write(s.ws.join(".git/info/exclude"), "local.env\n").expect("exclude");
+    s.write("src/main.rs", "fn main() {}");
+    s.user_git(&["add", "src/main.rs"]);
+    s.user_git(&["commit", "-qm", "first"]);
+    s.write("src/main.rs", "fn main() { changed() }");
+    let status_before = s.user_git(&["status", "--porcelain"]);
+    let index_before = std::fs::read(s.ws.join(".git/index")).expect("index");
+
+    let checkpoint = s.store().record("turn").expect("checkpoint");
+
+    assert_eq!(
+        checkpoint.files_changed,
+        vec![PathBuf::from(".gitignore"), PathBuf::from("src/main.rs")]
+    );
+    assert_eq!(s.user_git(&["status", "--porcelain"]), status_before);
+    assert_eq!(
+        std::fs::read(s.ws.join(".git/index")).expect("index"),
+        index_before
+    );
+    assert_eq!(s.user_git(&["stash", "list"]), "");
+    assert_eq!(s.user_git(&["rev-list", "--all", "--count"]).trim(), "1");
+}
