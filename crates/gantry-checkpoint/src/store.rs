@@ -292,7 +292,13 @@ impl CheckpointStore {
     /// the one git reads with a private git dir.
     fn sync_excludes(&self) -> Result<(), CheckpointError> {
         let theirs = self.git.work_tree.join(".git/info/exclude");
-        let wanted = std::fs::read(&theirs).unwrap_or_default();
+        let mut wanted = std::fs::read(&theirs).unwrap_or_default();
+        // A store kept inside its own workspace never records itself.
+        if let Ok(inside) = self.git.git_dir.strip_prefix(&self.git.work_tree) {
+            wanted.extend_from_slice(b"\n/");
+            wanted.extend_from_slice(inside.as_os_str().as_encoded_bytes());
+            wanted.extend_from_slice(b"/\n");
+        }
         let ours = self.git.git_dir.join("info/exclude");
         if std::fs::read(&ours).ok().as_deref() == Some(wanted.as_slice()) {
             return Ok(());
