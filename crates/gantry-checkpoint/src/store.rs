@@ -189,6 +189,34 @@ impl CheckpointStore {
         Ok(changed)
     }
 
+    /// A new store at `store_dir` for the same workspace, carrying on from
+    /// this one where it stands (a rewound thread's continuation): it
+    /// borrows this store's objects (git alternates), starts from its index
+    /// (so unchanged files are not hashed again) and from its latest
+    /// checkpoint and the state the agent left.
+    pub fn continue_into(&self, store_dir: &Path) -> Result<CheckpointStore, CheckpointError> {
+        let next = Self::open(store_dir, &self.git.work_tree)?;
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| CheckpointError::Io { path, source }
+        };
+        let alternates = store_dir.join("objects/info/alternates");
+        let objects = self.git.git_dir.join("objects");
+        std::fs::write(&alternates, format!("{}\n", objects.display())).map_err(io(&alternates))?;
+        if self.git.index.is_file() {
+            std::fs::copy(&self.git.index, &next.git.index).map_err(io(&next.git.index))?;
+        }
+        let mut refs = String::new();
+        for name in [LATEST, LEFT] {
+            if let Some(id) = self.resolve(name)? {
+                refs.push_str(&format!("update {name} {id}\n"));
+            }
+        }
+        next.git
+            .run_with(["update-ref", "--stdin"], Some(refs.as_bytes()))?;
+        Ok(next.with_size_limit(self.size_limit))
+    }
+
     /// Finishes a restore a crash cut short in the store at `store_dir`,
     /// if one was: the workspace it named is put back at its checkpoint.
     /// Returns the checkpoint it finished.
@@ -292,7 +320,13 @@ impl CheckpointStore {
     /// the one git reads with a private git dir.
     fn sync_excludes(&self) -> Result<(), CheckpointError> {
         let theirs = self.git.work_tree.join(".git/info/exclude");
-        let wanted = std::fs::read(&theirs).unwrap_or_default();
+        let mut wanted = std::fs::read(&theirs).unwrap_or_default();
+        // A store kept inside its own workspace never records itself.
+        if let Ok(inside) = self.git.git_dir.strip_prefix(&self.git.work_tree) {
+            wanted.extend_from_slice(b"\n/");
+            wanted.extend_from_slice(inside.as_os_str().as_encoded_bytes());
+            wanted.extend_from_slice(b"/\n");
+        }
         let ours = self.git.git_dir.join("info/exclude");
         if std::fs::read(&ours).ok().as_deref() == Some(wanted.as_slice()) {
             return Ok(());

@@ -110,3 +110,19 @@ fn ignored_files_and_the_users_git_are_left_alone() {
     assert_eq!(s.user_git(&["stash", "list"]), "");
     assert_eq!(s.user_git(&["rev-list", "--all", "--count"]).trim(), "1");
 }
+
+#[test]
+fn a_store_inside_its_workspace_does_not_record_itself() {
+    let s = Scratch::new();
+    s.write("a.txt", "a");
+    let store_dir = s.ws.join(".data/checkpoints/t.git");
+    let store = gantry_checkpoint::CheckpointStore::open(&store_dir, &s.ws).expect("store");
+    let first = store.record("turn 1").expect("checkpoint");
+    assert_eq!(first.files_changed, vec![PathBuf::from("a.txt")]);
+    let second = store.record("turn 2").expect("checkpoint");
+    assert!(
+        second.files_changed.is_empty(),
+        "{:?}",
+        second.files_changed
+    );
+}

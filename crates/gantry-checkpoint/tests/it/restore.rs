@@ -136,3 +136,29 @@ fn a_restore_cut_short_is_finished_from_its_note() {
         None
     );
 }
+
+#[test]
+fn a_continuation_store_carries_on_from_the_rewound_one() {
+    let s = Scratch::new();
+    s.write("a.txt", "a");
+    s.write("b.txt", "b");
+    let store = s.store();
+    let checkpoint = store.record("turn 1").expect("checkpoint");
+    s.write("a.txt", "changed");
+    store.mark_left().expect("turn end");
+    store.restore(&checkpoint.id).expect("rewind");
+
+    let next_dir = s.store_dir.with_file_name("next.git");
+    let next = store.continue_into(&next_dir).expect("continue");
+    assert!(next.changed_by_others().expect("check").is_empty());
+    s.write("b.txt", "the next turn's");
+    let recorded = next.record("turn 2").expect("checkpoint");
+    assert_eq!(recorded.files_changed, vec![PathBuf::from("b.txt")]);
+    s.write("b.txt", "later");
+    next.restore(&recorded.id)
+        .expect("rewind in the continuation");
+    assert_eq!(
+        std::fs::read(s.ws.join("b.txt")).expect("b"),
+        b"the next turn's"
+    );
+}

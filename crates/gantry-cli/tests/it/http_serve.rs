@@ -3,7 +3,8 @@
 //! the restarted server with `Last-Event-ID`: nothing missed, nothing twice.
 //! A thread of the A3S gRPC service is one of the HTTP API: followed live
 //! and steered over HTTP, its approval answered in the dashboard (headless
-//! chromium) while the gRPC client waits.
+//! chromium) while the gRPC client waits. A thread's checkpoints are listed,
+//! rewound to and forked from with curl.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
@@ -572,5 +573,76 @@ async fn metrics_count_a_turn_its_tool_call_and_its_tokens() {
     assert_eq!(m("gantry_turns_running", json!({})), 0.0);
     // Nothing in it names a thread.
     assert!(after.iter().all(|(_, l, _)| !l.to_string().contains(&id)));
+    stop(served).await;
+}
+
+#[tokio::test]
+async fn checkpoints_are_listed_rewound_and_forked_with_curl() {
+    use crate::runner_control_plane::curl;
+
+    let s = Scratch::new();
+    std::fs::write(s.workspace().join("notes.txt"), "before\n").expect("file");
+    let llm = MockLlm::start(Script::new(vec![
+        Step::tool_call(
+            "shell",
+            json!({"command": "echo after > notes.txt && echo new > made.txt"}),
+        ),
+        Step::text("Changed."),
+    ]))
+    .expect("mock llm");
+    configure(&s, &llm);
+    let served = serve(&s);
+    let base = format!("http://{}", served.http);
+    let ws = s.workspace().canonicalize().expect("workspace");
+    let url = base.clone();
+    let ws_text = ws.display().to_string();
+    let (status, checkpoints, rewound, fork) = tokio::task::spawn_blocking(move || {
+        let (status, thread) = curl(
+            "POST",
+            &format!("{url}/v1/threads"),
+            Some(json!({"workspace": ws_text})),
+        );
+        assert_eq!(status, 201, "{thread}");
+        let id = thread["id"].as_str().expect("id").to_owned();
+        let (status, turn) = curl(
+            "POST",
+            &format!("{url}/v1/threads/{id}/messages?wait=true"),
+            Some(json!({"text": "change the notes"})),
+        );
+        assert!(status == 200 || status == 202, "{status} {turn}");
+        let (status, checkpoints) =
+            curl("GET", &format!("{url}/v1/threads/{id}/checkpoints"), None);
+        let checkpoint = checkpoints["checkpoints"][0]["id"].clone();
+        let (_, rewound) = curl(
+            "POST",
+            &format!("{url}/v1/threads/{id}/rewind"),
+            Some(json!({"checkpoint": checkpoint})),
+        );
+        let (_, fork) = curl(
+            "POST",
+            &format!("{url}/v1/threads/{id}/fork"),
+            Some(json!({"checkpoint": checkpoint})),
+        );
+        (status, checkpoints, rewound, fork)
+    })
+    .await
+    .expect("curl");
+    assert_eq!(status, 200, "{checkpoints}");
+    assert_eq!(
+        checkpoints["checkpoints"].as_array().map(Vec::len),
+        Some(1),
+        "{checkpoints}"
+    );
+    assert!(rewound["thread"]["id"].is_string(), "{rewound}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).expect("notes"),
+        "before\n"
+    );
+    assert!(!ws.join("made.txt").exists());
+    let fork_dir = std::path::PathBuf::from(fork["workspace"].as_str().expect("fork's workspace"));
+    assert_eq!(
+        std::fs::read_to_string(fork_dir.join("notes.txt")).expect("fork's notes"),
+        "before\n"
+    );
     stop(served).await;
 }

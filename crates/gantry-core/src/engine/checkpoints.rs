@@ -74,7 +74,7 @@ impl Threads<'_> {
                 return Ok(Rewound::Conflicts(strings(others)));
             }
         }
-        let restored = blocking(store, move |s| s.restore(&id)).await?;
+        let restored = blocking(store.clone(), move |s| s.restore(&id)).await?;
         let continued = self
             .fork_turns(
                 thread,
@@ -85,6 +85,15 @@ impl Threads<'_> {
                 None,
             )
             .await?;
+        // The continuation's store carries on from this one: its first
+        // checkpoint hashes only what changed, and others' changes to the
+        // rewound workspace are still told apart.
+        if let Some(data_dir) = self.engine.shared.config.data_dir.clone() {
+            let dir = crate::turn::checkpoint_store_dir(&data_dir, &continued.id);
+            if let Err(error) = blocking(store, move |s| s.continue_into(&dir).map(|_| ())).await {
+                tracing::warn!(%error, "the continuation starts a checkpoint store of its own");
+            }
+        }
         Ok(Rewound::Done {
             thread: Box::new(continued),
             restored: strings(restored),

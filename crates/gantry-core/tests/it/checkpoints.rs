@@ -154,6 +154,22 @@ async fn rewind_restores_the_files_and_continues_the_conversation_from_there() {
     // keeps both, readable as the branch left.
     let continued = threads.read(&thread.id).await.expect("continued");
     assert_eq!(continued.turns.len(), 1);
+    // Its store carries on from the source's: the workspace is as the
+    // rewind left it, so nothing is someone else's change.
+    let next = CheckpointStore::open(
+        &dir.path()
+            .join("data/checkpoints")
+            .join(format!("{}.git", thread.id.as_str())),
+        &ws,
+    )
+    .expect("the continuation's store");
+    assert!(next.changed_by_others().expect("check").is_empty());
+    std::fs::write(ws.join("late.md"), "mine").expect("user file");
+    assert_eq!(
+        next.changed_by_others().expect("check"),
+        vec![std::path::PathBuf::from("late.md")]
+    );
+    std::fs::remove_file(ws.join("late.md")).expect("rm");
     assert_eq!(h.view().await.turns.len(), 2);
 
     // A fork at the first checkpoint: a new directory with its files.

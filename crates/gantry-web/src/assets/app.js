@@ -29,7 +29,11 @@ async function api(method, path, body) {
   if (resp.status === 401) askToken();
   const text = await resp.text();
   const data = text ? JSON.parse(text) : null;
-  if (!resp.ok) throw new Error((data && data.error && data.error.message) || resp.statusText);
+  if (!resp.ok) {
+    const err = new Error((data && data.error && data.error.message) || resp.statusText);
+    err.details = (data && data.error && data.error.details) || {};
+    throw err;
+  }
   return data;
 }
 
@@ -279,6 +283,41 @@ function approvalButtons(threadId, approvalId) {
     el("button", { class: "secondary", onclick: answer("abort") }, "Abort turn"));
 }
 
+// A turn's checkpoint (the workspace before its first change), with its
+// two ways back: rewind this workspace, or fork into a new directory.
+function checkpointRow(threadId, cp) {
+  const done = (what, newId) => {
+    const note = el("p", { role: "status", class: "checkpoint-done" }, what + " Continue in thread ",
+      el("a", { href: "#/t/" + newId }, newId));
+    document.getElementById("items").before(note);
+  };
+  const rewind = async () => {
+    const path = `/v1/threads/${threadId}/rewind`;
+    try {
+      const out = await api("POST", path, { checkpoint: cp.id });
+      done("Rewound.", out.thread.id);
+    } catch (e) {
+      const files = e.details.files;
+      if (!files) { alert(e.message); return; }
+      if (!confirm("Changed since the agent's last turn, not by it:\n" + files.join("\n") +
+        "\n\nRewind anyway and lose these changes?")) return;
+      try { done("Rewound.", (await api("POST", path, { checkpoint: cp.id, force: true })).thread.id); }
+      catch (e2) { alert(e2.message); }
+    }
+  };
+  const fork = async () => {
+    try {
+      const out = await api("POST", `/v1/threads/${threadId}/fork`, { checkpoint: cp.id });
+      done("Forked into " + out.workspace + ".", out.id);
+    } catch (e) { alert(e.message); }
+  };
+  const changed = (cp.files_changed || []).length;
+  return el("div", { class: "toolbar checkpoint", "data-checkpoint": cp.id },
+    el("span", { class: "muted" }, `Checkpoint ${cp.id.slice(0, 12)} · ${changed} file(s) changed`),
+    el("button", { class: "secondary", "data-rewind": cp.id, onclick: rewind }, "Rewind to here"),
+    el("button", { class: "secondary", "data-fork": cp.id, onclick: fork }, "Fork from here"));
+}
+
 async function threadPage(id, signal) {
   const detail = await api("GET", "/v1/threads/" + encodeURIComponent(id));
   const t = detail.thread;
@@ -301,7 +340,14 @@ async function threadPage(id, signal) {
       el("button", { class: "secondary", id: "resume", onclick: act("resume") }, "Resume"),
       el("button", { class: "danger", id: "delete", onclick: remove }, "Delete")),
     items);
-  for (const turn of detail.turns) for (const item of turn.items) items.append(renderItem(item, id));
+  for (const turn of detail.turns) {
+    // The checkpoint is the state before the turn's first change: shown
+    // after its first item, the user's message.
+    turn.items.forEach((item, i) => {
+      items.append(renderItem(item, id));
+      if (i === 0 && turn.checkpoint) items.append(checkpointRow(id, turn.checkpoint));
+    });
+  }
   const text = el("textarea", { id: "message", required: true, placeholder: "Message the agent" });
   const mode = el("select", { id: "if-busy" },
     el("option", { value: "steer" }, "Steer if busy"),
@@ -350,6 +396,7 @@ async function threadPage(id, signal) {
     }
     const p = data.payload || {};
     if (type === "item_started" || type === "item_completed") upsert(p.item);
+    if (type === "checkpoint_recorded") items.append(checkpointRow(id, p.checkpoint));
     if (type === "turn_started") { status.textContent = "running"; status.className = "status running"; }
     if (type === "turn_completed") {
       status.textContent = p.status === "failed" ? "failed" : "idle";

@@ -5,7 +5,7 @@
 //! output live, an approval is answered in the page, a turn is
 //! interrupted, a reload shows the same history, and the thread is
 //! deleted from its page; the model's questions are answered in a form on
-//! the page. With
+//! the page; a turn's checkpoint is rewound to and forked from. With
 //! `GANTRY_DASHBOARD_SCREENSHOTS=DIR` the pages are saved there as PNGs
 //! (how docs/ got its screenshots).
 
@@ -122,4 +122,57 @@ async fn the_dashboard_answers_the_agents_questions_in_the_page() {
     assert_eq!(told["answers"][1]["selected"], json!(["Linux", "macOS"]));
     let (_, thread) = s.get(&format!("/v1/threads/{id}")).await;
     assert_eq!(thread["pending_user_input"], json!([]));
+}
+
+/// A turn that changed files shows its checkpoint with "Rewind to here" and
+/// "Fork from here": the first puts the workspace back, the second makes a
+/// new directory with the checkpoint's files; each names the thread to
+/// continue in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_rewinds_to_and_forks_from_a_turns_checkpoint() {
+    let s = crate::common::start_with(
+        vec![
+            shell("echo after > notes.txt && echo new > made.txt"),
+            Step::text("Changed the notes."),
+        ],
+        true,
+    )
+    .await;
+    std::fs::write(s.workspace.join("notes.txt"), "before\n").expect("file");
+    let id = s.thread(json!({})).await;
+    let browser = Browser::start().await;
+    browser.goto(&format!("http://{}/#/t/{id}", s.addr)).await;
+    browser.type_into("#message", "change the notes").await;
+    browser.click("#send").await;
+    browser.wait_text("Changed the notes.").await;
+    browser.wait_text("Rewind to here").await;
+    browser.screenshot("dashboard-checkpoint.png").await;
+
+    browser.click("[data-rewind]").await;
+    browser.wait_text("Rewound.").await;
+    assert_eq!(
+        std::fs::read_to_string(s.workspace.join("notes.txt")).expect("notes"),
+        "before\n"
+    );
+    assert!(!s.workspace.join("made.txt").exists());
+
+    browser.click("[data-fork]").await;
+    browser.wait_text("Forked into").await;
+    let (_, threads) = s.get("/v1/threads?limit=10").await;
+    let fork = threads["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .find(|t| {
+            t["workspace"]
+                .as_str()
+                .is_some_and(|w| w.contains("-fork-"))
+        })
+        .expect("the fork")
+        .clone();
+    let fork_dir = std::path::PathBuf::from(fork["workspace"].as_str().expect("workspace"));
+    assert_eq!(
+        std::fs::read_to_string(fork_dir.join("notes.txt")).expect("fork's notes"),
+        "before\n"
+    );
 }
