@@ -146,7 +146,7 @@ impl Metrics {
                 }
                 // Internal tools (a structured answer's submission) are
                 // the engine's, not the agent's.
-                if let Some(call) = item.tool_call.as_ref() {
+                if let Some(call) = item.public_tool_call() {
                     let outcome = match item.status {
                         ItemStatus::Completed => "completed",
                         ItemStatus::Failed => "failed",
