@@ -81,6 +81,45 @@ def test_an_added_provider_serves_the_default_model_with_its_real_key(gantry, mo
     assert llm.requests()[1]["headers"]["authorization"] == "Bearer sk-rotated-9876543210"
 
 
+def test_model_details_read_back_as_the_client_sent_them(gantry):
+    pb, stub = gantry.pb, gantry.stub
+    mock = pb.ModelInfo(
+        id="mock-r1",
+        name="Mock r1",
+        family="mock",
+        tool_call=True,
+        reasoning=True,
+        release_date="2026-01-02",
+        modalities=pb.ModelModalitiesInfo(input=["text", "image"], output=["text"]),
+        cost=pb.ModelCostInfo(input=0.5, output=1.5, cache_read=0.05, cache_write=0.6),
+        limit=pb.ModelLimitInfo(context=32000, output=4096),
+    )
+    provider = pb.ProviderInfo(name="mock", base_url="http://127.0.0.1:9/v1", models=[mock, pb.ModelInfo(id="gpt-4.1")])
+    added = stub.AddProvider(pb.AddProviderRequest(provider=provider), timeout=HANG_GUARD)
+    assert added.success, added
+    assert added.provider.models[0] == mock
+    # A model sent by id alone is the catalog's.
+    assert added.provider.models[1].name == "GPT-4.1" and added.provider.models[1].limit.context > 0
+    got = stub.GetProvider(pb.GetProviderRequest(name="mock"), timeout=HANG_GUARD).provider
+    assert list(got.models) == list(added.provider.models)
+    listed = stub.ListProviders(pb.ListProvidersRequest(), timeout=HANG_GUARD).providers
+    assert [m for p in listed if p.name == "mock" for m in p.models][0] == mock
+
+    # An update's models replace the described ones; a removal forgets them.
+    renamed = pb.ModelInfo(id="mock-r1", name="Mock r1 (2)", family="mock", tool_call=False)
+    updated = stub.UpdateProvider(
+        pb.UpdateProviderRequest(provider=pb.ProviderInfo(name="mock", models=[renamed])), timeout=HANG_GUARD
+    )
+    [model] = updated.provider.models
+    assert (model.name, model.family, model.tool_call) == ("Mock r1 (2)", "mock", False)
+    assert stub.RemoveProvider(pb.RemoveProviderRequest(name="mock"), timeout=HANG_GUARD).success
+    again = stub.AddProvider(
+        pb.AddProviderRequest(provider=pb.ProviderInfo(name="mock", models=[pb.ModelInfo(id="mock-r1")])),
+        timeout=HANG_GUARD,
+    )
+    assert again.provider.models[0].name == "mock-r1", "nothing of the removed provider is left"
+
+
 def test_providers_are_removed_unless_they_serve_the_default(gantry):
     pb, stub = gantry.pb, gantry.stub
     for name in ("anthropic", "openrouter"):

@@ -116,6 +116,30 @@ def test_shutdown_stops_the_process_with_the_flag(pb, tmp_path):
         server.stop()
 
 
+def test_health_during_the_grace_period_says_shutting_down(pb, tmp_path, mock_llm):
+    from conftest import Gantry
+
+    server = Gantry(pb, tmp_path, extra_args=["--exit-on-shutdown", "--grace-secs", "20"])
+    try:
+        stub = server.stub
+        stub.Initialize(pb.InitializeRequest(), timeout=HANG_GUARD)
+        nap = {"reply": {"tool_calls": [{"name": "shell", "arguments": {"command": "sleep 15"}}]}}
+        llm = mock_llm([nap, {"reply": {"text": "rested"}}])
+        session = server.session(llm)
+        # A turn in flight keeps the process in its grace period.
+        request = pb.GenerateRequest(session_id=session, messages=[pb.Message(role="user", content="nap")])
+        stream = stub.StreamGenerate(request, timeout=HANG_GUARD)
+        next(c for c in stream if c.type == "tool_call")
+        assert stub.Shutdown(pb.ShutdownRequest(), timeout=HANG_GUARD).success
+        health = stub.HealthCheck(pb.HealthCheckRequest(), timeout=HANG_GUARD)
+        assert health.status == pb.HealthCheckResponse.STATUS_UNHEALTHY, health
+        assert "shutting down" in health.message
+        assert health.details["initialized"] == "false" and health.details["shutting_down"] == "true"
+        assert server.proc.poll() is None, "the turn still has its grace period"
+    finally:
+        server.stop()
+
+
 def test_a_missing_workspace_is_created(gantry, mock_llm):
     pb, stub = gantry.pb, gantry.stub
     missing = gantry.workspace / "new" / "project"

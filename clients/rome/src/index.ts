@@ -12,12 +12,23 @@ import type {
   RunParams,
 } from "@rome-os/app-runtime";
 
-/** Where the Gantry server is and how to authenticate. */
+/** Where the Gantry server is and how to authenticate; every field may be
+ * left out. */
 export interface RunnerOptions {
-  /** The server's base URL, e.g. `http://127.0.0.1:8788`. */
-  url: string;
-  /** The bearer token of `--rome-token-file`, if the server has one. */
+  /** The server's base URL; else `GANTRY_ROME_URL`, else
+   * `http://127.0.0.1:8788` (`gantry serve --rome-addr`'s usual address). */
+  url?: string;
+  /** The bearer token of `--rome-token-file`; else `GANTRY_ROME_TOKEN`, if set. */
   token?: string;
+}
+
+/** Where a runner goes when its options name no URL. */
+export const DEFAULT_URL = "http://127.0.0.1:8788";
+
+/** A variable of the environment, unless unset or empty. */
+function fromEnv(name: string): string | undefined {
+  const value = process.env[name];
+  return value === undefined || value === "" ? undefined : value;
 }
 
 /** What a run may carry beyond Rome's parameters. */
@@ -53,13 +64,16 @@ export class GantryRunnerError extends Error {
   }
 }
 
-/** A runner for the Gantry server at `options.url`. */
-export function createRunner(options: RunnerOptions): GantryRunner {
-  const base = options.url.replace(/\/+$/, "");
+/** A runner for the Gantry server at `options.url` (see `RunnerOptions`
+ * for what a missing option becomes). */
+export function createRunner(options: RunnerOptions = {}): GantryRunner {
+  const url = options.url ?? fromEnv("GANTRY_ROME_URL") ?? DEFAULT_URL;
+  const token = options.token ?? fromEnv("GANTRY_ROME_TOKEN");
+  const base = url.replace(/\/+$/, "");
   const headers = (json: boolean): Record<string, string> => {
     const h: Record<string, string> = {};
     if (json) h["content-type"] = "application/json";
-    if (options.token !== undefined) h["authorization"] = `Bearer ${options.token}`;
+    if (token !== undefined) h["authorization"] = `Bearer ${token}`;
     return h;
   };
 

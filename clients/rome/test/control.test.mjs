@@ -6,7 +6,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
 
-import { createRunner } from "../dist/index.js";
+import { DEFAULT_URL, createRunner } from "../dist/index.js";
 import { collect, gantry, text, userTexts } from "./harness.mjs";
 
 // A reply slow enough to be stopped mid-stream (about 10 s if not).
@@ -92,3 +92,23 @@ test("with a token file, calls without the token are refused", async (t) => {
   const messages = await collect(runner.run({ agentName: "main", prompt: "hi" }));
   assert.equal(messages.at(-2).content, "ok");
 });
+
+test("createRunner() without options finds the server in GANTRY_ROME_URL and GANTRY_ROME_TOKEN", async (t) => {
+  const { url } = await gantry(t, { steps: [], token: "rome-secret-token" });
+  const saved = [process.env.GANTRY_ROME_URL, process.env.GANTRY_ROME_TOKEN];
+  t.after(() => {
+    for (const [name, value] of [["GANTRY_ROME_URL", saved[0]], ["GANTRY_ROME_TOKEN", saved[1]]]) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  });
+  process.env.GANTRY_ROME_URL = url;
+  process.env.GANTRY_ROME_TOKEN = "rome-secret-token";
+  assert.equal(await createRunner().hasAgent("main"), true);
+  // Options given win over the environment.
+  await assert.rejects(createRunner({ token: "wrong" }).hasAgent("main"), (e) => e.status === 401);
+  delete process.env.GANTRY_ROME_URL;
+  delete process.env.GANTRY_ROME_TOKEN;
+  assert.equal(DEFAULT_URL, "http://127.0.0.1:8788");
+});
+

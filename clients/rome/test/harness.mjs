@@ -52,10 +52,11 @@ function exited(proc) {
 
 /**
  * A mock LLM serving `steps` and a Gantry server whose config declares
- * `agents` (TOML after the provider), with `token` if given. `t.after`
- * stops both.
+ * `agents` (TOML after the provider), with `token` if given; the provider
+ * is named `provider` and serves `gpt-4.1-mini`, the default `model`
+ * (`provider/gpt-4.1-mini` unless given). `t.after` stops both.
  */
-export async function gantry(t, { steps, agents = DEFAULT_AGENTS, token } = {}) {
+export async function gantry(t, { steps, agents = DEFAULT_AGENTS, token, provider = "mock", model } = {}) {
   const dir = await mkdtemp(join(tmpdir(), "gantry-rome-"));
   const home = join(dir, "home");
   const workspace = join(dir, "ws");
@@ -79,8 +80,8 @@ export async function gantry(t, { steps, agents = DEFAULT_AGENTS, token } = {}) 
   await writeFile(
     config,
     [
-      'default_model = "mock/gpt-4.1-mini"',
-      "[providers.mock]",
+      `default_model = "${model ?? `${provider}/gpt-4.1-mini`}"`,
+      `[providers.${provider}]`,
       'kind = "openai-chat"',
       `base_url = "${mockUrl}"`,
       'api_key = "sk-test-secret-key-123456"',

@@ -112,3 +112,12 @@ test("a model failure ends the turn with an error, then turn_end status error", 
   assert.equal(error.accounting.provider, "mock");
   assert.deepEqual([end.type, end.status], ["turn_end", "error"]);
 });
+
+test("accounting names the provider that served the turn, also for a model named without one", async (t) => {
+  const { runner } = await gantry(t, { steps: [text("hi")], provider: "openai", model: "gpt-4.1-mini" });
+  const messages = await collect(runner.run({ agentName: "main", prompt: "hi" }));
+  const answer = messages.at(-2);
+  assert.equal(answer.type, "result");
+  assert.deepEqual([answer.accounting.provider, answer.accounting.model], ["openai", "gpt-4.1-mini"]);
+});
+

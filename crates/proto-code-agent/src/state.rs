@@ -129,6 +129,12 @@ impl Ctx {
     pub(crate) fn request_shutdown(&self) {
         let _ = self.shutdown.send(true);
     }
+
+    /// Whether the server is stopping (a `Shutdown` that ends the process,
+    /// or a signal): calls still in flight get the grace period.
+    pub(crate) fn is_stopping(&self) -> bool {
+        *self.shutdown.borrow()
+    }
 }
 
 /// The status of a call on a destroyed session: gone, as in A3S.

@@ -35,7 +35,13 @@ pub(crate) struct TurnMapper {
     last_error: Option<String>,
     /// The accepted structured payload.
     structured: Option<Value>,
+    /// The provider that serves a model, by the model id: accounting names
+    /// it even when the id names none.
+    provider_of: ProviderOf,
 }
+
+/// The name of the provider that serves a model id, if any does.
+pub(crate) type ProviderOf = Box<dyn Fn(&str) -> Option<(String, String)> + Send>;
 
 impl TurnMapper {
     /// Follows `turn`, run with `model` (a `PROVIDER/MODEL` id).
@@ -47,7 +53,15 @@ impl TurnMapper {
             last_text: None,
             last_error: None,
             structured: None,
+            provider_of: Box::new(|_| None),
         }
+    }
+
+    /// Resolves the provider of the turn's model with `provider_of` (the
+    /// provider's name and the id it is asked for).
+    pub(crate) fn with_provider_of(mut self, provider_of: ProviderOf) -> Self {
+        self.provider_of = provider_of;
+        self
     }
 
     /// The messages `n` adds, and whether the turn ended with it.
@@ -175,9 +189,11 @@ impl TurnMapper {
     }
 
     fn accounting(&self, usage: &Usage, cost_usd: f64, rounds: u32) -> Accounting {
-        let (provider, model) = match self.model.split_once('/') {
-            Some((provider, model)) => (provider.to_owned(), model.to_owned()),
-            None => ("gantry".to_owned(), self.model.clone()),
+        let routed = (self.provider_of)(&self.model);
+        let (provider, model) = match (routed, self.model.split_once('/')) {
+            (Some(route), _) => route,
+            (None, Some((provider, model))) => (provider.to_owned(), model.to_owned()),
+            (None, None) => ("gantry".to_owned(), self.model.clone()),
         };
         Accounting {
             provider,

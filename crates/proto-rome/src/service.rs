@@ -337,7 +337,15 @@ impl Rome {
                 }
                 return;
             }
-            let mapper = TurnMapper::new(turn.clone(), view.thread.model.clone());
+            // Accounting names the provider that serves the model: the
+            // model's id may name none.
+            let engine = inner.engine.clone();
+            let mapper = TurnMapper::new(turn.clone(), view.thread.model.clone()).with_provider_of(
+                Box::new(move |model| {
+                    let (provider, id) = engine.providers().route_of(model)?;
+                    Some((provider.name, id))
+                }),
+            );
             stream::follow(&inner.engine, &plan.thread, &turn, feed, mapper, &outlet).await;
             drop(slot);
         });

@@ -3,6 +3,13 @@
 //! request names no directory), shown as the job's `working_dir`. Jobs
 //! other protocols made that send a prompt to a thread show the prompt as
 //! their `command`.
+//!
+//! An agent job (`CRON_JOB_TYPE_AGENT`) gets a session of its own, made
+//! from its `CronAgentConfig` as `CreateSession` makes one (its key sealed
+//! beside the thread, never shown again), and sends its `command` to that
+//! session as a prompt on each run: its runs are that thread's turns,
+//! unattended (what would ask for approval is refused), restart-safe as
+//! every job is.
 
 use gantry_core::{EngineError, JobUpdate, NewJob, ParsedSchedule};
 use gantry_grpc::clip;
@@ -19,9 +26,11 @@ pub(crate) async fn list_cron_jobs(
     _req: pb::ListCronJobsRequest,
 ) -> Result<pb::ListCronJobsResponse, Status> {
     let jobs = ctx.engine.jobs().list().await.map_err(status)?;
-    Ok(pb::ListCronJobsResponse {
-        jobs: jobs.iter().map(job).collect(),
-    })
+    let mut described = Vec::with_capacity(jobs.len());
+    for j in &jobs {
+        described.push(describe(ctx, j).await);
+    }
+    Ok(pb::ListCronJobsResponse { jobs: described })
 }
 
 /// `CreateCronJob`: a command job in the server's workspace, active from
@@ -36,6 +45,17 @@ pub(crate) async fn create_cron_job(
     let schedule = schedule(ctx, "schedule", &req.schedule)?;
     let command = required("command", &req.command)?;
     let timeout_ms = req.timeout_ms.map(timeout_ms).transpose()?;
+    let agent = req.job_type == pb::CronJobType::Agent as i32;
+    if agent
+        && req
+            .agent_config
+            .as_ref()
+            .is_none_or(|c| c.model.trim().is_empty())
+    {
+        return Err(Status::invalid_argument(
+            "agent_config.model: required for an agent job",
+        ));
+    }
     match ctx.engine.jobs().by_name(name).await {
         Ok(_) => {
             return Err(Status::already_exists(format!(
@@ -52,9 +72,15 @@ pub(crate) async fn create_cron_job(
         .create(NewJob {
             name: name.to_owned(),
             schedule: schedule.expression,
-            action: JobAction::Command {
-                command: command.to_owned(),
-                cwd: Some(ctx.workspace().to_string_lossy().into_owned()),
+            action: match req.agent_config.filter(|_| agent) {
+                Some(config) => JobAction::Prompt {
+                    thread_id: agent_session(ctx, name, config).await?,
+                    prompt: command.to_owned(),
+                },
+                None => JobAction::Command {
+                    command: command.to_owned(),
+                    cwd: Some(ctx.workspace().to_string_lossy().into_owned()),
+                },
             },
             timeout_ms,
         })
@@ -62,7 +88,7 @@ pub(crate) async fn create_cron_job(
         .map_err(status)?;
     Ok(pb::CreateCronJobResponse {
         success: true,
-        job: Some(job(&created)),
+        job: Some(describe(ctx, &created).await),
         error: String::new(),
     })
 }
@@ -86,7 +112,7 @@ pub(crate) async fn get_cron_job(
     };
     let found = found.map_err(status)?;
     Ok(pb::GetCronJobResponse {
-        job: Some(job(&found)),
+        job: Some(describe(ctx, &found).await),
     })
 }
 
@@ -132,7 +158,7 @@ pub(crate) async fn update_cron_job(
         .map_err(status)?;
     Ok(pb::UpdateCronJobResponse {
         success: true,
-        job: Some(job(&updated)),
+        job: Some(describe(ctx, &updated).await),
         error: String::new(),
     })
 }
@@ -147,7 +173,7 @@ pub(crate) async fn pause_cron_job(
     let paused = ctx.engine.jobs().pause(id).await.map_err(status)?;
     Ok(pb::PauseCronJobResponse {
         success: true,
-        job: Some(job(&paused)),
+        job: Some(describe(ctx, &paused).await),
         error: String::new(),
     })
 }
@@ -162,7 +188,7 @@ pub(crate) async fn resume_cron_job(
     let resumed = ctx.engine.jobs().resume(id).await.map_err(status)?;
     Ok(pb::ResumeCronJobResponse {
         success: true,
-        job: Some(job(&resumed)),
+        job: Some(describe(ctx, &resumed).await),
         error: String::new(),
     })
 }
@@ -270,6 +296,57 @@ fn with_command(action: JobAction, command: &str) -> JobAction {
     }
 }
 
+/// The session an agent job runs in, made from its config as
+/// `CreateSession` makes one.
+async fn agent_session(
+    ctx: &Ctx,
+    name: &str,
+    config: pb::CronAgentConfig,
+) -> Result<gantry_types::ThreadId, Status> {
+    let session = pb::SessionConfig {
+        name: format!("job {name}"),
+        workspace: config.workspace.unwrap_or_default(),
+        llm: Some(pb::LlmConfig {
+            model: config.model,
+            api_key: config.api_key,
+            base_url: config.base_url.unwrap_or_default(),
+            ..pb::LlmConfig::default()
+        }),
+        system_prompt: config.system_prompt.unwrap_or_default(),
+        ..pb::SessionConfig::default()
+    };
+    let created = super::sessions::create_session(
+        ctx,
+        pb::CreateSessionRequest {
+            config: Some(session),
+            ..pb::CreateSessionRequest::default()
+        },
+    )
+    .await?;
+    Ok(gantry_types::ThreadId::from(created.session_id.as_str()))
+}
+
+/// A job as the newer proto shows it: a prompt job is an agent job, its
+/// config read from its session (the key never: it stays sealed).
+async fn describe(ctx: &Ctx, j: &CronJob) -> pb::CronJob {
+    let mut shown = job(j);
+    if let JobAction::Prompt { thread_id, .. } = &j.action {
+        shown.job_type = pb::CronJobType::Agent.into();
+        if let Ok(view) = ctx.engine.threads().read(thread_id).await {
+            let thread = &view.thread;
+            shown.working_dir = Some(thread.cwd.clone());
+            shown.agent_config = Some(pb::CronAgentConfig {
+                model: thread.model.clone(),
+                api_key: String::new(),
+                workspace: Some(thread.cwd.clone()),
+                system_prompt: thread.instructions.clone(),
+                base_url: thread.endpoint.as_ref().and_then(|e| e.base_url.clone()),
+            });
+        }
+    }
+    shown
+}
+
 /// A job as the seed shows it.
 fn job(j: &CronJob) -> pb::CronJob {
     let status = match j.status {
@@ -291,6 +368,8 @@ fn job(j: &CronJob) -> pb::CronJob {
         run_count: j.run_count,
         fail_count: j.fail_count,
         working_dir: j.working_dir().map(str::to_owned),
+        job_type: pb::CronJobType::Shell.into(),
+        agent_config: None,
     }
 }
 

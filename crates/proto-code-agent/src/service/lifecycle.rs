@@ -55,13 +55,23 @@ pub(crate) fn agent_info() -> pb::AgentInfo {
 
 /// `HealthCheck`: degraded until `Initialize` (and again after `Shutdown`),
 /// as A3S's server says; then healthy, or degraded with the failing
-/// dependency in `details`.
+/// dependency in `details`. A server stopping (its grace period) is
+/// unhealthy and says it shuts down: it takes no new work.
 pub(crate) async fn health_check(
     ctx: &Ctx,
     _req: pb::HealthCheckRequest,
 ) -> Result<pb::HealthCheckResponse, Status> {
     let mut details = HashMap::new();
     details.insert("version".to_owned(), env!("CARGO_PKG_VERSION").to_owned());
+    if ctx.is_stopping() {
+        details.insert("initialized".to_owned(), "false".to_owned());
+        details.insert("shutting_down".to_owned(), "true".to_owned());
+        return Ok(pb::HealthCheckResponse {
+            status: Health::Unhealthy.into(),
+            message: "shutting down: calls in flight get the grace period".to_owned(),
+            details,
+        });
+    }
     if !ctx.is_initialized() {
         details.insert("initialized".to_owned(), "false".to_owned());
         return Ok(pb::HealthCheckResponse {
@@ -217,6 +227,7 @@ pub(crate) async fn shutdown(
     _req: pb::ShutdownRequest,
 ) -> Result<pb::ShutdownResponse, Status> {
     if ctx.exit_on_shutdown() {
+        ctx.set_initialized(false);
         ctx.request_shutdown();
         return Ok(pb::ShutdownResponse {
             success: true,

@@ -16,6 +16,7 @@ mod memory;
 mod observability;
 mod permissions;
 mod planning;
+mod provider_models;
 mod providers;
 mod sessions;
 mod skill_catalog;

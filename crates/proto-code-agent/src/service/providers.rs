@@ -9,9 +9,9 @@
 //! `claude`), else OpenAI Chat Completions, which OpenAI and most
 //! compatible servers (Ollama, vLLM, OpenRouter, DeepSeek, ...) speak. An
 //! update keeps the provider's kind. Model details (cost, limits,
-//! modalities, capabilities) come from the engine's models.dev-shaped
-//! catalog; the ones a client sends are not stored (the engine keeps only
-//! model ids per provider).
+//! modalities, capabilities) a client sends are kept beside the provider
+//! and read back as sent (`provider_models.rs`); a model sent by id alone
+//! is described by the engine's models.dev-shaped catalog.
 
 use gantry_core::EngineError;
 use gantry_grpc::clip;
@@ -20,6 +20,7 @@ use gantry_types::{ProviderConfig, ProviderKind};
 use tonic::Status;
 
 use super::Ctx;
+use super::provider_models::Described;
 use crate::auth::Caller;
 use crate::pb;
 use crate::status::{required, status};
@@ -39,7 +40,11 @@ pub(crate) async fn list_providers(
     } else {
         ctx.engine.providers().list()
     };
-    let providers = listed.iter().map(|p| provider_info(catalog, p)).collect();
+    let described = Described::load(ctx).await?;
+    let providers = listed
+        .iter()
+        .map(|p| provider_info(catalog, &described, p))
+        .collect();
     let (default_provider, default_model) =
         split_model(ctx, &ctx.engine.providers().default_model());
     Ok(pb::ListProvidersResponse {
@@ -64,8 +69,9 @@ pub(crate) async fn get_provider(
         providers.get(name)
     }
     .map_err(status)?;
+    let described = Described::load(ctx).await?;
     Ok(pb::GetProviderResponse {
-        provider: Some(provider_info(ctx.catalog(), &provider)),
+        provider: Some(provider_info(ctx.catalog(), &described, &provider)),
     })
 }
 
@@ -96,10 +102,12 @@ pub(crate) async fn add_provider(
         .add(config)
         .await
         .map_err(provider_error)?;
+    Described::keep(ctx, name, Some(&info.models)).await?;
+    let described = Described::load(ctx).await?;
     Ok(pb::AddProviderResponse {
         success: true,
         error: String::new(),
-        provider: Some(provider_info(ctx.catalog(), &added)),
+        provider: Some(provider_info(ctx.catalog(), &described, &added)),
     })
 }
 
@@ -140,10 +148,14 @@ pub(crate) async fn update_provider(
         .update(config)
         .await
         .map_err(provider_error)?;
+    if !info.models.is_empty() {
+        Described::keep(ctx, name, Some(&info.models)).await?;
+    }
+    let described = Described::load(ctx).await?;
     Ok(pb::UpdateProviderResponse {
         success: true,
         error: String::new(),
-        provider: Some(provider_info(ctx.catalog(), &updated)),
+        provider: Some(provider_info(ctx.catalog(), &described, &updated)),
     })
 }
 
@@ -177,6 +189,7 @@ pub(crate) async fn remove_provider(
             EngineError::InvalidInput(message) => Status::failed_precondition(message),
             other => status(other),
         })?;
+    Described::keep(ctx, name, None).await?;
     Ok(pb::RemoveProviderResponse {
         success: true,
         error: String::new(),
@@ -242,15 +255,20 @@ fn split_model(ctx: &Ctx, model: &str) -> (Option<String>, String) {
 }
 
 /// A provider as the seed shows it: its masked key, the URL it is reached
-/// at, and its models with what the catalog knows about them.
-fn provider_info(catalog: &Catalog, p: &ProviderConfig) -> pb::ProviderInfo {
+/// at, and its models as its client described them, else with what the
+/// catalog knows about them.
+fn provider_info(catalog: &Catalog, described: &Described, p: &ProviderConfig) -> pb::ProviderInfo {
     pb::ProviderInfo {
         name: p.name.clone(),
         api_key: p.api_key.clone(),
         base_url: Some(p.base_url_or_default().to_owned()),
         models: served_models(catalog, p)
             .iter()
-            .map(|id| model_info(catalog, id))
+            .map(|id| {
+                described
+                    .model(&p.name, id)
+                    .unwrap_or_else(|| model_info(catalog, id))
+            })
             .collect(),
     }
 }

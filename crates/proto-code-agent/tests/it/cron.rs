@@ -19,6 +19,7 @@ fn new_job(name: &str, schedule: &str, command: &str) -> pb::CreateCronJobReques
         schedule: schedule.into(),
         command: command.into(),
         timeout_ms: None,
+        ..pb::CreateCronJobRequest::default()
     }
 }
 
