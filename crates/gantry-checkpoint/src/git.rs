@@ -91,15 +91,15 @@ impl Git {
     }
 }
 
-/// A `git` with no `GIT_*` variable of the caller's, no system or global
-/// config, no hooks, no automatic gc and no prompt: the store behaves the
-/// same whoever runs it, and never runs code from the workspace.
+/// A `git` with none of the caller's environment (no `GIT_*` variable, no
+/// key the daemon holds) but its `PATH`, no system or global config, no
+/// hooks, no automatic gc and no prompt: the store behaves the same whoever
+/// runs it, and never runs code from the workspace.
 pub(crate) fn isolated() -> Command {
     let mut command = Command::new("git");
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("GIT_") {
-            command.env_remove(key);
-        }
+    command.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
     }
     command
         .env("GIT_CONFIG_NOSYSTEM", "1")

@@ -82,13 +82,17 @@ impl Metrics {
                 let known = self.counts().models.get(&event.thread_id).cloned();
                 match known {
                     Some(model) => Some(model),
-                    None => engine
-                        .clone()
-                        .threads()
-                        .read(&event.thread_id)
-                        .await
-                        .ok()
-                        .map(|view| view.thread.model.clone()),
+                    None => {
+                        let read = engine.clone().threads().read(&event.thread_id).await;
+                        let model = read.ok().map(|view| view.thread.model.clone());
+                        // Asked once: kept like a model its events named.
+                        if let Some(model) = &model {
+                            self.counts()
+                                .models
+                                .insert(event.thread_id.clone(), model.clone());
+                        }
+                        model
+                    }
                 }
             }
             _ => None,
