@@ -171,6 +171,10 @@ pub(crate) enum Command {
     /// List and show stored threads.
     #[command(subcommand)]
     Threads(ThreadsCommand),
+    /// Scheduled jobs `gantry serve` runs: shell commands, or agent turns
+    /// in a thread of their own.
+    #[command(subcommand)]
+    Jobs(crate::jobs::JobsCommand),
     /// Bearer tokens of the HTTP API (`gantry serve --http-addr`).
     ///
     /// Without any token, the API answers loopback callers only; once one

@@ -30,6 +30,7 @@ pub(crate) const GROUPS: &[Group] = &[
                 "gantry exec --model gpt-4.1 \"add a --verbose flag to the CLI\"",
             ),
             ("threads", "gantry threads list"),
+            ("jobs", "gantry jobs list"),
         ],
     },
     Group {

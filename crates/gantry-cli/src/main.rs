@@ -13,6 +13,7 @@ mod exec;
 mod exec_json;
 mod help;
 mod http;
+mod jobs;
 mod listen;
 mod model;
 mod pando;
@@ -64,6 +65,7 @@ fn main() -> ExitCode {
             Command::Codewhale(args) => codewhale::run(cli.global, args).await,
             Command::Acp(args) => acp::run(cli.global, args).await,
             Command::Threads(args) => threads::run(cli.global, args).await,
+            Command::Jobs(args) => jobs::run(cli.global, args).await,
             Command::Tokens(command) => http::run(&cli.global, command),
             Command::Completions(args) => completions::run(&args),
         }

@@ -143,6 +143,15 @@ impl ApiError {
         self
     }
 
+    /// The same error, its field (if it names one) taken as one inside
+    /// `parent`: a thread's `model` is an agent job's `action.model`.
+    pub(crate) fn in_field(mut self, parent: &str) -> Self {
+        if let Some(field) = self.details.get("field").and_then(Value::as_str) {
+            self.details = json!({ "field": format!("{parent}.{field}") });
+        }
+        self
+    }
+
     /// The same message as a 409 (an engine refusal that is one).
     pub(crate) fn into_conflict(self) -> Self {
         Self::conflict(self.message)

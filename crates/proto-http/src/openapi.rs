@@ -10,7 +10,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    approvals, catalog, checkpoints, jobs, metrics, thread_state, threads, turns, user_input,
+    approvals, catalog, checkpoints, jobs, metrics, structured, thread_state, threads, turns,
+    user_input,
 };
 use crate::sse;
 
@@ -32,7 +33,7 @@ use crate::sse;
         threads::health, metrics::scrape, threads::list, threads::create, threads::read, threads::fork,
         checkpoints::list, checkpoints::rewind,
         threads::archive, threads::unarchive, threads::delete,
-        turns::send, turns::interrupt, turns::pause, turns::resume,
+        turns::send, structured::generate, turns::interrupt, turns::pause, turns::resume,
         approvals::pending, approvals::of_thread, approvals::answer, approvals::tasks,
         approvals::complete, user_input::of_thread, user_input::answer,
         thread_state::todos, thread_state::set_todos, thread_state::goal,

@@ -10,7 +10,8 @@ use gantry_core::Engine;
 use tokio_util::sync::CancellationToken;
 
 use crate::routes::{
-    approvals, catalog, checkpoints, jobs, metrics, thread_state, threads, turns, user_input,
+    approvals, catalog, checkpoints, jobs, metrics, structured, thread_state, threads, turns,
+    user_input,
 };
 use crate::{AppState, HttpOptions, dashboard, error, guard, openapi, sse};
 
@@ -52,6 +53,7 @@ pub fn router(
         .route("/v1/threads/{id}/archive", post(threads::archive))
         .route("/v1/threads/{id}/unarchive", post(threads::unarchive))
         .route("/v1/threads/{id}/messages", post(turns::send))
+        .route("/v1/threads/{id}/structured", post(structured::generate))
         .route("/v1/threads/{id}/interrupt", post(turns::interrupt))
         .route("/v1/threads/{id}/pause", post(turns::pause))
         .route("/v1/threads/{id}/resume", post(turns::resume))

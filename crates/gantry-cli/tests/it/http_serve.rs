@@ -646,3 +646,102 @@ async fn checkpoints_are_listed_rewound_and_forked_with_curl() {
     );
     stop(served).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_job_added_with_the_cli_runs_under_serve_as_a_turn() {
+    use crate::runner_control_plane::curl;
+
+    let s = Scratch::new();
+    let llm = MockLlm::start(Script::new(vec![
+        Step::text("All quiet."),
+        Step::text("All quiet."),
+        Step::text("All quiet."),
+    ]))
+    .expect("mock llm");
+    configure(&s, &llm);
+    let ws = s.workspace().canonicalize().expect("workspace");
+    let ws_text = ws.display().to_string();
+    // Every second, so that the test need not wait for a real schedule.
+    let added = s.run(&[
+        "jobs",
+        "add",
+        "watch",
+        "--schedule",
+        "* * * * * *",
+        "--agent",
+        "Anything to report?",
+        "--model",
+        "mock/gpt-4.1",
+        "--workspace",
+        &ws_text,
+        "--json",
+    ]);
+    assert!(added.status.success(), "{}", crate::common::stderr(&added));
+    let job: Value = serde_json::from_str(&crate::common::stdout(&added)).expect("job JSON");
+    let id = job["id"].as_str().expect("id").to_owned();
+    let thread = job["action"]["thread_id"]
+        .as_str()
+        .expect("thread")
+        .to_owned();
+    let again = s.run(&[
+        "jobs",
+        "add",
+        "watch",
+        "--schedule",
+        "every hour",
+        "--command",
+        "true",
+    ]);
+    assert!(!again.status.success());
+    assert!(
+        crate::common::stderr(&again).contains("already exists"),
+        "{}",
+        crate::common::stderr(&again)
+    );
+
+    let served = serve(&s);
+    let url = format!("http://{}", served.http);
+    let (run, view) = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let (_, runs) = curl("GET", &format!("{url}/v1/jobs/{id}/runs"), None);
+            let done = runs["items"]
+                .as_array()
+                .and_then(|r| r.iter().find(|r| r["status"] != "running").cloned());
+            if let Some(run) = done {
+                curl(
+                    "PATCH",
+                    &format!("{url}/v1/jobs/{id}"),
+                    Some(json!({"status": "paused"})),
+                );
+                let (_, view) = curl("GET", &format!("{url}/v1/threads/{thread}"), None);
+                return (run, view);
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no run ended in time: {runs}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    })
+    .await
+    .expect("curl");
+    assert_eq!(
+        (run["status"].as_str(), run["stdout"].as_str()),
+        (Some("success"), Some("All quiet.")),
+        "{run}"
+    );
+    let turn = &view["turns"][0];
+    assert_eq!(turn["status"], "completed", "{view}");
+    assert_eq!(view["thread"]["workspace"], ws_text.as_str(), "{view}");
+    stop(served).await;
+    let runs = s.run(&["jobs", "runs", "watch", "--json"]);
+    assert!(runs.status.success(), "{}", crate::common::stderr(&runs));
+    let runs: Value = serde_json::from_str(&crate::common::stdout(&runs)).expect("runs JSON");
+    assert!(
+        runs["runs"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["status"] == "success")),
+        "{runs}"
+    );
+}

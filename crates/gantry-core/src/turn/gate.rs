@@ -106,6 +106,18 @@ impl Loop<'_> {
         let Some(ask) = gantry_policy::approval_request(call_id, request, verdict) else {
             return Gate::Run;
         };
+        if self.spec.unattended {
+            // Nobody is there to answer: waiting would only stall a
+            // scheduled job until the approval's timeout.
+            return Gate::Refuse(Refusal::PolicyDenied {
+                reason: format!(
+                    "it needs an approval ({}), and this turn is unattended (a scheduled \
+                     job's): nobody can give one, so it was not run",
+                    ask.reason
+                ),
+                rules: ask.matched_rules,
+            });
+        }
         let waiting = Waiting::Approval {
             timeout_ms: ask.timeout_ms,
             on_timeout: ask.on_timeout,

@@ -594,6 +594,67 @@ async fn a_prompt_job_runs_a_turn_on_its_thread() {
 }
 
 #[tokio::test]
+async fn a_prompt_jobs_turn_refuses_what_would_ask_at_once() {
+    // Nobody is there to approve: the command is refused and reported, and
+    // the turn goes on, without waiting for the approval's timeout.
+    let s = setup(vec![
+        Step::tool_call("shell", serde_json::json!({"command": "touch asked.txt"})),
+        Step::text("could not run it"),
+    ])
+    .await;
+    let ws = s.dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let mut policy = gantry_types::ThreadPolicy {
+        approval: gantry_types::ApprovalPolicy::Untrusted,
+        ..Default::default()
+    };
+    // Long enough that a wait for it would end the run by its timeout.
+    policy.confirmation.default_timeout_ms = 600_000;
+    let thread = s
+        .engine
+        .threads()
+        .create(CreateThread {
+            cwd: ws.clone(),
+            model: Some("test-model".into()),
+            policy,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let job = s
+        .engine
+        .jobs()
+        .create(NewJob {
+            name: "asks".into(),
+            schedule: "every day at 9am".into(),
+            action: JobAction::Prompt {
+                thread_id: thread.id.clone(),
+                prompt: "make the file".into(),
+            },
+            timeout_ms: Some(20_000),
+        })
+        .await
+        .unwrap();
+    let run = s.engine.jobs().run_now(&job.id).await.unwrap();
+    assert_eq!(run.status, ExecutionStatus::Success, "{run:?}");
+    assert_eq!(run.stdout, "could not run it");
+    assert!(!ws.join("asked.txt").exists());
+    let view = s.engine.threads().read(&thread.id).await.unwrap();
+    let items = &view.turns[0].items;
+    assert!(
+        !items
+            .iter()
+            .any(|i| matches!(i.kind, gantry_types::ItemKind::Approval { .. })),
+        "no approval was asked: {items:?}"
+    );
+    let refused = items
+        .iter()
+        .find_map(|i| i.tool_call.as_ref().and_then(|c| c.refused.clone()))
+        .expect("the command is reported as refused");
+    assert!(format!("{refused:?}").contains("unattended"), "{refused:?}");
+}
+
+#[tokio::test]
 async fn jobs_are_managed_by_id_and_name_with_clear_errors() {
     let s = setup(vec![]).await;
     let ws = s.dir.path();

@@ -279,3 +279,49 @@ async fn a_line_that_is_not_utf8_is_answered_and_the_session_goes_on() {
         .await;
     assert!(init.get("result").is_some(), "{init}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_structured_turn_replays_without_the_engines_internal_tool() {
+    // Another protocol's structured answer on this session's thread: the
+    // engine's submit tool is its own, never the agent's tool call.
+    let s = start(vec![Step::tool_call(
+        "submit_output",
+        json!({"name": "Ada"}),
+    )])
+    .await;
+    let ws = s.ws();
+    let mut first = connect(&s.engine);
+    let session = new_session(&mut first, &ws).await;
+    let schema = json!({"type": "object", "properties": {"name": {"type": "string"}},
+        "required": ["name"]});
+    let output = s
+        .engine
+        .structured()
+        .generate(
+            &ThreadId(session.clone()),
+            gantry_core::StructuredRequest::new("who?", schema),
+        )
+        .await
+        .expect("structured output");
+    assert_eq!(output.payload, json!({"name": "Ada"}));
+
+    let mut second = connect(&s.engine);
+    second
+        .call("initialize", json!({"protocolVersion": 1}), no_requests)
+        .await;
+    second
+        .call(
+            "session/load",
+            json!({"sessionId": session, "cwd": ws, "mcpServers": []}),
+            no_requests,
+        )
+        .await;
+    assert!(
+        second.updates("tool_call").is_empty() && second.updates("tool_call_update").is_empty(),
+        "{:?}",
+        second.seen
+    );
+    let seen = serde_json::to_string(&second.seen).expect("JSON");
+    assert!(!seen.contains("submit_output"), "{seen}");
+    assert!(!second.updates("user_message_chunk").is_empty(), "{seen}");
+}

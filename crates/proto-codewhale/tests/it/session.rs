@@ -375,3 +375,43 @@ async fn thread_defaults_set_over_config_survive_a_restart() {
         listed.data
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_structured_turn_streams_no_internal_tool_call() {
+    // A structured answer asked over another protocol on a CodeWhale
+    // thread: the engine's submit tool never shows as the agent's call.
+    let s = start(vec![Step::tool_call(
+        "submit_output",
+        json!({"name": "Ada"}),
+    )])
+    .await;
+    let cw = &s.cw;
+    let started = cw
+        .thread_request(ThreadRequest::Start(ThreadStartParams::default()))
+        .await
+        .expect("start");
+    let id = ThreadId(started.thread_id.clone());
+    let mut feed = FrameFeed::open(cw.engine(), &id, ResumePoint::default())
+        .await
+        .expect("feed");
+    let schema = json!({"type": "object", "properties": {"name": {"type": "string"}},
+        "required": ["name"]});
+    let output = cw
+        .engine()
+        .structured()
+        .generate(&id, gantry_core::StructuredRequest::new("who?", schema))
+        .await
+        .expect("structured output");
+    assert_eq!(output.payload, json!({"name": "Ada"}));
+    let frames = frames_until(&mut feed, "turn_complete").await;
+    let names: Vec<_> = frames
+        .iter()
+        .map(|f| serde_json::to_value(&f.frame).expect("frame")["event"].clone())
+        .collect();
+    let text = serde_json::to_string(&names).expect("JSON");
+    assert!(!text.contains("tool"), "{text}");
+    for framed in &frames {
+        let frame = serde_json::to_string(&framed.frame).expect("frame");
+        assert!(!frame.contains("submit_output"), "{frame}");
+    }
+}

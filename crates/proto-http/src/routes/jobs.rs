@@ -1,4 +1,12 @@
 //! Scheduled jobs: CRUD, run now, history.
+//!
+//! Besides the engine's `command` and `prompt` actions, a job created here
+//! may be an `agent` job (A3S's `CRON_JOB_TYPE_AGENT`): it gets a thread of
+//! its own, made as `POST /v1/threads` makes one from the action's
+//! `model`, `workspace`, `instructions`, `agent` and `policy`, and each run
+//! sends its `prompt` there as an unattended turn (what would ask for an
+//! approval is refused and reported, never waited on). It reads back as
+//! the `prompt` job it is, naming that thread, whose turns are its runs.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -6,16 +14,17 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use gantry_core::{JobUpdate, NewJob};
 use gantry_types::cron::JobAction;
+use gantry_types::{ThreadId, ThreadSettingsPatch};
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::threads::required;
+use super::threads::{new_thread, required};
 use super::{Answer, Created};
 use crate::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::Query;
-use crate::views::{Object, Objects, to_json};
+use crate::views::{NewThread, Object, Objects, to_json};
 
 /// `POST /v1/jobs`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -25,8 +34,10 @@ pub(crate) struct JobRequest {
     name: String,
     /// A cron expression or English (`every 5 minutes`).
     schedule: String,
-    /// What it runs: `{"kind": "command", "command", "cwd"?}` or
-    /// `{"kind": "prompt", "prompt", ...}`.
+    /// What it runs: `{"kind": "command", "command", "cwd"?}`,
+    /// `{"kind": "prompt", "thread_id", "prompt"}`, or `{"kind": "agent",
+    /// "prompt", "model"?, "workspace"?, "instructions"?, "agent"?,
+    /// "policy"?}` (a thread of its own).
     #[schema(value_type = Object)]
     action: Value,
     /// Time limit of one run, in milliseconds.
@@ -44,7 +55,8 @@ pub(crate) struct JobPatch {
     /// A new schedule.
     #[serde(default)]
     schedule: Option<String>,
-    /// A new action.
+    /// A new action (`agent`: a new prompt, and the model or instructions
+    /// of the job's thread where given).
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     action: Option<Value>,
@@ -56,9 +68,56 @@ pub(crate) struct JobPatch {
     status: Option<String>,
 }
 
-fn action(value: Value) -> Result<JobAction, ApiError> {
-    serde_json::from_value(value)
-        .map_err(|e| ApiError::validation(Some("action"), format!("action: {e}")))
+/// What a job runs, as this API takes it.
+enum Action {
+    /// One of the engine's.
+    Engine(JobAction),
+    /// A prompt to a thread made for the job.
+    Agent(AgentAction),
+}
+
+/// `{"kind": "agent", ...}`: the prompt and the thread it runs in.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentAction {
+    /// Always `agent`.
+    #[allow(dead_code)]
+    kind: String,
+    /// What each run asks.
+    prompt: String,
+    /// The thread's model [default: the server's].
+    #[serde(default)]
+    model: Option<String>,
+    /// The thread's workspace [default: the server's].
+    #[serde(default)]
+    workspace: Option<String>,
+    /// The thread's instructions.
+    #[serde(default)]
+    instructions: Option<String>,
+    /// The agent the thread is made from.
+    #[serde(default)]
+    agent: Option<String>,
+    /// The thread's policy (the engine's `ThreadPolicy` JSON).
+    #[serde(default)]
+    policy: Option<Value>,
+}
+
+fn action(value: Value) -> Result<Action, ApiError> {
+    let invalid =
+        |e: serde_json::Error| ApiError::validation(Some("action"), format!("action: {e}"));
+    if value.get("kind").and_then(Value::as_str) != Some("agent") {
+        return serde_json::from_value(value)
+            .map(Action::Engine)
+            .map_err(invalid);
+    }
+    let agent: AgentAction = serde_json::from_value(value).map_err(invalid)?;
+    if agent.prompt.trim().is_empty() {
+        return Err(ApiError::validation(
+            Some("action"),
+            "action: an agent job's prompt is empty",
+        ));
+    }
+    Ok(Action::Agent(agent))
 }
 
 /// The field an engine refusal of a job names.
@@ -96,14 +155,53 @@ pub(crate) async fn list(State(state): State<AppState>) -> Answer<Objects> {
         (status = 422, description = "A bad field", body = ErrorBody)))]
 pub(crate) async fn create(State(state): State<AppState>, bytes: Bytes) -> Created<Object> {
     let req: JobRequest = required(&bytes)?;
+    let jobs = state.engine.jobs();
+    let (action, made) = match action(req.action)? {
+        Action::Engine(action) => (action, None),
+        Action::Agent(agent) => {
+            // Refused before a thread is made for it.
+            if jobs.by_name(&req.name).await.is_ok() {
+                return Err(ApiError::conflict(format!(
+                    "a job named `{}` already exists; choose another name",
+                    req.name
+                )));
+            }
+            let thread = new_thread(
+                &state,
+                NewThread {
+                    workspace: agent.workspace,
+                    model: agent.model,
+                    agent: agent.agent,
+                    policy: agent.policy,
+                    name: Some(format!("job {}", req.name)),
+                    instructions: agent.instructions,
+                },
+            )
+            .await
+            .map_err(|e| e.in_field("action"))?;
+            let action = JobAction::Prompt {
+                thread_id: thread.id.clone(),
+                prompt: agent.prompt,
+            };
+            (action, Some(thread.id))
+        }
+    };
     let job = NewJob {
         name: req.name,
         schedule: req.schedule,
-        action: action(req.action)?,
+        action,
         timeout_ms: req.timeout_ms,
     };
-    let job = state.engine.jobs().create(job).await.map_err(job_error)?;
-    Ok((StatusCode::CREATED, Json(Object(to_json(&job)))))
+    match jobs.create(job).await {
+        Ok(job) => Ok((StatusCode::CREATED, Json(Object(to_json(&job))))),
+        Err(e) => {
+            // A refused job leaves no thread behind.
+            if let Some(thread) = made {
+                let _ = state.engine.threads().delete(&thread).await;
+            }
+            Err(job_error(e))
+        }
+    }
 }
 
 /// One job.
@@ -128,10 +226,15 @@ pub(crate) async fn update(
 ) -> Answer<Object> {
     let patch: JobPatch = required(&bytes)?;
     let jobs = state.engine.jobs();
+    let action = match patch.action.map(action).transpose()? {
+        None => None,
+        Some(Action::Engine(action)) => Some(action),
+        Some(Action::Agent(agent)) => Some(agent_update(&state, &id, agent).await?),
+    };
     let update = JobUpdate {
         name: patch.name,
         schedule: patch.schedule,
-        action: patch.action.map(action).transpose()?,
+        action,
         timeout_ms: patch.timeout_ms,
     };
     let changes = update.name.is_some()
@@ -155,6 +258,49 @@ pub(crate) async fn update(
         }
     }
     Ok(Json(Object(to_json(&job))))
+}
+
+/// An agent job's new prompt, its thread's model and instructions changed
+/// where given. Its thread stays: its turns are the job's runs so far.
+async fn agent_update(
+    state: &AppState,
+    id: &str,
+    agent: AgentAction,
+) -> Result<JobAction, ApiError> {
+    let job = state.engine.jobs().get(id).await?;
+    let JobAction::Prompt { thread_id, .. } = job.action else {
+        return Err(ApiError::validation(
+            Some("action"),
+            "action: a command job cannot become an agent job; make a new job",
+        ));
+    };
+    if agent.workspace.is_some() || agent.agent.is_some() || agent.policy.is_some() {
+        return Err(ApiError::validation(
+            Some("action"),
+            "action: an agent job's workspace, agent and policy are its thread's; only its \
+             prompt, model and instructions change",
+        ));
+    }
+    if let Some(model) = agent.model.as_deref()
+        && let Err(e) = state.engine.providers().check_model(model)
+    {
+        return Err(ApiError::validation(
+            Some("action"),
+            format!("action: model: {e}"),
+        ));
+    }
+    if agent.model.is_some() || agent.instructions.is_some() {
+        let patch = ThreadSettingsPatch {
+            model: agent.model,
+            instructions: agent.instructions.map(Some),
+            ..ThreadSettingsPatch::default()
+        };
+        state.engine.threads().configure(&thread_id, patch).await?;
+    }
+    Ok(JobAction::Prompt {
+        thread_id: ThreadId::clone(&thread_id),
+        prompt: agent.prompt,
+    })
 }
 
 /// Delete a job.

@@ -7,6 +7,7 @@ pub(crate) mod catalog;
 pub(crate) mod checkpoints;
 pub(crate) mod jobs;
 pub(crate) mod metrics;
+pub(crate) mod structured;
 pub(crate) mod thread_state;
 pub(crate) mod threads;
 pub(crate) mod turns;

@@ -5,7 +5,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use gantry_core::{CreateThread, ThreadQuery};
-use gantry_types::{AgentId, ThreadId, ThreadPolicy, TurnId, UserInputOffer};
+use gantry_types::{AgentId, Thread, ThreadId, ThreadPolicy, TurnId, UserInputOffer};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -111,6 +111,13 @@ pub(crate) async fn list(
         (status = 422, description = "A bad field", body = ErrorBody)))]
 pub(crate) async fn create(State(state): State<AppState>, bytes: Bytes) -> Created<ThreadSummary> {
     let new: NewThread = optional_body(&bytes)?;
+    let thread = new_thread(&state, new).await?;
+    Ok((StatusCode::CREATED, Json(ThreadSummary::from(&thread))))
+}
+
+/// Makes a thread as `POST /v1/threads` does (an agent job's too), with
+/// errors that name the field at fault.
+pub(crate) async fn new_thread(state: &AppState, new: NewThread) -> Result<Thread, ApiError> {
     let names_offer = new
         .policy
         .as_ref()
@@ -157,15 +164,14 @@ pub(crate) async fn create(State(state): State<AppState>, bytes: Bytes) -> Creat
         instructions: new.instructions,
         ..CreateThread::default()
     };
-    let thread = state.engine.threads().create(params).await.map_err(|e| {
+    state.engine.threads().create(params).await.map_err(|e| {
         let error = ApiError::from(e);
         if error.status() == StatusCode::UNPROCESSABLE_ENTITY && error.mentions("workspace") {
             error.with_field("workspace")
         } else {
             error
         }
-    })?;
-    Ok((StatusCode::CREATED, Json(ThreadSummary::from(&thread))))
+    })
 }
 
 /// A thread with its turns and items.

@@ -140,12 +140,16 @@ async fn the_dashboard_rewinds_to_and_forks_from_a_turns_checkpoint() {
     .await;
     std::fs::write(s.workspace.join("notes.txt"), "before\n").expect("file");
     let id = s.thread(json!({})).await;
+    let mut events = s.events(&format!("/v1/threads/{id}/events"), None).await;
     let browser = Browser::start().await;
     browser.goto(&format!("http://{}/#/t/{id}", s.addr)).await;
     browser.type_into("#message", "change the notes").await;
     browser.click("#send").await;
     browser.wait_text("Changed the notes.").await;
     browser.wait_text("Rewind to here").await;
+    // The answer shows before its turn has ended, and a rewind waits for
+    // the turn's end (409 until then): click once it has.
+    events.until(|e| e.event == "turn_completed").await;
     browser.screenshot("dashboard-checkpoint.png").await;
 
     browser.click("[data-rewind]").await;

@@ -4,7 +4,7 @@
 use gantry_testkit::Step;
 use serde_json::json;
 
-use crate::common::{assert_error, start};
+use crate::common::{assert_error, shell, start};
 
 #[tokio::test]
 async fn agents_providers_models_and_mcp_servers_are_served_without_secrets() {
@@ -195,4 +195,106 @@ async fn the_served_document_is_openapi_3_1() {
     assert_eq!(doc["openapi"], "3.1.0");
     assert!(doc["paths"]["/v1/threads/{id}/messages"]["post"].is_object());
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
+}
+
+#[tokio::test]
+async fn an_agent_job_runs_unattended_turns_in_a_thread_of_its_own() {
+    // The first run's model wants a command its policy would ask about:
+    // nobody is there, so it is refused and the turn goes on.
+    let s = start(vec![
+        shell("touch asked.txt"),
+        Step::text("Nothing to report."),
+        Step::text("Still nothing."),
+    ])
+    .await;
+    let threads_before = s.get("/v1/threads").await.1["threads"]
+        .as_array()
+        .map_or(0, Vec::len);
+    let bad = s
+        .post(
+            "/v1/jobs",
+            json!({"name": "nightly", "schedule": "every day at 3am",
+                "action": {"kind": "agent", "prompt": "report", "workspace": "/no/such/dir"}}),
+        )
+        .await;
+    assert_error(&bad, 422, "validation_failed");
+    assert_eq!(
+        bad.1["error"]["details"]["field"], "action.workspace",
+        "{}",
+        bad.1
+    );
+    let new = json!({"name": "nightly", "schedule": "every day at 3am",
+        "action": {"kind": "agent", "prompt": "Report on the repository.",
+            "instructions": "Be brief.", "policy": {"approval": "untrusted"}}});
+    let (status, job) = s.post("/v1/jobs", new.clone()).await;
+    assert_eq!(status, 201, "{job}");
+    // A second job of that name is refused before it makes a thread.
+    assert_error(&s.post("/v1/jobs", new).await, 409, "conflict");
+    let (_, threads) = s.get("/v1/threads").await;
+    assert_eq!(
+        threads["threads"].as_array().map_or(0, Vec::len),
+        threads_before + 1,
+        "one thread, the job's: {threads}"
+    );
+    assert_eq!(job["action"]["kind"], "prompt", "{job}");
+    let thread = job["action"]["thread_id"]
+        .as_str()
+        .expect("the job's thread")
+        .to_owned();
+    let id = job["id"].as_str().expect("id").to_owned();
+
+    let (status, run) = s.post(&format!("/v1/jobs/{id}/run"), json!({})).await;
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["status"], "success", "{run}");
+    assert_eq!(run["stdout"], "Nothing to report.", "{run}");
+    assert!(
+        !s.workspace.join("asked.txt").exists(),
+        "the command never ran"
+    );
+    let (_, view) = s.get(&format!("/v1/threads/{thread}")).await;
+    let turn = &view["turns"][0];
+    assert_eq!(turn["status"], "completed", "{view}");
+    assert!(
+        turn["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .any(|i| i["type"] == "command_execution" && i["status"] != "completed"),
+        "the command is reported as not run: {turn}"
+    );
+    assert_eq!(
+        view["pending_approvals"],
+        json!([]),
+        "nothing waits: {view}"
+    );
+
+    // A new prompt and instructions; its runs stay in the same thread.
+    let (status, changed) = s
+        .send(
+            "PATCH",
+            &format!("/v1/jobs/{id}"),
+            Some(
+                json!({"action": {"kind": "agent", "prompt": "Anything new?",
+                "instructions": "Be briefer."}}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(changed["action"]["thread_id"], thread.as_str(), "{changed}");
+    let moved = s
+        .send(
+            "PATCH",
+            &format!("/v1/jobs/{id}"),
+            Some(json!({"action": {"kind": "agent", "prompt": "x", "workspace": "/"}})),
+        )
+        .await;
+    assert_error(&moved, 422, "validation_failed");
+    let (_, run) = s.post(&format!("/v1/jobs/{id}/run"), json!({})).await;
+    assert_eq!(run["stdout"], "Still nothing.", "{run}");
+    let (_, view) = s.get(&format!("/v1/threads/{thread}")).await;
+    assert_eq!(view["turns"].as_array().map_or(0, Vec::len), 2, "{view}");
+    let asked = &s.llm.requests()[2].body;
+    let messages = asked["messages"].to_string();
+    assert!(messages.contains("Anything new?"), "{messages}");
+    assert!(messages.contains("Be briefer."), "{messages}");
 }

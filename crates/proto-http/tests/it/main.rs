@@ -7,6 +7,7 @@ mod catalog;
 mod checkpoints;
 mod common;
 mod events;
+mod structured;
 mod threads;
 mod turns;
 mod user_input;
