@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 import zmq
@@ -103,23 +104,48 @@ class Lines:
 
 
 class Serve:
-    """`gantry serve --pando DIR ...`, its model scripted."""
+    """`gantry serve --pando DIR ...`, its model scripted, its threads in
+    memory or (`storage="file"`) in a SQLite file; with `http`, its HTTP
+    API too, and a read-only token for it."""
 
-    def __init__(self, tmp_path, steps, dirs, llm=None):
+    def __init__(self, tmp_path, steps, dirs, llm=None, storage="memory", http=False):
         self.llm = llm or MockLlm(steps, tmp_path)
         self.dirs = dirs
-        args = [binary("GANTRY_BIN"), "--config", str(write_config(tmp_path, self.llm)),
-                "serve", "--listen-addr", "127.0.0.1:0", "--storage-backend", "memory",
-                "--pando-heartbeat-ms", str(HEARTBEAT_MS)]
+        self.http = http
+        gantry = [binary("GANTRY_BIN"), "--config", str(write_config(tmp_path, self.llm))]
+        if storage != "memory" or http:
+            # A data dir of its own: the store's file, the API's tokens.
+            gantry += ["--data-dir", str(tmp_path / "data")]
+        self.token = None
+        if http:
+            made = subprocess.run(gantry + ["tokens", "create", "--name", "conformance", "--read-only"],
+                                  capture_output=True, text=True, env=environment(tmp_path),
+                                  timeout=HANG_GUARD, check=True)
+            self.token = made.stdout.strip()
+        args = gantry + ["serve", "--listen-addr", "127.0.0.1:0", "--storage-backend", storage,
+                         "--pando-heartbeat-ms", str(HEARTBEAT_MS)]
+        if http:
+            args += ["--http-addr", "127.0.0.1:0"]
         for d in dirs:
             args += ["--pando", str(d)]
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env=environment(tmp_path))
         self.stderr = Lines(self.proc.stderr)
+        self.http_url = None
 
     def started(self):
         self.stderr.wait(r"serving Pando instance (\S+) for (\S+)", len(self.dirs))
+        if self.http:
+            [m] = self.stderr.wait(r"serving the HTTP API and dashboard on (http://\S+)/")
+            self.http_url = m.group(1)
         return self
+
+    def get(self, path):
+        """GET `path` of the HTTP API, with the token; its JSON."""
+        request = urllib.request.Request(f"{self.http_url}{path}",
+                                         headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(request, timeout=HANG_GUARD) as r:
+            return json.load(r)
 
     def stop(self):
         """SIGTERM, as a service manager stops it; its exit code."""
@@ -224,19 +250,19 @@ class Instance:
 
 @pytest.fixture
 def pando(tmp_path):
-    """`pando(steps, n=1)`: `gantry serve` over n fresh workspace dirs;
-    returns (serve, [Instance, ...])."""
+    """`pando(steps, n=1, **options)`: `gantry serve` over n fresh
+    workspace dirs (options: see Serve); returns (serve, [Instance, ...])."""
     ctx = zmq.Context()
     started = []
     clients = []
 
-    def start(steps, n=1):
+    def start(steps, n=1, **options):
         dirs = []
         for i in range(n):
             d = tmp_path / f"ws{len(started)}-{i}"
             d.mkdir()
             dirs.append(d)
-        serve = Serve(tmp_path, steps, dirs).started()
+        serve = Serve(tmp_path, steps, dirs, **options).started()
         started.append(serve)
         instances = [Instance(ctx, d) for d in dirs]
         clients.extend(instances)

@@ -51,7 +51,7 @@ pub use context::ContextUsage;
 pub use cron::{DEFAULT_HISTORY_LIMIT, JobUpdate, Jobs, NewJob, ParsedSchedule, SchedulerHandle};
 pub use engine::{
     CheckpointEntry, ContextMessage, ContextRole, CreateThread, Delivered, Engine, EngineBuilder,
-    Feeds, IfBusy, Rewound, Safety, Settings, Threads, Turns, UserInput, valid_thread_id,
+    Feeds, IfBusy, Rewound, Safety, Settings, Storage, Threads, Turns, UserInput, valid_thread_id,
 };
 pub use engine_events::{EngineEvent, EngineEventKind, EngineEventNotice, EngineEvents};
 pub use error::EngineError;
@@ -59,7 +59,7 @@ pub use follow::{Feed, ThreadFeed};
 pub use lines::{Line, Lines};
 // The policy, for adapters that validate rules or show a decision.
 pub use gantry_policy as policy;
-pub use gantry_store::{ThreadPage, ThreadQuery};
+pub use gantry_store::{CompactMode, CompactRequest, Compaction, ThreadPage, ThreadQuery};
 // A parsed skill, as the engine API returns it (the shared vocabulary of
 // MCP servers and skills is in gantry_types::{mcp, skill}).
 pub use gantry_tools::skills::Skill;

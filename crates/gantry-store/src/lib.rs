@@ -14,6 +14,7 @@
 mod shared;
 
 mod codec;
+mod compact;
 mod jobs;
 mod memories;
 pub mod memory;
@@ -27,6 +28,7 @@ pub mod sqlite;
 use async_trait::async_trait;
 use gantry_types::{Agent, AgentId, Event, ProviderConfig, Thread, ThreadId};
 
+pub use compact::{CompactMode, CompactRequest, Compaction};
 pub use jobs::JobStorage;
 pub use memories::{MemorySearch, MemoryStorage};
 
@@ -161,4 +163,9 @@ pub trait Store: MemoryStorage + JobStorage + Send + Sync {
 
     /// Deletes an agent; false if there was none with that id.
     async fn delete_agent(&self, id: &AgentId) -> Result<bool, StoreError>;
+
+    /// Gives back the space deleted rows left behind, as far as the
+    /// database can (see [`CompactMode`]), and says how big it was before
+    /// and after. Commits of this process wait while it runs.
+    async fn compact(&self, request: CompactRequest) -> Result<Compaction, StoreError>;
 }

@@ -22,7 +22,8 @@ use gantry_types::{Agent, AgentId, Event, ProviderConfig, Thread, ThreadId};
 use tokio::sync::watch;
 
 use crate::{
-    Commit, JobStorage, MemorySearch, MemoryStorage, Store, StoreError, ThreadPage, ThreadQuery,
+    Commit, CompactRequest, Compaction, JobStorage, MemorySearch, MemoryStorage, Store, StoreError,
+    ThreadPage, ThreadQuery,
 };
 
 /// How the opening ended: the store, or why it could not be opened.
@@ -247,6 +248,10 @@ impl Store for Opening {
 
     async fn delete_agent(&self, id: &AgentId) -> Result<bool, StoreError> {
         self.for_write().await?.delete_agent(id).await
+    }
+
+    async fn compact(&self, request: CompactRequest) -> Result<Compaction, StoreError> {
+        self.for_write().await?.compact(request).await
     }
 }
 

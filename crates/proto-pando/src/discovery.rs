@@ -30,14 +30,19 @@ pub const MODE: &str = "noninteractive";
 /// The ports Pando derives from a workspace's absolute path: base = 40000
 /// + fnv32a(path) % 20000; PUB = base, RPC = base + 1.
 pub fn derived_ports(path: &str) -> (u16, u16) {
+    // Below 60000: both fit a u16.
+    let base = 40_000 + (fnv32a(path) % 20_000) as u16;
+    (base, base + 1)
+}
+
+/// FNV-1a (32 bits) of `text`, as Go's `hash/fnv` computes it.
+pub(crate) fn fnv32a(text: &str) -> u32 {
     let mut hash: u32 = 0x811c_9dc5;
-    for byte in path.bytes() {
+    for byte in text.bytes() {
         hash ^= u32::from(byte);
         hash = hash.wrapping_mul(0x0100_0193);
     }
-    // Below 60000: both fit a u16.
-    let base = 40_000 + (hash % 20_000) as u16;
-    (base, base + 1)
+    hash
 }
 
 /// `dir` made absolute the way Go's `filepath.Abs` does: joined to the

@@ -4,13 +4,17 @@
 //! and send messages, and follow a running agent live.
 //!
 //! JSON-RPC 2.0 on a ZeroMQ ROUTER socket (`rpc`: envelopes and codes,
-//! `service`: the nine methods), events on a PUB socket (`topics`: engine
+//! `service`: the nine methods and the newer sources' maintenance ones,
+//! `delegation`: delegation protocol 2, `cron`: `cronjob.reload` on
+//! Gantry's cron), events on a PUB socket (`topics`: engine
 //! notifications to topics, `publisher`: the feed and the heartbeat,
 //! `pubsock`: the socket's writer and `instance.shutdown`), discovery by
 //! lock file and registry (`discovery`). `wire` holds the seed's types;
 //! `instance` puts it together. Only the engine's public API, its typed
 //! notifications and its projection are used.
 
+mod cron;
+mod delegation;
 pub mod discovery;
 mod instance;
 mod messages;

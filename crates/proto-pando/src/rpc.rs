@@ -64,6 +64,14 @@ impl RpcError {
         }
     }
 
+    /// -32601 for a method Pando has and Gantry does not serve, saying why.
+    pub(crate) fn not_served(message: &str) -> Self {
+        Self {
+            code: METHOD_NOT_FOUND,
+            message: message.to_owned(),
+        }
+    }
+
     /// -32700.
     pub(crate) fn parse_error() -> Self {
         Self {

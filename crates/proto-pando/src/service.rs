@@ -1,24 +1,30 @@
-//! The nine methods over the engine. A session is a thread whose
-//! workspace is the instance's directory; every answer comes from the
-//! engine's public API and its projection.
+//! The nine methods over the engine, and those Pando's newer sources add
+//! (`delegation`, `cron`; `db.compact` through the engine's store upkeep,
+//! `kb.relink` refused: Gantry has no knowledge base). A session is a
+//! thread whose workspace is the instance's directory; every answer comes
+//! from the engine's public API and its projection.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use gantry_core::{CreateThread, Engine, EngineError, IfBusy, ThreadQuery, valid_thread_id};
+use gantry_core::{
+    CompactRequest, CreateThread, Engine, EngineError, IfBusy, ThreadQuery, valid_thread_id,
+};
 use gantry_types::{Thread, ThreadId, ThreadView};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use crate::delegation::Delegations;
 use crate::discovery::RegistryEntry;
 use crate::messages::{message_count, messages};
 use crate::pubsock::Publisher;
 use crate::rpc::{Request, RpcError};
 use crate::time::{go_duration, rfc3339_ms};
 use crate::wire::{
+    CorrelationParams, DELEGATION_PROTOCOL, DbCompactParams, DbCompactResult, DelegationRunParams,
     MessageSendParams, OkResult, PingResult, SessionParams, SessionPayload, StateSyncParams,
-    StateSyncResult, method, topic,
+    StateSyncResult, method, newer, topic,
 };
 
 /// Threads read per page when listing a workspace's sessions.
@@ -35,6 +41,7 @@ pub(crate) struct Service {
     started: Instant,
     active: Mutex<Option<String>>,
     publisher: Publisher,
+    delegations: Delegations,
 }
 
 impl Service {
@@ -53,6 +60,7 @@ impl Service {
             started: Instant::now(),
             active: Mutex::new(None),
             publisher,
+            delegations: Delegations::default(),
         })
     }
 
@@ -83,6 +91,28 @@ impl Service {
     /// The workspace as threads record it.
     pub(crate) fn workspace(&self) -> &str {
         &self.workspace
+    }
+
+    /// `dir` (relative to the instance's directory; the directory itself
+    /// when empty), canonical, if it is the instance's directory or one
+    /// inside it: a Pando client reaches no other.
+    pub(crate) fn inside(&self, dir: &str) -> Result<PathBuf, String> {
+        if dir.trim().is_empty() {
+            return Ok(PathBuf::from(&self.workspace));
+        }
+        let path = self.dir.join(dir);
+        let real = std::fs::canonicalize(&path)
+            .ok()
+            .filter(|p| p.is_dir())
+            .ok_or_else(|| format!("{} is not an existing directory", path.display()))?;
+        if !real.starts_with(&self.workspace) {
+            return Err(format!(
+                "{} is outside the instance's directory {}",
+                path.display(),
+                self.workspace
+            ));
+        }
+        Ok(real)
     }
 
     /// Whether `thread` is a session of this instance.
@@ -144,6 +174,8 @@ impl Service {
                 status: "ok".to_owned(),
                 instance_id: self.instance_id().to_owned(),
                 uptime: self.uptime(),
+                accepts_delegations: true,
+                delegation_protocol: DELEGATION_PROTOCOL,
             })),
             method::SESSION_LIST => {
                 let sessions = self.sessions().await.map_err(|e| fail(&e))?;
@@ -217,6 +249,65 @@ impl Service {
                 self.send(&p).await.map_err(|e| fail(&e))?;
                 Ok(value(&OkResult { ok: true }))
             }
+            _ => self.handle_newer(req).await,
+        }
+    }
+
+    /// The methods of Pando's newer sources.
+    async fn handle_newer(&self, req: &Request) -> Result<Value, RpcError> {
+        let m = req.method.as_str();
+        let fail = |reason: &dyn std::fmt::Display| RpcError::handler(m, reason);
+        match m {
+            newer::DELEGATION_RUN => {
+                let p: DelegationRunParams = params(m, req)?;
+                let result = self.delegations.run(self, p).await.map_err(|e| fail(&e))?;
+                Ok(value(&result))
+            }
+            newer::DELEGATION_CANCEL => {
+                let p: CorrelationParams = params(m, req)?;
+                self.delegations
+                    .cancel(&self.engine, &p.correlation_id)
+                    .await
+                    .map_err(|e| fail(&e))?;
+                Ok(value(&OkResult { ok: true }))
+            }
+            newer::DELEGATION_STATUS => {
+                let p: CorrelationParams = params(m, req)?;
+                Ok(value(&self.delegations.status(&p.correlation_id)))
+            }
+            newer::CRONJOB_RELOAD => {
+                let config = crate::cron::decode(req.params.as_ref()).map_err(|e| fail(&e))?;
+                let result = crate::cron::reload(self, config)
+                    .await
+                    .map_err(|e| fail(&e))?;
+                Ok(value(&result))
+            }
+            newer::DB_COMPACT => {
+                // Optional params, as Pando's handler reads them.
+                let p: DbCompactParams = match req.params {
+                    Some(_) => params(m, req)?,
+                    None => DbCompactParams::default(),
+                };
+                let done = self
+                    .engine
+                    .storage()
+                    .compact(CompactRequest {
+                        incremental: p.incremental,
+                        enable_auto_vacuum: p.enable_auto_vacuum,
+                    })
+                    .await
+                    .map_err(|e| fail(&e))?;
+                let size = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                Ok(value(&DbCompactResult {
+                    mode: done.mode.as_str().to_owned(),
+                    size_before: size(done.size_before),
+                    size_after: size(done.size_after),
+                    freed: done.freed(),
+                }))
+            }
+            newer::KB_RELINK => Err(RpcError::not_served(
+                "kb.relink: Gantry has no knowledge base (Pando's Remembrances wiki links), so there are no links to rebuild",
+            )),
             _ => Err(RpcError::method_not_found()),
         }
     }

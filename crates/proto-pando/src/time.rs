@@ -1,5 +1,6 @@
 //! Times as Pando's Go code writes them: `time.Time` as RFC 3339 in UTC
-//! (fraction trimmed), `time.Duration.String()` for uptimes.
+//! (fraction trimmed), `time.Duration.String()` for uptimes; and
+//! durations as `time.ParseDuration` reads them (a cron job's timeout).
 
 use std::time::Duration;
 
@@ -31,6 +32,42 @@ pub(crate) fn go_duration(d: Duration) -> String {
     }
 }
 
+/// A Go duration string (`30m`, `1h30m`, `1.5h`, `250ms`), as
+/// `time.ParseDuration` reads it; `None` if it is not one or is negative.
+pub(crate) fn parse_go_duration(text: &str) -> Option<Duration> {
+    let mut rest = text.trim();
+    if rest == "0" {
+        return Some(Duration::ZERO);
+    }
+    if rest.is_empty() || rest.starts_with('-') {
+        return None;
+    }
+    rest = rest.strip_prefix('+').unwrap_or(rest);
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let seconds = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        total += number * seconds;
+    }
+    Duration::try_from_secs_f64(total).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,6 +80,20 @@ mod tests {
         assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
         assert_eq!(go_duration(Duration::from_secs(5_400)), "1h30m0s");
         assert_eq!(go_duration(Duration::from_secs(90_061)), "25h1m1s");
+    }
+
+    #[test]
+    fn durations_are_parsed_as_go_parses_them() {
+        let secs = |t: &str| parse_go_duration(t).map(|d| d.as_secs_f64());
+        assert_eq!(secs("30m"), Some(1800.0));
+        assert_eq!(secs("1h30m"), Some(5400.0));
+        assert_eq!(secs("1.5h"), Some(5400.0));
+        assert_eq!(secs("250ms"), Some(0.25));
+        assert_eq!(secs("2h45m10s"), Some(9910.0));
+        assert_eq!(secs("0"), Some(0.0));
+        for bad in ["", "10", "5 minutes", "-1m", "1d", "h"] {
+            assert_eq!(parse_go_duration(bad), None, "{bad}");
+        }
     }
 
     #[test]

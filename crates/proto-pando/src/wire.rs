@@ -2,7 +2,8 @@
 //! method and topic names, the params, results and PUB payloads, names and
 //! omissions as in Pando's Go structs (`omitempty` is
 //! `skip_serializing_if`). Times are RFC 3339 strings in UTC, as Go's
-//! `time.Time` marshals them.
+//! `time.Time` marshals them. The methods Pando's newer sources add
+//! (delegation protocol 2, the primary's maintenance RPCs) are at the end.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,6 +28,22 @@ pub mod method {
     pub const INSTANCE_INFO: &str = "instance.info";
     /// A session's messages, as a bare array.
     pub const MESSAGE_LIST: &str = "message.list";
+}
+
+/// The methods Pando's newer sources add (`internal/ipc/protocol/rpc.go`).
+pub mod newer {
+    /// Runs a delegated prompt in a session of its own; answers with its output.
+    pub const DELEGATION_RUN: &str = "delegation.run";
+    /// Interrupts a running delegation, by its correlation id.
+    pub const DELEGATION_CANCEL: &str = "delegation.cancel";
+    /// A delegation's state (and result, once completed), by correlation id.
+    pub const DELEGATION_STATUS: &str = "delegation.status";
+    /// Replaces the instance's scheduled jobs.
+    pub const CRONJOB_RELOAD: &str = "cronjob.reload";
+    /// Compacts the instance's database.
+    pub const DB_COMPACT: &str = "db.compact";
+    /// Rebuilds Pando's knowledge-base link graph (no Gantry counterpart).
+    pub const KB_RELINK: &str = "kb.relink";
 }
 
 /// The topics of the PUB socket.
@@ -138,7 +155,7 @@ pub struct OkResult {
     pub ok: bool,
 }
 
-/// `PingResult`.
+/// `PingResult`; the delegation fields are the newer sources'.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PingResult {
     /// `ok`.
@@ -147,6 +164,20 @@ pub struct PingResult {
     pub instance_id: String,
     /// A Go duration string (`1h30m0s`).
     pub uptime: String,
+    /// The instance handles `delegation.run` (omitted when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub accepts_delegations: bool,
+    /// The delegation protocol it speaks (omitted when 0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delegation_protocol: i64,
+}
+
+/// `DelegationProtocolVersion`: 1 is `delegation.run` and
+/// `delegation.cancel`, 2 adds `delegation.status`.
+pub const DELEGATION_PROTOCOL: i64 = 2;
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// `StateSyncResult`.
@@ -260,4 +291,137 @@ pub struct Envelope {
     pub timestamp: String,
     /// The topic's payload.
     pub payload: Value,
+}
+
+/// `DelegationRunParams`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DelegationRunParams {
+    /// The prompt of the delegated turn.
+    #[serde(default)]
+    pub prompt: String,
+    /// Where it runs: the instance's directory or one inside it.
+    #[serde(default)]
+    pub cwd: String,
+    /// A Gantry agent (by id or name) it runs under.
+    #[serde(default)]
+    pub persona: String,
+    /// The model it uses instead of the default.
+    #[serde(default)]
+    pub model: String,
+    /// The caller's key for `delegation.cancel` and `delegation.status`.
+    #[serde(default)]
+    pub correlation_id: String,
+}
+
+/// `DelegationRunResult`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DelegationRunResult {
+    /// The session (thread) the delegation ran in.
+    pub session_id: String,
+    /// The turn's final assistant message.
+    pub output: String,
+    /// `end_turn` (omitted when empty).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stop_reason: String,
+}
+
+/// `DelegationCancelParams` and `DelegationStatusParams`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CorrelationParams {
+    /// The correlation id the caller gave `delegation.run`.
+    #[serde(default)]
+    pub correlation_id: String,
+}
+
+/// `DelegationStatusResult`: `state` is `running`, `completed` (with the
+/// result `delegation.run` answered) or `unknown`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DelegationStatusResult {
+    /// `running`, `completed` or `unknown`.
+    pub state: String,
+    /// When completed: the session.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub session_id: String,
+    /// When completed: the output.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
+    /// When completed: the stop reason.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stop_reason: String,
+}
+
+/// `config.CronJobsConfig`, the value of `cronjob.reload`'s `cron_jobs`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CronJobsConfig {
+    /// Off: no job runs on its schedule.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The jobs.
+    #[serde(default)]
+    pub jobs: Vec<CronJobConfig>,
+}
+
+/// `config.CronJob`: a prompt run on a schedule.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CronJobConfig {
+    /// Unique name.
+    #[serde(default)]
+    pub name: String,
+    /// Standard cron (5 fields, or `@daily`-style).
+    #[serde(default)]
+    pub schedule: String,
+    /// What the agent is told on each run.
+    #[serde(default)]
+    pub prompt: String,
+    /// Off: it does not run on its schedule.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Pando's Mesnada engine (no Gantry counterpart: ignored).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub engine: String,
+    /// The model its runs use.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
+    /// Where its runs happen: the instance's directory or one inside it.
+    #[serde(default, rename = "workDir", skip_serializing_if = "String::is_empty")]
+    pub work_dir: String,
+    /// Labels (ignored).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// A Go duration (`30m`): one run's time limit.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub timeout: String,
+}
+
+/// `CronJobReloadResult`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CronJobReloadResult {
+    /// How many jobs the configuration holds.
+    pub jobs: i64,
+    /// Whether a scheduler took them (always, in `gantry serve`).
+    pub scheduler: bool,
+}
+
+/// `DBCompactParams`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DbCompactParams {
+    /// Only hand back free pages (`PRAGMA incremental_vacuum`).
+    #[serde(default)]
+    pub incremental: bool,
+    /// Switch to incremental auto-vacuum before a full compaction.
+    #[serde(default)]
+    pub enable_auto_vacuum: bool,
+}
+
+/// `DBCompactResult`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DbCompactResult {
+    /// `full`, `incremental`, `postgres-vacuum` or `memory`.
+    pub mode: String,
+    /// Bytes before.
+    pub size_before: i64,
+    /// Bytes after.
+    pub size_after: i64,
+    /// `size_before - size_after`.
+    pub freed: i64,
 }

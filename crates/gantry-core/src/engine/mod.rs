@@ -3,7 +3,8 @@
 //! ([`Threads`]: create, configure, read, list, fork, archive, pause),
 //! `turns.rs` ([`Turns`]: messages, steering, interrupts, context),
 //! `safety.rs` ([`Safety`]: policies, approvals, external tasks),
-//! `feeds.rs` ([`Feeds`]: subscriptions and engine-wide events); jobs, LSP,
+//! `feeds.rs` ([`Feeds`]: subscriptions and engine-wide events),
+//! `storage.rs` ([`Storage`]: compacting the store); jobs, LSP,
 //! MCP, skills, agents, memory, providers and structured output have theirs
 //! next to their subject. `builder.rs` starts it.
 
@@ -14,6 +15,7 @@ mod fork;
 mod inputs;
 mod safety;
 mod settings;
+mod storage;
 mod threads;
 mod turns;
 
@@ -24,6 +26,7 @@ pub(crate) use inputs::Input;
 pub use inputs::{ContextMessage, ContextRole, CreateThread, Delivered, IfBusy, UserInput};
 pub use safety::Safety;
 pub use settings::Settings;
+pub use storage::Storage;
 pub use threads::Threads;
 pub use threads::valid_thread_id;
 pub use turns::Turns;
@@ -156,6 +159,11 @@ impl Engine {
     /// Settings adapters keep in the store, each in its own namespace.
     pub fn settings(&self) -> Settings<'_> {
         Settings { engine: self }
+    }
+
+    /// The store's upkeep (compacting it).
+    pub fn storage(&self) -> Storage<'_> {
+        Storage { engine: self }
     }
 
     /// Scheduled jobs.

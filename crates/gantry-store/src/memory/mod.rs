@@ -12,7 +12,10 @@ use crate::codec::seq_to_db;
 mod jobs;
 mod memories;
 use crate::page::{check_cursor, page_limit};
-use crate::{Commit, MemoryStorage, Store, StoreError, ThreadPage, ThreadQuery};
+use crate::{
+    Commit, CompactMode, CompactRequest, Compaction, MemoryStorage, Store, StoreError, ThreadPage,
+    ThreadQuery,
+};
 
 /// A store that keeps everything in memory.
 #[derive(Debug, Default)]
@@ -206,6 +209,15 @@ impl Store for MemoryStore {
 
     async fn delete_agent(&self, id: &AgentId) -> Result<bool, StoreError> {
         Ok(self.lock().agents.remove(id).is_some())
+    }
+
+    async fn compact(&self, _request: CompactRequest) -> Result<Compaction, StoreError> {
+        // Nothing is on disk; what is deleted is already gone.
+        Ok(Compaction {
+            mode: CompactMode::Memory,
+            size_before: 0,
+            size_after: 0,
+        })
     }
 
     async fn delete_thread(&self, id: &ThreadId) -> Result<bool, StoreError> {

@@ -9,6 +9,7 @@
 //! process, and no writer lock is taken in it: another process may write at
 //! any time, and the database orders writers.
 
+mod compact;
 mod delete;
 mod memories;
 mod write;

@@ -9,8 +9,8 @@
 //! `async fn lock_writes(&self)`, held across every write (SQLite's
 //! in-process writer lock; nothing on PostgreSQL, which orders writers
 //! itself); the type aliases `Db` (its `sqlx::Database`) and `Conn` (its
-//! connection); the modules `write` (`commit`) and `delete`
-//! (`delete_thread`), which differ; and its full-text index (see
+//! connection); the modules `write` (`commit`), `delete`
+//! (`delete_thread`) and `compact` (`compact`), which differ; and its full-text index (see
 //! `impl_memory_storage!`).
 
 #[macro_use]

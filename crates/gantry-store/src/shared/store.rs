@@ -1,8 +1,9 @@
 //! `impl_store!`: the [`Store`](crate::Store) port's reads and its small
 //! writes (providers, settings, agents), one statement each.
 
-/// `impl Store for $store`: every method but `commit` and `delete_thread`,
-/// which call the backend's own `write::commit` and `delete::delete_thread`.
+/// `impl Store for $store`: every method but `commit`, `delete_thread` and
+/// `compact`, which call the backend's own `write::commit`,
+/// `delete::delete_thread` and `compact::compact`.
 /// Also gives the store `forget_thread`, the part of deleting a thread
 /// both backends share. See the module `shared` for what the expansion
 /// site provides.
@@ -231,6 +232,13 @@ macro_rules! impl_store {
                         .await
                         .map_err(db_error("delete agent"))?;
                     Ok(done.rows_affected() > 0)
+                }
+
+                async fn compact(
+                    &self,
+                    request: $crate::CompactRequest,
+                ) -> Result<$crate::Compaction, StoreError> {
+                    compact::compact(self, request).await
                 }
             }
 

@@ -7,6 +7,7 @@
 //! (`write.rs`), deleting a thread (`delete.rs`) and the FTS5 index of
 //! memories (`memories.rs`).
 
+mod compact;
 mod delete;
 mod memories;
 mod write;

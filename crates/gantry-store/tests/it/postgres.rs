@@ -220,3 +220,31 @@ async fn a_missing_database_is_created() {
     );
     store.close().await;
 }
+
+/// PostgreSQL compacts with `VACUUM (ANALYZE)` and reports the database's
+/// size from `pg_database_size`, before and after.
+#[tokio::test]
+async fn compacting_vacuums_and_reports_the_database_size() {
+    use gantry_store::{CompactMode, CompactRequest};
+
+    let Some((store, _guard)) = fixture().await else {
+        return;
+    };
+    for n in 1..=5 {
+        let id = thread_id(n);
+        let commit = Commit {
+            events: (1..=50).map(|seq| archived_event(&id, seq)).collect(),
+            threads: vec![thread(&id, ThreadStatus::Idle, true)],
+        };
+        store.commit(&commit).await.unwrap();
+        assert!(store.delete_thread(&id).await.unwrap());
+    }
+    let done = store.compact(CompactRequest::default()).await.unwrap();
+    assert_eq!(done.mode, CompactMode::PostgresVacuum);
+    assert!(done.size_before > 0 && done.size_after > 0, "{done:?}");
+    assert_eq!(
+        done.freed(),
+        done.size_before as i64 - done.size_after as i64
+    );
+    store.close().await;
+}

@@ -348,3 +348,59 @@ async fn a_log_from_a_newer_format_is_refused_with_a_clear_error() {
     let err = SqliteStore::open(&db).await.unwrap_err().to_string();
     assert!(err.contains("format version 99"), "{err}");
 }
+
+/// Deleting most threads leaves free pages in the file; a full compaction
+/// gives them back to the disk, and after switching to incremental
+/// auto-vacuum, an incremental one gives back the next deletions' pages.
+#[tokio::test]
+async fn compacting_gives_deleted_threads_space_back_to_the_disk() {
+    use gantry_store::{CompactMode, CompactRequest};
+
+    let (store, dir) = fixture().await;
+    let file = dir.path().join("gantry.db");
+    fill(&store, 1).await;
+    for n in 1..20 {
+        assert!(store.delete_thread(&thread_id(n)).await.unwrap());
+    }
+    let full = store
+        .compact(CompactRequest {
+            enable_auto_vacuum: true,
+            ..CompactRequest::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(full.mode, CompactMode::Full);
+    assert!(full.size_after < full.size_before, "{full:?}");
+    assert!(full.freed() > 0);
+    // The WAL was checkpointed: the file is the size the database says.
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), full.size_after);
+
+    fill(&store, 100).await;
+    for n in 100..119 {
+        assert!(store.delete_thread(&thread_id(n)).await.unwrap());
+    }
+    let incremental = store
+        .compact(CompactRequest {
+            incremental: true,
+            ..CompactRequest::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(incremental.mode, CompactMode::Incremental);
+    assert!(incremental.freed() > 0, "{incremental:?}");
+    assert_eq!(store.events(&thread_id(20), 1).await.unwrap().len(), 100);
+    assert_eq!(store.events(&thread_id(119), 1).await.unwrap().len(), 100);
+    store.close().await;
+}
+
+/// Twenty threads of 100 events each, from thread `from` on.
+async fn fill(store: &SqliteStore, from: u32) {
+    for n in from..from + 20 {
+        let id = thread_id(n);
+        let commit = Commit {
+            events: (1..=100).map(|seq| archived_event(&id, seq)).collect(),
+            threads: vec![thread(&id, ThreadStatus::Idle, true)],
+        };
+        store.commit(&commit).await.unwrap();
+    }
+}

@@ -4,4 +4,5 @@
 
 mod common;
 mod instance;
+mod newer;
 mod planted;

@@ -126,6 +126,12 @@ impl Store for GatedStore {
     async fn delete_agent(&self, id: &AgentId) -> Result<bool, StoreError> {
         self.inner.delete_agent(id).await
     }
+    async fn compact(
+        &self,
+        request: gantry_store::CompactRequest,
+    ) -> Result<gantry_store::Compaction, StoreError> {
+        self.inner.compact(request).await
+    }
     async fn delete_thread(&self, id: &ThreadId) -> Result<bool, StoreError> {
         self.inner.delete_thread(id).await
     }

@@ -1,11 +1,13 @@
 //! The conformance suite: every `Store` implementation must pass each case.
 //! Each case takes a fresh, empty store.
 
+pub(crate) mod compact;
 pub(crate) mod delete;
 pub(crate) mod fixtures;
 pub(crate) mod jobs;
 pub(crate) mod memories;
 
+pub(crate) use compact::compact_keeps_everything;
 pub(crate) use delete::thread_delete;
 pub(crate) use jobs::{execution_needs_its_job, job_history, job_names_unique, jobs_crud};
 pub(crate) use memories::{
@@ -34,7 +36,7 @@ macro_rules! conformance_tests {
             jobs_crud, job_names_unique, job_history, execution_needs_its_job,
             memory_put_and_touch, memory_replace, memory_search_ranking,
             memory_search_filters, memory_stats_and_clear, memory_query_text_is_words,
-            memory_empty, memory_delete_one, thread_delete);
+            memory_empty, memory_delete_one, thread_delete, compact_keeps_everything);
     };
     (@cases $fixture:path; $($case:ident),*) => {
         $(
