@@ -189,7 +189,9 @@ impl Spans {
             .with_attributes(attributes);
         let mut span = self.tracer.build_with_context(builder, &open.cx);
         use opentelemetry::trace::Span as _;
-        span.end_with_timestamp(at(ts));
+        // The stream's end; the event's time (later: its items were
+        // recorded first) for a log that did not record it.
+        span.end_with_timestamp(at(call.ended_at.unwrap_or(ts)));
     }
 
     fn item_completed(&mut self, item: &Item) {

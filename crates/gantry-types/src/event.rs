@@ -44,6 +44,9 @@ pub struct ModelCall {
     /// When its first token (text, reasoning or a tool call) arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_token_at: Option<i64>,
+    /// When its stream ended (before its items were closed and recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<i64>,
     /// The provider's finish reason (`stop`, `tool_calls`, ...), if it said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,

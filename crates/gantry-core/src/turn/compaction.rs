@@ -166,6 +166,7 @@ impl Loop<'_> {
                     let call = gantry_types::ModelCall {
                         started_at,
                         first_token_at: None,
+                        ended_at: Some(self.em.now()),
                         finish_reason: None,
                     };
                     self.responded(&usage, call).await;

@@ -145,6 +145,7 @@ impl Loop<'_> {
         let mut call = ModelCall {
             started_at: em.now(),
             first_token_at: None,
+            ended_at: None,
             finish_reason: None,
         };
         let mut stream = client.stream(request);
@@ -274,6 +275,7 @@ impl Loop<'_> {
         };
         // Stop the request before closing items: an interrupt must not wait.
         drop(stream);
+        call.ended_at = Some(em.now());
         let refused = matches!(&end, Some(Outcome::Failed(TurnFailure::ModelRefused, _)));
         let status = match &end {
             None => ItemStatus::Completed,
