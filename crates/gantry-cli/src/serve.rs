@@ -72,6 +72,9 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     })
     .await?;
     start_background_work(&engine);
+    // Before anything listens: variables that ask for the impossible stop
+    // the daemon rather than leave it untraced unnoticed.
+    let traces = gantry_telemetry::Tracing::from_env()?;
     let profiles = crate::config::register_agents(&engine, declared_agents).await?;
     let scheduler = engine.jobs().start_scheduler().await?;
 
@@ -82,6 +85,9 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     let stop = stop_signal();
     // One stop for every listener: a signal, or the A3S `Shutdown` rpc.
     let stopping = CancellationToken::new();
+    let tracing_task = traces
+        .as_ref()
+        .map(|t| t.trace(engine.clone(), stopping.clone()));
     let codewhale_addrs = [
         (&args.codewhale_addr, "--codewhale-addr", Version::V0_8),
         (&args.codewhale10_addr, "--codewhale10-addr", Version::V0_10),
@@ -200,6 +206,12 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     }
     // Runs the stop cut off are recorded as cancelled before the store closes.
     scheduler.stop().await;
+    if let Some(traces) = traces {
+        if let Some(task) = tracing_task {
+            let _ = task.await;
+        }
+        traces.shutdown().await;
+    }
     served?;
     drop(data);
     eprintln!("gantry: stopped");

@@ -36,6 +36,22 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// When one model request ran and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelCall {
+    /// When it was sent, unix milliseconds.
+    pub started_at: i64,
+    /// When its first token (text, reasoning or a tool call) arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_at: Option<i64>,
+    /// When its stream ended (before its items were closed and recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<i64>,
+    /// The provider's finish reason (`stop`, `tool_calls`, ...), if it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+}
+
 /// What a durable event says happened.
 // Events travel behind an `Arc` once built, so the size of the largest
 // variant (a thread's metadata) costs one allocation, not copies.
@@ -139,6 +155,10 @@ pub enum EventPayload {
         /// The model's context window in tokens, when the catalog knows it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         context_window: Option<u64>,
+        /// When the request ran and how it ended (traces' `chat` spans);
+        /// `None` in logs of releases that did not record it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<ModelCall>,
     },
     /// The workspace's state was recorded before the turn's first tool
     /// that can change it ran: what a rewind or a fork goes back to.

@@ -32,7 +32,7 @@ mod view;
 
 pub use agent::{Agent, GANTRY_SDK};
 pub use checkpoint::{CheckpointRecord, NotKeptFile};
-pub use event::{Delta, DeltaKind, Event, EventPayload};
+pub use event::{Delta, DeltaKind, Event, EventPayload, ModelCall};
 pub use ids::{AgentId, ItemId, ThreadId, TurnId, new_id};
 pub use image::{IMAGE_MEDIA_TYPES, ImagePart, MAX_IMAGE_BYTES, MAX_IMAGES, MAX_MESSAGE_BODY};
 pub use item::{Item, ItemKind, ItemStatus, Refusal, ResolvedBy, ToolCallOrigin};

@@ -52,6 +52,9 @@ pub struct QueuedInput {
     /// job's prompt): the model is not offered `request_user_input`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unattended: bool,
+    /// The W3C `traceparent` it was sent with (see [`crate::Turn`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_parent: Option<String>,
 }
 
 /// What one turn may use, narrower than its thread allows: the tools

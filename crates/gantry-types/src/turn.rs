@@ -117,6 +117,10 @@ pub struct Turn {
     /// in logs of releases that did not record it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The W3C `traceparent` its input came with: the parent of the turn's
+    /// trace span. A request's context, not a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_parent: Option<String>,
 }
 
 impl Turn {
@@ -142,6 +146,7 @@ impl Turn {
             error: None,
             failure: None,
             model: None,
+            trace_parent: None,
         }
     }
 

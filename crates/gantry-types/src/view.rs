@@ -267,6 +267,7 @@ mod tests {
             error: None,
             failure: None,
             model: None,
+            trace_parent: None,
         };
         let mut item = Item {
             id: "i".into(),

@@ -3,7 +3,8 @@
 //! origin, bearer syntax, JSON bodies), the dashboard, served at `/` by
 //! `gantry serve --http-addr` and by the control plane (`dashboard.rs`,
 //! the files in `assets/`), the Prometheus text format of their `/metrics`
-//! (`prometheus.rs`), and reading a router's routes from its source for
+//! (`prometheus.rs`), the W3C `traceparent` a request may carry
+//! (`trace_context.rs`), and reading a router's routes from its source for
 //! the OpenAPI checks (`routes.rs`). Each API keeps its own tokens and
 //! error shape; this crate knows neither the engine nor the control plane.
 
@@ -11,3 +12,4 @@ pub mod dashboard;
 pub mod guard;
 pub mod prometheus;
 pub mod routes;
+pub mod trace_context;

@@ -18,16 +18,22 @@ use serde_json::{Value, json};
 use crate::common::Scratch;
 
 /// A running `gantry serve` and the address of its HTTP API.
-struct Served {
-    child: Child,
-    http: String,
-    grpc: String,
+pub(super) struct Served {
+    pub(super) child: Child,
+    pub(super) http: String,
+    pub(super) grpc: String,
     _lines: Receiver<String>,
 }
 
 fn serve(s: &Scratch) -> Served {
+    serve_with(s, &[])
+}
+
+/// `gantry serve` with `env` added to its environment.
+pub(super) fn serve_with(s: &Scratch, env: &[(&str, &str)]) -> Served {
     let mut child = s
         .gantry()
+        .envs(env.iter().copied())
         .env("XDG_CONFIG_HOME", s.dir.path().join("xdg"))
         .env("MOCK_KEY", "sk-mock-0123456789")
         .args([
@@ -79,7 +85,7 @@ fn serve(s: &Scratch) -> Served {
 type Sse = (String, String, Value);
 
 /// The config file naming `llm` as the default model's provider.
-fn configure(s: &Scratch, llm: &MockLlm) {
+pub(super) fn configure(s: &Scratch, llm: &MockLlm) {
     let dir = s.dir.path().join("xdg/gantry");
     std::fs::create_dir_all(&dir).expect("config dir");
     std::fs::write(
@@ -94,7 +100,7 @@ fn configure(s: &Scratch, llm: &MockLlm) {
 }
 
 /// Stops a server with SIGTERM; it must exit cleanly.
-async fn stop(served: Served) {
+pub(super) async fn stop(served: Served) {
     let mut child = served.child;
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");

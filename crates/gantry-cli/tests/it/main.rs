@@ -22,6 +22,7 @@ mod keys;
 mod lifecycle;
 mod listeners;
 mod local_model;
+mod otel;
 mod pando_conformance;
 mod planted_key;
 mod postgres_store;

@@ -63,6 +63,7 @@ impl ThreadActor {
                     images: input.images,
                     limits: input.limits,
                     unattended: input.unattended,
+                    trace_parent: input.trace_parent,
                 };
                 let id = input.turn_id.clone();
                 self.emit(EventPayload::InputQueued { input }).await;
@@ -193,6 +194,7 @@ impl ThreadActor {
         );
         // Recorded, so costs stay by model after the thread switches.
         turn.model = Some(self.view.thread.model.clone());
+        turn.trace_parent.clone_from(&input.trace_parent);
         turn
     }
 
@@ -334,6 +336,7 @@ impl ThreadActor {
                 images: next.images,
                 limits: next.limits,
                 unattended: next.unattended,
+                trace_parent: next.trace_parent,
             };
             self.start_turn(next.turn_id, input, TurnMode::Chat).await;
         }

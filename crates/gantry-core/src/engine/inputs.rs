@@ -40,6 +40,9 @@ pub struct UserInput {
     /// What the turn it starts may use (a message that joins a running
     /// turn takes that turn's).
     pub limits: TurnLimits,
+    /// The W3C `traceparent` the request came with: recorded with the
+    /// turn it starts, whose trace span it parents.
+    pub trace_parent: Option<String>,
 }
 
 impl From<String> for UserInput {
@@ -48,6 +51,7 @@ impl From<String> for UserInput {
             text,
             images: Vec::new(),
             limits: TurnLimits::default(),
+            trace_parent: None,
         }
     }
 }
@@ -68,6 +72,8 @@ pub(crate) struct Input {
     /// Nobody can answer questions in the turn it starts (a scheduled
     /// job's prompt, `gantry exec`): see `Turns::send_unattended`.
     pub unattended: bool,
+    /// The request's W3C `traceparent`, if it came with one.
+    pub trace_parent: Option<String>,
 }
 
 impl From<String> for Input {
@@ -78,6 +84,7 @@ impl From<String> for Input {
             images: Vec::new(),
             limits: TurnLimits::default(),
             unattended: false,
+            trace_parent: None,
         }
     }
 }

@@ -241,6 +241,7 @@ pub(super) fn checked(input: UserInput, key: Option<String>) -> Result<Input, En
         text,
         images,
         limits,
+        trace_parent,
     } = input;
     let text = if images.is_empty() {
         non_empty(text)?
@@ -254,6 +255,7 @@ pub(super) fn checked(input: UserInput, key: Option<String>) -> Result<Input, En
         images,
         limits,
         unattended: false,
+        trace_parent,
     })
 }
 

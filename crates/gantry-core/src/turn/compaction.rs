@@ -159,10 +159,17 @@ impl Loop<'_> {
                 messages: messages.into(),
                 ..ModelRequest::default()
             };
+            let started_at = self.em.now();
             match self.collect_text(client, request).await {
                 Ok((text, usage)) => {
                     self.usage.add(&usage);
-                    self.responded(&usage).await;
+                    let call = gantry_types::ModelCall {
+                        started_at,
+                        first_token_at: None,
+                        ended_at: Some(self.em.now()),
+                        finish_reason: None,
+                    };
+                    self.responded(&usage, call).await;
                     return Ok(text);
                 }
                 Err(SummaryError::Interrupted) => return Err(Outcome::Interrupted),

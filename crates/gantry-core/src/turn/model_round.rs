@@ -4,7 +4,9 @@ use std::collections::HashMap;
 
 use futures_util::StreamExt;
 use gantry_llm::{ModelClient, ModelEvent, ModelRequest, ReasoningBlock, ToolCall};
-use gantry_types::{DeltaKind, EventPayload, Item, ItemKind, ItemStatus, TurnFailure, Usage};
+use gantry_types::{
+    DeltaKind, EventPayload, Item, ItemKind, ItemStatus, ModelCall, TurnFailure, Usage,
+};
 
 use super::{Emitter, Loop, Outcome};
 use crate::context::Counter;
@@ -114,7 +116,7 @@ impl Loop<'_> {
     /// in completed items and the outcome to end the turn with is returned.
     /// Records what one model response used, when its provider said
     /// (a response cut by an interrupt usually never does).
-    pub(super) async fn responded(&self, usage: &Usage) {
+    pub(super) async fn responded(&self, usage: &Usage, call: ModelCall) {
         if *usage == Usage::default() {
             return;
         }
@@ -125,6 +127,7 @@ impl Loop<'_> {
                 round: self.rounds,
                 usage: *usage,
                 context_window: (limit > 0).then_some(limit),
+                call: Some(call),
             })
             .await;
     }
@@ -139,6 +142,12 @@ impl Loop<'_> {
         self.overflowed = false;
         // What the prompt is thought to hold, for a server that never says.
         let prompt_estimate = self.context_used(&request.tools);
+        let mut call = ModelCall {
+            started_at: em.now(),
+            first_token_at: None,
+            ended_at: None,
+            finish_reason: None,
+        };
         let mut stream = client.stream(request);
         let mut text: Option<Streaming> = None;
         let mut thinking: Option<Streaming> = None;
@@ -154,6 +163,18 @@ impl Loop<'_> {
                 () = self.cancel.cancelled() => break Some(Outcome::Interrupted),
                 event = stream.next() => event,
             };
+            if call.first_token_at.is_none()
+                && matches!(
+                    event,
+                    Some(Ok(ModelEvent::TextDelta(_)
+                        | ModelEvent::ReasoningDelta(_)
+                        | ModelEvent::ReasoningEnd { .. }
+                        | ModelEvent::ToolCallDelta { .. }
+                        | ModelEvent::ToolCall(_)))
+                )
+            {
+                call.first_token_at = Some(em.now());
+            }
             match event {
                 Some(Ok(ModelEvent::TextDelta(t))) => {
                     let agent_message = || ItemKind::AgentMessage {
@@ -230,12 +251,16 @@ impl Loop<'_> {
                 Some(Ok(ModelEvent::Finished { finish_reason }))
                     if finish_reason.as_deref() == Some(gantry_llm::REFUSAL) =>
                 {
+                    call.finish_reason = finish_reason;
                     break Some(Outcome::Failed(
                         TurnFailure::ModelRefused,
                         "the model refused to answer".to_owned(),
                     ));
                 }
-                Some(Ok(ModelEvent::Finished { .. })) => break None,
+                Some(Ok(ModelEvent::Finished { finish_reason })) => {
+                    call.finish_reason = finish_reason;
+                    break None;
+                }
                 Some(Err(e)) => {
                     self.overflowed = super::compaction::is_overflow(&e);
                     break Some(Outcome::Failed(super::failure_of(&e), e.to_string()));
@@ -250,6 +275,7 @@ impl Loop<'_> {
         };
         // Stop the request before closing items: an interrupt must not wait.
         drop(stream);
+        call.ended_at = Some(em.now());
         let refused = matches!(&end, Some(Outcome::Failed(TurnFailure::ModelRefused, _)));
         let status = match &end {
             None => ItemStatus::Completed,
@@ -285,7 +311,7 @@ impl Loop<'_> {
         }
         // After the response's items, before its tool calls run: what this
         // response cost is known now, whatever the calls do.
-        self.responded(&usage).await;
+        self.responded(&usage, call).await;
         match end {
             None => Ok(Answer {
                 reasoning,

@@ -36,6 +36,7 @@ async fn each_model_response_records_its_usage_after_its_items_and_before_its_to
                 round,
                 usage,
                 context_window,
+                ..
             } => {
                 assert_eq!(turn_id, &turn);
                 assert_eq!(e.turn_id.as_ref(), Some(&turn), "its turn is its subject");

@@ -243,6 +243,7 @@ async fn restart_closes_a_turn_left_running_as_interrupted() {
                 error: None,
                 failure: None,
                 model: None,
+                trace_parent: None,
             },
         },
         EventPayload::ItemCompleted { item: done },

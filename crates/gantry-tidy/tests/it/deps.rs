@@ -32,6 +32,9 @@ const WIRE: &[&str] = &[
     "gantry-control-plane",
     "gantry-web",
     "gantry-cli",
+    // OTLP: traces are built from the engine's events, outside it.
+    "gantry-telemetry",
+    "opentelemetry*",
     "tonic",
     "tonic-*",
     "prost",

@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use gantry_core::{IfBusy as EngineIfBusy, UserInput};
 use gantry_types::{ImagePart, ThreadId};
 use serde::Deserialize;
@@ -39,6 +39,7 @@ pub(crate) async fn send(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<SendQuery>,
+    headers: HeaderMap,
     bytes: Bytes,
 ) -> Created<MessageAccepted> {
     let message: NewMessage = required(&bytes)?;
@@ -55,6 +56,7 @@ pub(crate) async fn send(
             .into_iter()
             .map(|i| ImagePart::new(i.media_type, i.data))
             .collect(),
+        trace_parent: gantry_web::trace_context::traceparent(&headers),
         ..UserInput::default()
     };
     let if_busy = match message.if_busy {

@@ -120,6 +120,7 @@ pub(crate) fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
                 images: Vec::new(),
                 limits: Default::default(),
                 unattended: false,
+                trace_parent: None,
             },
         },
         EventPayload::TurnStarted {
@@ -137,6 +138,7 @@ pub(crate) fn all_kinds_log(id: &ThreadId) -> Vec<Event> {
                 error: None,
                 failure: None,
                 model: None,
+                trace_parent: None,
             },
         },
     ];

@@ -244,5 +244,6 @@ fn input(text: String, images: &[ImageInput], limits: TurnLimits) -> UserInput {
             .map(|i| ImagePart::new(i.mime.clone(), i.data_base64.clone()))
             .collect(),
         limits,
+        ..UserInput::default()
     }
 }

@@ -1,0 +1,352 @@
+//! Traces: `gantry serve` with `OTEL_EXPORTER_OTLP_ENDPOINT` exports a
+//! turn's spans in the GenAI conventions to an OTLP/HTTP receiver Gantry
+//! did not write (Python, opentelemetry-proto's messages), continuing the
+//! trace the request's `traceparent` named; without the variables nothing
+//! is exported and nothing more is listened on.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use gantry_testkit::{MockLlm, Script, Step, UsageSpec};
+use serde_json::{Value, json};
+
+use crate::common::Scratch;
+use crate::http_serve::{Served, configure, serve_with, stop};
+
+/// The Python receiver and the spans it printed.
+struct Receiver_ {
+    child: Child,
+    port: u16,
+    lines: Receiver<String>,
+}
+
+impl Receiver_ {
+    /// Starts it on `port` (0: any free one).
+    fn start(port: u16) -> Self {
+        let python = std::env::var("GANTRY_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/otlp_receiver.py");
+        let mut child = Command::new(&python)
+            .args([script, &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the receiver starts (is opentelemetry-proto installed? see .ci/run)");
+        let port = first
+            .strip_prefix("listening ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("not a port: {first}"));
+        Receiver_ { child, port, lines }
+    }
+
+    /// Every span received until one named `invoke_agent ...` ended.
+    fn spans_of_a_turn(&self) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut spans = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no invoke_agent span in time; got {spans:#?}"));
+            let span: Value = serde_json::from_str(&line).expect("JSON");
+            let done = span["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("invoke_agent "));
+            spans.push(span);
+            if done {
+                return spans;
+            }
+        }
+    }
+
+    /// What it printed, once it has no more to say (after the server stopped).
+    fn rest(self) -> Vec<String> {
+        let mut child = self.child;
+        let _ = child.kill();
+        let _ = child.wait();
+        self.lines.try_iter().collect()
+    }
+}
+
+fn usage(prompt: u64, completion: u64) -> UsageSpec {
+    UsageSpec {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        ..UsageSpec::default()
+    }
+}
+
+fn web() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+}
+
+/// Creates a thread and runs one turn on it to its end; the turn as the API shows it.
+async fn one_turn(
+    web: &reqwest::Client,
+    served: &Served,
+    traceparent: Option<&str>,
+) -> (String, Value) {
+    let made: Value = web
+        .post(format!("http://{}/v1/threads", served.http))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("JSON");
+    let id = made["id"].as_str().expect("id").to_owned();
+    let mut send = web
+        .post(format!(
+            "http://{}/v1/threads/{id}/messages?wait=true",
+            served.http
+        ))
+        .json(&json!({"text": "say hi"}));
+    if let Some(tp) = traceparent {
+        send = send.header("traceparent", tp);
+    }
+    let sent = send.send().await.expect("send");
+    assert_eq!(sent.status(), 200);
+    let answer: Value = sent.json().await.expect("JSON");
+    let turn = answer["turn"].clone();
+    assert_eq!(turn["status"], "completed", "{turn}");
+    (id, turn)
+}
+
+fn script() -> Script {
+    Script::new(vec![
+        Step::tool_call("shell", json!({"command": "echo hi"})).with_usage(usage(100, 10)),
+        Step::text("Said hi.").with_usage(usage(120, 5)),
+    ])
+}
+
+fn named<'a>(spans: &'a [Value], prefix: &str) -> Vec<&'a Value> {
+    spans
+        .iter()
+        .filter(|s| s["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_is_traced_in_the_genai_conventions_under_the_callers_span() {
+    let s = Scratch::new();
+    let llm = MockLlm::start(script()).expect("mock llm");
+    configure(&s, &llm);
+    let receiver = Receiver_::start(0);
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let served = serve_with(
+        &s,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_SERVICE_NAME", "gantry-under-test"),
+            (
+                "OTEL_SEMCONV_STABILITY_OPT_IN",
+                "gen_ai_latest_experimental",
+            ),
+            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+        ],
+    );
+    let web = web();
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let caller = "00f067aa0ba902b7";
+    let (thread, turn) = one_turn(&web, &served, Some(&format!("00-{trace}-{caller}-01"))).await;
+    let spans = receiver.spans_of_a_turn();
+    assert!(has_exporter_thread(served.child.id()), "the exporter runs");
+
+    for span in &spans {
+        assert_eq!(span["trace_id"], trace, "one trace, the caller's: {span}");
+        assert_eq!(span["service"], "gantry-under-test");
+        assert!(span["end"].as_u64() >= span["start"].as_u64(), "{span}");
+    }
+    let [agent] = named(&spans, "invoke_agent ")[..] else {
+        panic!("one invoke_agent span: {spans:#?}");
+    };
+    assert_eq!(agent["name"], "invoke_agent gantry");
+    assert_eq!(
+        agent["parent_span_id"], caller,
+        "the caller's span is its parent"
+    );
+    let a = &agent["attributes"];
+    assert_eq!(a["gen_ai.operation.name"], "invoke_agent");
+    assert_eq!(a["gen_ai.agent.name"], "gantry");
+    assert_eq!(a["gen_ai.provider.name"], "openai");
+    assert_eq!(a["gen_ai.conversation.id"], thread.as_str());
+    assert_eq!(a["gen_ai.request.model"], "mock/gpt-4.1");
+    // The turn's usage as the API reports it.
+    assert_eq!(
+        a["gen_ai.usage.input_tokens"],
+        turn["usage"]["input_tokens"]
+    );
+    assert_eq!(
+        a["gen_ai.usage.output_tokens"],
+        turn["usage"]["output_tokens"]
+    );
+    assert_eq!(turn["usage"]["input_tokens"], 220);
+    assert!(a.get("error.type").is_none(), "{a}");
+    assert!(
+        a.get("gen_ai.input.messages").is_none(),
+        "no content unless opted in"
+    );
+
+    let chats = named(&spans, "chat ");
+    assert_eq!(
+        chats.len(),
+        2,
+        "one chat span per model request: {spans:#?}"
+    );
+    let agent_span = agent["span_id"].as_str().expect("id");
+    let mut input = 0;
+    for (chat, finish) in chats.iter().zip(["tool_calls", "stop"]) {
+        assert_eq!(chat["name"], "chat mock/gpt-4.1");
+        assert_eq!(chat["parent_span_id"], agent_span);
+        assert_eq!(chat["kind"], 3, "a client span");
+        let c = &chat["attributes"];
+        assert_eq!(c["gen_ai.operation.name"], "chat");
+        assert_eq!(c["gen_ai.provider.name"], "openai");
+        assert_eq!(c["gen_ai.request.model"], "mock/gpt-4.1");
+        assert_eq!(c["gen_ai.response.finish_reasons"], json!([finish]));
+        assert!(
+            c["gen_ai.response.time_to_first_chunk"].as_f64() >= Some(0.0),
+            "{c}"
+        );
+        input += c["gen_ai.usage.input_tokens"]
+            .as_u64()
+            .expect("input tokens");
+    }
+    assert_eq!(Some(input), turn["usage"]["input_tokens"].as_u64());
+
+    let [tool] = named(&spans, "execute_tool ")[..] else {
+        panic!("one execute_tool span: {spans:#?}");
+    };
+    assert_eq!(tool["name"], "execute_tool shell");
+    assert_eq!(tool["parent_span_id"], agent_span);
+    let t = &tool["attributes"];
+    assert_eq!(t["gen_ai.operation.name"], "execute_tool");
+    assert_eq!(t["gen_ai.tool.name"], "shell");
+    assert_eq!(t["gen_ai.tool.type"], "function");
+    assert!(
+        t["gen_ai.tool.call.id"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty()),
+        "{t}"
+    );
+    assert!(t.get("error.type").is_none(), "{t}");
+    // The tool ran between the two model requests.
+    assert!(tool["start"].as_u64() >= chats[0]["end"].as_u64());
+    assert!(tool["end"].as_u64() <= chats[1]["start"].as_u64());
+
+    stop(served).await;
+    let rest = receiver.rest();
+    assert!(
+        !rest.iter().any(|l| l.contains("unexpected")),
+        "only /v1/traces was posted to: {rest:?}"
+    );
+}
+
+/// The TCP ports `pid` listens on (its sockets, found in /proc/net/tcp).
+fn listening_ports(pid: u32) -> Vec<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("fds")
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_string_lossy().into_owned();
+            Some(
+                target
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_owned(),
+            )
+        })
+        .collect();
+    let mut ports = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            // `0A` is LISTEN.
+            if cols.len() > 9 && cols[3] == "0A" && inodes.iter().any(|i| i == cols[9]) {
+                let port = cols[1]
+                    .rsplit(':')
+                    .next()
+                    .and_then(|p| u16::from_str_radix(p, 16).ok());
+                ports.extend(port);
+            }
+        }
+    }
+    ports.sort_unstable();
+    ports
+}
+
+/// Whether `pid` has the batch span processor's thread.
+fn has_exporter_thread(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("tasks")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .any(|name| name.starts_with("OpenTelemetry"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_otel_variables_nothing_is_exported_and_nothing_more_listens() {
+    let s = Scratch::new();
+    let llm = MockLlm::start(script()).expect("mock llm");
+    configure(&s, &llm);
+    // Where an SDK left to its defaults would send (localhost:4318), when
+    // that port is free here.
+    let default_port = std::net::TcpListener::bind("127.0.0.1:4318")
+        .ok()
+        .map(drop)
+        .map(|()| Receiver_::start(4318));
+    let served = serve_with(&s, &[("OTEL_SERVICE_NAME", "gantry-under-test")]);
+    let web = web();
+    one_turn(
+        &web,
+        &served,
+        Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+    )
+    .await;
+
+    let pid = served.child.id();
+    let port = |addr: &str| addr.rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
+    let mut expected: Vec<u16> = [port(&served.http), port(&served.grpc)]
+        .into_iter()
+        .flatten()
+        .collect();
+    expected.sort_unstable();
+    assert_eq!(
+        listening_ports(pid),
+        expected,
+        "only the HTTP API and A3S listen"
+    );
+    assert!(!has_exporter_thread(pid), "no exporter runs");
+
+    // Stopped: whatever it would have exported has been sent by now.
+    stop(served).await;
+    if let Some(receiver) = default_port {
+        assert_eq!(
+            receiver.rest(),
+            Vec::<String>::new(),
+            "nothing was exported"
+        );
+    }
+}
