@@ -24,6 +24,7 @@ mod setup;
 mod signals;
 mod store;
 mod threads;
+mod trajectory;
 
 use std::process::ExitCode;
 

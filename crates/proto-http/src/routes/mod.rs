@@ -9,6 +9,7 @@ pub(crate) mod jobs;
 pub(crate) mod metrics;
 pub(crate) mod thread_state;
 pub(crate) mod threads;
+pub(crate) mod trajectory;
 pub(crate) mod turns;
 pub(crate) mod user_input;
 

@@ -4,9 +4,11 @@
 //! its JSON, an object in the document.
 
 mod checkpoints;
+mod trajectory;
 mod user_input;
 
 pub use checkpoints::{CheckpointList, CheckpointView, NotKeptView, RewindAnswer, RewindRequest};
+pub use trajectory::TrajectoryView;
 pub(crate) use user_input::pending_user_input;
 pub use user_input::{AnswerView, OptionView, QuestionView, UserInputAnswers, UserInputView};
 
