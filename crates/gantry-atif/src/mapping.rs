@@ -152,6 +152,9 @@ fn turn_steps(
         ));
     }
     let mut round: Option<RoundStep> = None;
+    // A round split by a step of its own (an error between its items)
+    // counts its usage once, on its first agent step.
+    let mut metered: Vec<u32> = Vec::new();
     for item in &tv.items {
         match &item.kind {
             ItemKind::UserMessage { text, .. } => {
@@ -172,9 +175,13 @@ fn turn_steps(
             _ => {
                 if round.as_ref().is_none_or(|r| r.round != item.round) {
                     flush(&mut round, steps);
-                    let usages = responses
-                        .get(&(turn.id.as_str().to_owned(), item.round))
-                        .map_or(&[][..], Vec::as_slice);
+                    let usages = match metered.contains(&item.round) {
+                        true => &[][..],
+                        false => responses
+                            .get(&(turn.id.as_str().to_owned(), item.round))
+                            .map_or(&[][..], Vec::as_slice),
+                    };
+                    metered.push(item.round);
                     round = Some(RoundStep::new(
                         item,
                         turn.id.as_str(),

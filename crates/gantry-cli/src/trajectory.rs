@@ -49,9 +49,15 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         name.to_string_lossy(),
         std::process::id()
     ));
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| {
+    let written = std::fs::write(&tmp, bytes)
+        .with_context(|| format!("cannot write {}", tmp.display()))
+        .and_then(|()| {
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("cannot move {} to {}", tmp.display(), path.display()))
+        });
+    if written.is_err() {
+        // Nothing half written stays behind.
         let _ = std::fs::remove_file(&tmp);
-        format!("cannot move {} to {}", tmp.display(), path.display())
-    })
+    }
+    written
 }

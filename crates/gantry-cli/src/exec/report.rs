@@ -175,14 +175,6 @@ impl Reporter {
 
     /// The report of a run that ended with `result`.
     pub(crate) fn report(&self, result: &Result<std::process::ExitCode>) -> RunReport {
-        let exit_code = match result {
-            Ok(code) if *code == std::process::ExitCode::SUCCESS => 0,
-            Ok(_) => match self.ended.as_ref().map(|e| e.outcome) {
-                Some(Outcome::Interrupted) => 130,
-                _ => 1,
-            },
-            Err(_) => 1,
-        };
         let elapsed = self.started.elapsed().as_millis() as u64;
         let base = |outcome, reason| RunReport {
             schema: SCHEMA,
@@ -200,9 +192,9 @@ impl Reporter {
             rounds: 0,
             final_message: None,
             trajectory: self.trajectory.clone(),
-            exit_code,
+            exit_code: 1,
         };
-        match (&self.ended, result) {
+        let mut report = match (&self.ended, result) {
             // Whatever the turn said, an error after it (the store) is why
             // the run failed.
             (_, Err(e)) => base(Outcome::Failed, Some(format!("{e:#}"))),
@@ -220,7 +212,17 @@ impl Reporter {
                 Outcome::Interrupted,
                 Some("interrupted before the turn ended".to_owned()),
             ),
-        }
+        };
+        // The code `gantry exec` exits with for each outcome (see `exec::turn`).
+        report.exit_code = match (result, report.outcome) {
+            (Err(_), _) => 1,
+            (Ok(_), Outcome::Completed) => 0,
+            // A budget stop completes the turn; a round limit fails it.
+            (Ok(_), Outcome::BudgetExceeded) if report.limit == Some("token_budget") => 0,
+            (Ok(_), Outcome::Interrupted) => 130,
+            (Ok(_), Outcome::Failed | Outcome::BudgetExceeded) => 1,
+        };
+        report
     }
 }
 
