@@ -268,9 +268,7 @@ async fn turn(
     }
     reporter.turn_ended(&ended, config_max_rounds(args));
     if let Some(path) = &args.trajectory {
-        let trajectory = crate::trajectory::of(&engine, &thread.id).await?;
-        let mut json = serde_json::to_vec_pretty(&trajectory)?;
-        json.push(b'\n');
+        let json = crate::trajectory::to_json(&crate::trajectory::of(&engine, &thread.id).await?)?;
         crate::trajectory::write_atomic(path, &json).context("cannot write the trajectory")?;
         reporter.trajectory = Some(path.clone());
     }

@@ -79,9 +79,7 @@ pub(crate) async fn run(global: Global, command: ThreadsCommand) -> Result<ExitC
         ThreadsCommand::Fork(args) => checkpoints::fork(&engine, &args).await?,
         ThreadsCommand::Export(args) => {
             let id = ThreadId::from(args.id.as_str());
-            let trajectory = crate::trajectory::of(&engine, &id).await?;
-            let mut json = serde_json::to_vec_pretty(&trajectory)?;
-            json.push(b'\n');
+            let json = crate::trajectory::to_json(&crate::trajectory::of(&engine, &id).await?)?;
             match &args.output {
                 Some(path) => crate::trajectory::write_atomic(path, &json)?,
                 None => {

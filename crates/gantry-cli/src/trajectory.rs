@@ -32,6 +32,13 @@ pub(crate) async fn of(engine: &Engine, id: &ThreadId) -> Result<gantry_atif::Tr
     Ok(gantry_atif::trajectory(&events, &agent)?)
 }
 
+/// The trajectory as the file holds it: pretty JSON, a final newline.
+pub(crate) fn to_json(trajectory: &gantry_atif::Trajectory) -> Result<Vec<u8>> {
+    let mut json = serde_json::to_vec_pretty(trajectory)?;
+    json.push(b'\n');
+    Ok(json)
+}
+
 /// Writes `bytes` to `path` through a temp file beside it and a rename: a
 /// reader (a harness collecting results) sees the old file or the whole
 /// new one, never half of it.
