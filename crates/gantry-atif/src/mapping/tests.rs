@@ -229,3 +229,46 @@ fn arguments_that_are_no_object_are_kept_raw() {
     assert_eq!(arguments("[1]")["raw"], "[1]");
     assert!(arguments("").is_empty());
 }
+
+#[test]
+fn an_error_is_a_system_step_and_its_round_counts_its_usage_once() {
+    let mut events = log();
+    // An error between round 1's items: its command comes after it.
+    let error = item(
+        "e",
+        1,
+        ItemKind::Error {
+            message: "a tool crashed".into(),
+        },
+        None,
+    );
+    let at = events
+        .iter()
+        .position(|e| matches!(&e.payload, EventPayload::ItemCompleted { item } if item.id.as_str() == "i2"))
+        .expect("the command");
+    events.insert(at, ev(0, EventPayload::ItemCompleted { item: error }));
+    let none = |_: &str| None;
+    let t = trajectory(&events, &info(&none)).expect("a turn");
+    let sources: Vec<Source> = t.steps.iter().map(|s| s.source).collect();
+    assert_eq!(
+        sources,
+        [
+            Source::User,
+            Source::Agent,
+            Source::System,
+            Source::Agent,
+            Source::Agent
+        ]
+    );
+    assert_eq!(t.steps[2].message, "a tool crashed");
+    // Round 1's two responses are on its first step only.
+    assert_eq!(
+        t.steps[1].metrics.as_ref().and_then(|m| m.prompt_tokens),
+        Some(200)
+    );
+    assert!(t.steps[3].metrics.is_none(), "{:?}", t.steps[3]);
+    assert!(
+        t.steps[3].tool_calls.is_some(),
+        "the command is still there"
+    );
+}
