@@ -66,7 +66,7 @@ pub(crate) struct AcpArgs {
     /// the workspace and the temp dir, no network), `read-only`, or
     /// `danger-full-access` (no sandbox). Commands a client runs in its
     /// own terminals are the client's to confine.
-    #[arg(long, value_name = "MODE", default_value = "workspace-write",
+    #[arg(long, value_name = "MODE", default_value = "workspace-write", env = "GANTRY_SANDBOX",
           value_parser = ["read-only", "workspace-write", "danger-full-access"])]
     pub sandbox: String,
 }
@@ -90,6 +90,8 @@ impl crate::model::ModelFlags for AcpArgs {
 pub(crate) async fn run(global: Global, args: AcpArgs) -> Result<ExitCode> {
     let mut file = crate::config::load(global.config.as_deref())?;
     file.retry.max_retries = args.max_retries;
+    // A harness starts `gantry acp` with nothing but the environment.
+    crate::config::providers_from_env(&mut file, args.base_url.as_deref());
     let data = DataDir::open(&global, &args.store).await?;
     let registry = Arc::new(Providers::load(data.store.clone(), file).await?);
     let chosen =

@@ -416,6 +416,16 @@ pub(crate) struct ExecArgs {
     /// Continue an existing thread instead of starting a new one.
     #[arg(long, value_name = "THREAD_ID")]
     pub resume: Option<String>,
+
+    /// Write a JSON report of the run to FILE when it ends, however it
+    /// ends: its outcome (completed, failed with the reason, interrupted,
+    /// budget_exceeded), usage, cost, wall time and the trajectory's path.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
+    /// Write the thread's ATIF trajectory to FILE when the turn ends.
+    #[arg(long, value_name = "FILE")]
+    pub trajectory: Option<PathBuf>,
 }
 
 /// `gantry threads ...`.
@@ -434,6 +444,24 @@ pub(crate) enum ThreadsCommand {
     /// Fork a thread at a checkpoint: a new workspace directory beside the
     /// source's with the checkpoint's files, and the turns before it.
     Fork(ForkArgs),
+    /// Export a thread as an ATIF trajectory (Harbor's Agent Trajectory
+    /// Interchange Format): every step, tool call, result and its usage.
+    Export(ExportArgs),
+}
+
+/// `gantry threads export`.
+#[derive(Debug, Args)]
+pub(crate) struct ExportArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Thread id.
+    pub id: String,
+    /// The export's format: `atif` (ATIF-v1.8 JSON).
+    #[arg(long, value_name = "FORMAT", default_value = "atif", value_parser = ["atif"])]
+    pub format: String,
+    /// Write it to FILE (atomically) instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `gantry threads rewind`.

@@ -86,6 +86,42 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<ProvidersConfig> {
     }
 }
 
+/// The vendors whose key variable is set, as providers on their own
+/// endpoints (`anthropic`, `openai`), for a command run where no file
+/// configures any and no `--base-url` is given: a client that names
+/// `anthropic/claude-sonnet-4-5` then reaches it with `ANTHROPIC_API_KEY`
+/// (Harbor's ACP runner passes only the environment). The default model
+/// becomes the first such vendor's, unless one is set.
+pub(crate) fn providers_from_env(file: &mut ProvidersConfig, base_url: Option<&str>) {
+    if !file.providers.is_empty() || base_url.is_some() {
+        return;
+    }
+    let vendors = [
+        (
+            "anthropic",
+            ProviderKind::Anthropic,
+            "ANTHROPIC_API_KEY",
+            "claude-sonnet-4-5",
+        ),
+        (
+            "openai",
+            ProviderKind::OpenaiResponses,
+            "OPENAI_API_KEY",
+            "gpt-4.1",
+        ),
+    ];
+    for (name, kind, key, model) in vendors {
+        let set = std::env::var(key).is_ok_and(|k| !k.trim().is_empty());
+        if !set {
+            continue;
+        }
+        file.providers.push(ProviderConfig::new(name, kind));
+        if file.default_model.is_none() {
+            file.default_model = Some(format!("{name}/{model}"));
+        }
+    }
+}
+
 /// The `store` the configuration names, if any.
 pub(crate) fn store_url(explicit: Option<&Path>) -> Result<Option<String>> {
     match read(explicit)? {

@@ -19,6 +19,10 @@ use crate::model::Chosen;
 use crate::render::LiveView;
 use crate::setup::DataDir;
 
+mod report;
+
+use report::Reporter;
+
 /// Examples shown under `gantry exec --help`; the last needs neither a key
 /// nor a network, so a newcomer can run it first (the no-key error points
 /// at it).
@@ -38,14 +42,32 @@ Examples:
   gantry exec --model scripted:hello.json \"say hello\"";
 
 /// Runs the turn and maps its end to an exit code.
+/// With `--report`, the report is written however the run ends.
 pub(crate) async fn run(global: Global, args: ExecArgs) -> Result<ExitCode> {
+    let mut reporter = Reporter::start();
+    let result = run_reported(&global, &args, &mut reporter).await;
+    if let Some(path) = &args.report {
+        let written = report::write(path, &reporter.report(&result));
+        // The run's own error matters more than the report's.
+        if let (Ok(_), Err(e)) = (&result, written) {
+            return Err(e.context("cannot write the run report"));
+        }
+    }
+    result
+}
+
+async fn run_reported(
+    global: &Global,
+    args: &ExecArgs,
+    reporter: &mut Reporter,
+) -> Result<ExitCode> {
     // The config first: its errors are the user's to fix before anything runs.
     let mut file = crate::config::load(global.config.as_deref())?;
     file.retry.max_retries = args.max_retries;
     // A new thread's first model request needs nothing stored: the store
     // opens meanwhile (a new data dir's is made from nothing).
-    let data = DataDir::open_in_background(&global, &args.store).await?;
-    let ran = turn(&global, &args, &data, file).await;
+    let data = DataDir::open_in_background(global, &args.store).await?;
+    let ran = turn(global, args, &data, file, reporter).await;
     // However the run ended, the store is not left half made; a store that
     // could not be opened is why the run failed, whatever failed first.
     data.opened().await?;
@@ -58,6 +80,7 @@ async fn turn(
     args: &ExecArgs,
     data: &DataDir,
     file: gantry_core::ProvidersConfig,
+    reporter: &mut Reporter,
 ) -> Result<ExitCode> {
     let registry = Arc::new(Providers::load(data.store.clone(), file).await?);
     let resume = args.resume.as_deref().map(ThreadId::from);
@@ -73,8 +96,9 @@ async fn turn(
     };
     let models = crate::model::setup(&chosen, args, registry)?;
     let model = chosen.id;
+    reporter.model = Some(model.clone());
     let config = EngineConfig {
-        max_rounds: args.max_rounds.max(1),
+        max_rounds: config_max_rounds(args),
         default_model: model.clone(),
         reasoning: args.reasoning.clone(),
         data_dir: Some(data.path.clone()),
@@ -159,6 +183,8 @@ async fn turn(
                 .await?
         }
     };
+    reporter.thread_id = Some(thread.id.as_str().to_owned());
+    reporter.turn_id = Some(turn_id.as_str().to_owned());
     let mut view = LiveView::new(args.json);
     view.thread_started(&thread.id, resumed);
     // From the first event after the thread as it was before this turn:
@@ -240,6 +266,12 @@ async fn turn(
     if let Some(turn) = ended.turns.iter().find(|t| t.turn.id == turn_id) {
         view.summary(&turn.turn, &ended.thread);
     }
+    reporter.turn_ended(&ended, config_max_rounds(args));
+    if let Some(path) = &args.trajectory {
+        let json = crate::trajectory::to_json(&crate::trajectory::of(&engine, &thread.id).await?)?;
+        crate::trajectory::write_atomic(path, &json).context("cannot write the trajectory")?;
+        reporter.trajectory = Some(path.clone());
+    }
     if !args.json && status == TurnStatus::Completed {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}", final_answer.trim_end()).context("cannot write to stdout")?;
@@ -249,6 +281,11 @@ async fn turn(
         TurnStatus::Interrupted => ExitCode::from(130),
         _ => ExitCode::from(1),
     })
+}
+
+/// The round limit the engine runs with (`--max-rounds`, at least 1).
+fn config_max_rounds(args: &ExecArgs) -> u32 {
+    args.max_rounds.max(1)
 }
 
 pub(crate) fn sandbox_mode(name: &str) -> SandboxMode {

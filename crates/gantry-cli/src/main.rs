@@ -25,6 +25,7 @@ mod setup;
 mod signals;
 mod store;
 mod threads;
+mod trajectory;
 
 use std::process::ExitCode;
 

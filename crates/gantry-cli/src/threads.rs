@@ -1,8 +1,8 @@
-//! `gantry threads list|show`, and its checkpoints' commands (`threads/checkpoints.rs`).
+//! `gantry threads list|show|export`, and its checkpoints' commands (`threads/checkpoints.rs`).
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use gantry_core::{EngineConfig, ThreadQuery};
 use gantry_types::{ItemKind, ThreadId, ThreadView};
 
@@ -20,6 +20,7 @@ pub(crate) async fn run(global: Global, command: ThreadsCommand) -> Result<ExitC
         ThreadsCommand::Show(args) | ThreadsCommand::Checkpoints(args) => &args.store,
         ThreadsCommand::Rewind(args) => &args.store,
         ThreadsCommand::Fork(args) => &args.store,
+        ThreadsCommand::Export(args) => &args.store,
     };
     let data = DataDir::open(&global, store).await?;
     // The data dir holds the threads' checkpoint stores.
@@ -76,6 +77,20 @@ pub(crate) async fn run(global: Global, command: ThreadsCommand) -> Result<ExitC
             return Ok(code);
         }
         ThreadsCommand::Fork(args) => checkpoints::fork(&engine, &args).await?,
+        ThreadsCommand::Export(args) => {
+            let id = ThreadId::from(args.id.as_str());
+            let json = crate::trajectory::to_json(&crate::trajectory::of(&engine, &id).await?)?;
+            match &args.output {
+                Some(path) => crate::trajectory::write_atomic(path, &json)?,
+                None => {
+                    use std::io::Write;
+                    std::io::stdout()
+                        .lock()
+                        .write_all(&json)
+                        .context("cannot write to stdout")?;
+                }
+            }
+        }
     }
     engine.flush().await?;
     Ok(ExitCode::SUCCESS)

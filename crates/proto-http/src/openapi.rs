@@ -10,7 +10,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    approvals, catalog, checkpoints, jobs, metrics, structured, thread_state, threads, turns,
+    approvals, catalog, checkpoints, jobs, metrics, structured, thread_state, threads, trajectory,
+    turns,
     user_input,
 };
 use crate::sse;
@@ -38,7 +39,7 @@ use crate::sse;
         approvals::complete, user_input::of_thread, user_input::answer,
         thread_state::todos, thread_state::set_todos, thread_state::goal,
         thread_state::set_goal, thread_state::clear_goal, thread_state::usage,
-        thread_state::total_usage,
+        thread_state::total_usage, trajectory::trajectory,
         sse::thread_events, sse::all_events,
         catalog::agents, catalog::save_agent, catalog::agent, catalog::delete_agent,
         catalog::providers, catalog::provider, catalog::models, catalog::mcp_servers,

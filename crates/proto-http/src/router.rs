@@ -10,7 +10,8 @@ use gantry_core::Engine;
 use tokio_util::sync::CancellationToken;
 
 use crate::routes::{
-    approvals, catalog, checkpoints, jobs, metrics, structured, thread_state, threads, turns,
+    approvals, catalog, checkpoints, jobs, metrics, structured, thread_state, threads, trajectory,
+    turns,
     user_input,
 };
 use crate::{AppState, HttpOptions, dashboard, error, guard, openapi, sse};
@@ -84,6 +85,7 @@ pub fn router(
                 .delete(thread_state::clear_goal),
         )
         .route("/v1/threads/{id}/usage", get(thread_state::usage))
+        .route("/v1/threads/{id}/trajectory", get(trajectory::trajectory))
         .route("/v1/usage", get(thread_state::total_usage))
         .route("/v1/approvals", get(approvals::pending))
         .route("/v1/events", get(sse::all_events))

@@ -11,7 +11,7 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::Scratch;
+use common::{Scratch, read};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
@@ -145,12 +145,17 @@ fn ctrl_c_while_the_model_answers_ends_the_turn_interrupted_with_exit_130() {
     let slow = json!({"steps": [
         {"reply": {"text": "never said", "chunk_size": 1, "delay_ms": 600_000}}
     ]});
-    let (mut gantry, stdout, stderr) = exec(&s, slow, &[]);
+    let report = s.dir.path().join("report.json");
+    let (mut gantry, stdout, stderr) = exec(&s, slow, &["--report", report.to_str().unwrap()]);
     let mut seen = lines_until(&stdout, |l| is_type(l, "turn.started"));
     gantry.signal(Signal::SIGINT);
     seen.extend(rest(&stdout));
     let code = gantry.exit_code();
     assert_eq!(code, Some(130), "stderr: {}", drain(&stderr));
+    // The run report (`--report`) says so too.
+    let report: Value = serde_json::from_str(&read(&report)).expect("the run report");
+    assert_eq!(report["outcome"], "interrupted", "{report}");
+    assert_eq!(report["exit_code"], 130);
 
     let last = json(seen.last().expect("a last line"));
     assert_eq!(last["type"], "turn.completed", "{seen:#?}");

@@ -15,6 +15,7 @@ mod disk_full;
 mod docs;
 mod exec;
 mod first_errors;
+mod harbor;
 mod help;
 mod hostile_bytes;
 mod http_serve;

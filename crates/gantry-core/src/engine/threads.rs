@@ -198,6 +198,18 @@ impl Threads<'_> {
             .await
     }
 
+    /// The thread's whole event log, oldest first, as stored once every
+    /// event so far is saved (what exports such as ATIF are made from:
+    /// the view has no per-response usage).
+    pub async fn events(self, thread: &ThreadId) -> Result<Vec<gantry_types::Event>, EngineError> {
+        self.engine.flush().await?;
+        let events = self.engine.shared.store.events(thread, 1).await?;
+        if events.is_empty() {
+            return Err(EngineError::ThreadNotFound(thread.clone()));
+        }
+        Ok(events)
+    }
+
     /// Lists threads, newest first.
     pub async fn list(self, query: &ThreadQuery) -> Result<ThreadPage, EngineError> {
         // The listing comes from the store: let it catch up first, so a

@@ -130,6 +130,14 @@ pub(crate) const RULES: &[Rule] = &[
         why: "gantry-policy and gantry-types are pure: no I/O, no async; \
               leave the runtime to the engine (ARCHITECTURE.md, code map)",
     },
+    // 7. The ATIF mapping: data in, data out, shared by the CLI and the HTTP
+    // API, so it sits under both and reads no engine.
+    Rule {
+        crates: &["gantry-atif"],
+        forbidden: &["gantry-core", "gantry-store", "proto-*", "tokio", "tokio-*"],
+        why: "gantry-atif maps a thread's events to ATIF and does no I/O; \
+              its callers read the events (ARCHITECTURE.md, crates/gantry-atif)",
+    },
 ];
 
 /// Crates the rules name that may not exist yet: a rule about one of them

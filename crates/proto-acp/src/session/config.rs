@@ -1,8 +1,9 @@
 //! The session's config options: the model (the thread's, the default
-//! and the configured providers' models) and the reasoning effort.
+//! and the configured providers' models, a vendor provider's catalog
+//! models) and the reasoning effort.
 
 use gantry_core::Engine;
-use gantry_types::{Thread, ThreadSettingsPatch};
+use gantry_types::{ProviderKind, Thread, ThreadSettingsPatch};
 use serde_json::Value;
 
 use crate::rpc::RpcError;
@@ -17,9 +18,25 @@ pub(crate) fn options(engine: &Engine, thread: &Thread) -> Vec<SessionConfigOpti
     let mut models = vec![thread.model.clone()];
     let providers = engine.providers();
     let default = providers.default_model();
+    let catalog = providers.catalog();
     let configured = providers.list().into_iter().flat_map(|p| {
-        p.models
-            .iter()
+        let mut served: Vec<String> = p.models.clone();
+        // A provider on its vendor's own endpoint that lists no models
+        // serves the vendor's catalog models: offered too, so a client
+        // (Harbor asks for `anthropic/claude-...`) finds the one it wants.
+        if served.is_empty() && p.base_url.is_none() {
+            let vendor = match p.kind {
+                ProviderKind::Anthropic => "anthropic",
+                ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses => "openai",
+            };
+            served = catalog
+                .entries()
+                .filter(|(_, e)| e.provider == vendor)
+                .map(|(id, _)| id.to_owned())
+                .collect();
+        }
+        served
+            .into_iter()
             .map(move |m| format!("{}/{m}", p.name))
             .collect::<Vec<_>>()
     });

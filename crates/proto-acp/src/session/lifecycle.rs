@@ -15,6 +15,9 @@ use crate::wire::{
     SessionCapabilities, SessionInfo, SessionNotification,
 };
 
+/// The id of the one authentication method (see `initialize`).
+pub(crate) const AUTH_METHOD: &str = "gantry-providers";
+
 /// Sessions a `session/list` page holds.
 const LIST_PAGE: usize = 50;
 
@@ -41,7 +44,16 @@ pub(crate) fn initialize(agent: &Agent, req: InitializeRequest) -> InitializeRes
                 list: serde_json::json!({}),
             },
         },
-        auth_methods: Vec::new(),
+        // One method of type `agent` (the schema's default type), which
+        // `authenticate` accepts at once: the ACP registry lists only
+        // agents that name one, and Gantry authenticates with the
+        // providers it is configured with (or the vendors' key variables).
+        auth_methods: vec![serde_json::json!({
+            "id": AUTH_METHOD,
+            "name": "Gantry's configured providers",
+            "description": "Keys come from Gantry's config file or the environment \
+                (ANTHROPIC_API_KEY, OPENAI_API_KEY); nothing to enter",
+        })],
         agent_info: Implementation {
             name: "gantry".to_owned(),
             title: "Gantry".to_owned(),

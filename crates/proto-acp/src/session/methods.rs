@@ -35,7 +35,8 @@ pub(crate) async fn call(
 ) -> Result<Value, RpcError> {
     match method {
         "initialize" => value(lifecycle::initialize(agent, parse(params)?)),
-        // No authentication: the agent uses the providers Gantry is configured with.
+        // Nothing to check: the agent uses the providers Gantry is
+        // configured with (the one method of `initialize` says so).
         "authenticate" => Ok(json!({})),
         "session/new" => value(lifecycle::new_session(agent, parse(params)?).await?),
         "session/load" => value(lifecycle::load_session(agent, parse(params)?).await?),

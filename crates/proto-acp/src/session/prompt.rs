@@ -14,7 +14,8 @@ use super::{Agent, Session, elicit, engine_error, permission};
 use crate::rpc::RpcError;
 use crate::updates::UpdateMapper;
 use crate::wire::{
-    Cost, PromptRequest, PromptResponse, SessionNotification, SessionUpdate, StopReason,
+    Cost, PromptRequest, PromptResponse, PromptUsage, SessionNotification, SessionUpdate,
+    StopReason,
 };
 
 /// Clears a session's prompt flag however the prompt ends.
@@ -133,10 +134,14 @@ pub(crate) async fn prompt(
                     status,
                     error,
                     failure,
+                    usage: tokens,
                     ..
                 } if *turn_id == turn => {
                     usage(agent, &session).await;
-                    return stop_reason(*status, *failure, error.as_deref());
+                    return stop_reason(*status, *failure, error.as_deref()).map(|mut r| {
+                        r.usage = Some(PromptUsage::from(tokens));
+                        r
+                    });
                 }
                 _ => {}
             }
@@ -190,5 +195,8 @@ fn stop_reason(
             }
         }
     };
-    Ok(PromptResponse { stop_reason })
+    Ok(PromptResponse {
+        stop_reason,
+        usage: None,
+    })
 }

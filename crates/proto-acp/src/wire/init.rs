@@ -71,7 +71,8 @@ pub struct InitializeResponse {
     pub protocol_version: u16,
     /// What the agent supports.
     pub agent_capabilities: AgentCapabilities,
-    /// No authentication: the agent uses the configured providers.
+    /// One `agent` method that needs nothing: the agent uses the
+    /// configured providers.
     pub auth_methods: Vec<serde_json::Value>,
     /// Who the agent is.
     pub agent_info: Implementation,

@@ -260,6 +260,41 @@ pub enum StopReason {
 pub struct PromptResponse {
     /// Why the turn stopped.
     pub stop_reason: StopReason,
+    /// The turn's tokens (ACP's unstable `Usage`; harnesses such as Harbor
+    /// read it for their token counts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<PromptUsage>,
+}
+
+/// A turn's tokens (`Usage`, unstable in ACP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptUsage {
+    /// Input plus output.
+    pub total_tokens: u64,
+    /// Prompt tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Completion tokens, reasoning ones included.
+    pub output_tokens: u64,
+    /// Completion tokens spent on reasoning.
+    pub thought_tokens: u64,
+    /// Prompt tokens served from cache.
+    pub cached_read_tokens: u64,
+    /// Prompt tokens written to cache.
+    pub cached_write_tokens: u64,
+}
+
+impl From<&gantry_types::Usage> for PromptUsage {
+    fn from(u: &gantry_types::Usage) -> Self {
+        PromptUsage {
+            total_tokens: u.total(),
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            thought_tokens: u.reasoning_tokens,
+            cached_read_tokens: u.cached_input_tokens,
+            cached_write_tokens: u.cache_write_tokens,
+        }
+    }
 }
 
 /// `session/cancel`'s params.

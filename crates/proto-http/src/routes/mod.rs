@@ -10,6 +10,7 @@ pub(crate) mod metrics;
 pub(crate) mod structured;
 pub(crate) mod thread_state;
 pub(crate) mod threads;
+pub(crate) mod trajectory;
 pub(crate) mod turns;
 pub(crate) mod user_input;
 

@@ -5,10 +5,12 @@
 
 mod checkpoints;
 mod structured;
+mod trajectory;
 mod user_input;
 
 pub use checkpoints::{CheckpointList, CheckpointView, NotKeptView, RewindAnswer, RewindRequest};
 pub use structured::{StructuredAnswer, StructuredAsk};
+pub use trajectory::TrajectoryView;
 pub(crate) use user_input::pending_user_input;
 pub use user_input::{AnswerView, OptionView, QuestionView, UserInputAnswers, UserInputView};
 
