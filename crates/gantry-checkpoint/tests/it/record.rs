@@ -126,3 +126,78 @@ fn a_store_inside_its_workspace_does_not_record_itself() {
         second.files_changed
     );
 }
+
+#[test]
+fn what_appears_after_a_checkpoint_is_found_by_the_next() {
+    let s = Scratch::new();
+    s.write("dir/a.txt", "a");
+    s.write(".gitignore", "*.dat\n");
+    s.write("dir/ignored.dat", vec![1u8; 4096]);
+    let store = s.store().with_size_limit(1024);
+    let first = store.record("turn 1").expect("checkpoint");
+    assert!(first.not_kept.is_empty(), "{:?}", first.not_kept);
+
+    // Each in a directory the first checkpoint saw, right after it.
+    s.write("dir/big.bin", vec![7u8; 2048]);
+    let fifo = s.ws.join("dir/pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let second = store.record("turn 2").expect("checkpoint");
+    let reported: Vec<_> = second
+        .not_kept
+        .iter()
+        .map(|n| (n.path.clone(), n.reason))
+        .collect();
+    assert_eq!(
+        reported,
+        vec![
+            (PathBuf::from("dir/big.bin"), NotKeptReason::TooLarge(2048)),
+            (PathBuf::from("dir/pipe"), NotKeptReason::Special),
+        ]
+    );
+    assert!(
+        second.files_changed.is_empty(),
+        "{:?}",
+        second.files_changed
+    );
+
+    // Still not kept while nothing changes, and kept once small again.
+    let third = store.record("turn 3").expect("checkpoint");
+    assert_eq!(third.not_kept, second.not_kept);
+    s.write("dir/big.bin", "small now");
+    let fourth = store.record("turn 4").expect("checkpoint");
+    assert_eq!(fourth.files_changed, vec![PathBuf::from("dir/big.bin")]);
+    assert_eq!(fourth.not_kept.len(), 1, "{:?}", fourth.not_kept);
+
+    // A rule taken out of .gitignore: the large file it hid is not kept,
+    // though its directory did not change.
+    s.write(".gitignore", "");
+    let fifth = store.record("turn 5").expect("checkpoint");
+    let names: Vec<_> = fifth.not_kept.iter().map(|n| n.path.clone()).collect();
+    assert_eq!(
+        names,
+        vec![PathBuf::from("dir/ignored.dat"), PathBuf::from("dir/pipe")]
+    );
+    assert_eq!(fifth.files_changed, vec![PathBuf::from(".gitignore")]);
+}
+
+#[test]
+fn an_unchanged_workspace_records_the_same_tree_under_a_new_id() {
+    let s = Scratch::new();
+    s.write("a.txt", "a");
+    let store = s.store();
+    let first = store.record("turn 1").expect("checkpoint");
+    store.mark_left().expect("turn end");
+    let second = store.record("turn 2").expect("checkpoint");
+    assert_ne!(first.id, second.id, "each turn its own checkpoint");
+    assert!(second.files_changed.is_empty());
+    s.write("a.txt", "changed");
+    store.restore(&first.id).expect("rewind");
+    // The restore rewrote the store's index: what it holds is asked again.
+    s.write("b.txt", "b");
+    let third = store.record("turn 3").expect("checkpoint");
+    assert_eq!(third.files_changed, vec![PathBuf::from("b.txt")]);
+}
