@@ -16,6 +16,7 @@ mod fork;
 mod git;
 mod journal;
 mod not_kept;
+mod objects;
 mod scan;
 mod store;
 

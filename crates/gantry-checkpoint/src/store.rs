@@ -9,6 +9,7 @@ use crate::fork::{self, Fork};
 use crate::git::{self, Git, nul_split};
 use crate::journal;
 use crate::not_kept::NotKept;
+use crate::objects;
 use crate::scan;
 
 /// Files larger than this are not kept (10 MiB): a checkpoint is for the
@@ -82,7 +83,8 @@ static EXPORTS: AtomicU64 = AtomicU64::new(0);
 /// The workspace as it is now, added to the store's index.
 struct Snapshot {
     tree: String,
-    not_kept: Vec<NotKept>,
+    /// What the scan saw, to keep once the caller is done with the index.
+    scan: scan::Scan,
 }
 
 impl CheckpointStore {
@@ -126,12 +128,16 @@ impl CheckpointStore {
     /// Records the workspace as it is now, described by `message`, as a
     /// checkpoint following the one it last came from.
     pub fn record(&self, message: &str) -> Result<Checkpoint, CheckpointError> {
-        let snapshot = self.snapshot()?;
         let parent = self.latest()?;
+        let mut snapshot = self.snapshot()?;
         let files_changed = match &parent {
             // Nothing changed: no diff to run.
             Some(parent) if parent.tree == snapshot.tree => Vec::new(),
-            Some(parent) => self.changed(&parent.tree, &snapshot.tree)?,
+            Some(parent) => match snapshot.scan.changes_from(&parent.tree) {
+                // What git said it changed since the index held it.
+                Some(paths) => paths.to_vec(),
+                None => self.changed(&parent.tree, &snapshot.tree)?,
+            },
             None => {
                 let out = self
                     .git
@@ -139,20 +145,35 @@ impl CheckpointStore {
                 nul_split(&out).map(Path::to_owned).collect()
             }
         };
-        let mut args = vec!["commit-tree".to_owned(), snapshot.tree.clone()];
-        if let Some(parent) = &parent {
-            args.extend(["-p".to_owned(), parent.commit.clone()]);
-        }
-        args.extend(["-m".to_owned(), message.to_owned()]);
-        let commit = self.git.line(&args)?;
-        let refs = format!("update refs/checkpoints/{commit} {commit}\nupdate {LATEST} {commit}\n");
-        self.git
-            .run_with(["update-ref", "--stdin"], Some(refs.as_bytes()))?;
+        let parent_commit = parent.as_ref().map(|p| p.commit.as_str());
+        let written =
+            objects::write_commit(&self.git.git_dir, &snapshot.tree, parent_commit, message)?;
+        let commit = match written {
+            Some(commit) => commit,
+            None => {
+                let mut args = vec!["commit-tree".to_owned(), snapshot.tree.clone()];
+                if let Some(parent) = parent_commit {
+                    args.extend(["-p".to_owned(), parent.to_owned()]);
+                }
+                args.extend(["-m".to_owned(), message.to_owned()]);
+                self.git.line(&args)?
+            }
+        };
+        // The checkpoint's own ref first: LATEST never names a commit no
+        // ref keeps.
+        objects::write_ref(
+            &self.git.git_dir,
+            &format!("refs/checkpoints/{commit}"),
+            &commit,
+        )?;
+        objects::write_ref(&self.git.git_dir, LATEST, &commit)?;
         self.note_latest(&commit, &snapshot.tree);
+        snapshot.scan.set_base(&snapshot.tree);
+        snapshot.keep();
         Ok(Checkpoint {
             id: CheckpointId(commit),
             files_changed,
-            not_kept: snapshot.not_kept,
+            not_kept: snapshot.scan.not_kept,
         })
     }
 
@@ -160,8 +181,8 @@ impl CheckpointStore {
     /// in (at a turn's end), so a later rewind can tell others' changes.
     pub fn mark_left(&self) -> Result<(), CheckpointError> {
         let snapshot = self.snapshot()?;
-        self.git.run(["update-ref", LEFT, &snapshot.tree])?;
-        Ok(())
+        snapshot.keep();
+        objects::write_ref(&self.git.git_dir, LEFT, &snapshot.tree)
     }
 
     /// The paths changed since the agent last left the workspace (or since
@@ -176,6 +197,7 @@ impl CheckpointStore {
             },
         };
         let now = self.snapshot()?;
+        now.keep();
         self.changed(&base, &now.tree)
     }
 
@@ -188,7 +210,7 @@ impl CheckpointStore {
         // Said before any file is touched, and unsaid once all are: a
         // crash in between leaves this behind for `finish_interrupted`.
         journal::begin(&self.git.git_dir, id, &self.git.work_tree)?;
-        let now = self.snapshot()?;
+        let mut now = self.snapshot()?;
         let target = format!("{id}^{{tree}}");
         let changed = self.changed(&now.tree, &target)?;
         // A two-tree merge from the index (just made equal to the
@@ -201,6 +223,10 @@ impl CheckpointStore {
         self.git
             .run_with(["update-ref", "--stdin"], Some(refs.as_bytes()))?;
         self.note_latest(id.as_str(), &tree);
+        // The index holds the checkpoint's tree now.
+        now.scan.set_tree(&tree, &self.git.index);
+        now.scan.set_base(&tree);
+        now.keep();
         journal::end(&self.git.git_dir)?;
         Ok(changed)
     }
@@ -307,7 +333,8 @@ impl CheckpointStore {
         );
         // Read before anything writes the index: while it is as the last
         // snapshot left it, so is its tree.
-        let mut known_tree = scan.tree_of_index(&self.git.index).map(str::to_owned);
+        let from = scan.tree_of_index(&self.git.index).map(str::to_owned);
+        let mut changed = Some(Vec::new());
         let newly: Vec<PathBuf> = scan
             .newly_left_out()
             .into_iter()
@@ -316,8 +343,8 @@ impl CheckpointStore {
         if !newly.is_empty() {
             // Kept before (a file since grown, a directory since made a
             // repository): out of the index, not kept as its old self.
-            self.unstage(&newly)?;
-            known_tree = None;
+            let removed = self.unstage(&newly)?;
+            merge(&mut changed, removed);
         }
         let mut pathspecs = b".\0".to_vec();
         for path in scan.left_out() {
@@ -337,16 +364,18 @@ impl CheckpointStore {
             ],
             Some(&pathspecs),
         )?;
-        let added = added_paths(&said);
-        let mut tree = match (&known_tree, &added) {
-            (Some(tree), Some(added)) if added.is_empty() => tree.clone(),
+        merge(&mut changed, said_paths(&said));
+        let mut tree = match (&from, &changed) {
+            (Some(tree), Some(changed)) if changed.is_empty() => tree.clone(),
             // Objects were just written by `add`: no need to check each.
             _ => self.git.line(["write-tree", "--missing-ok"])?,
         };
         // A file kept before and grown past the limit in place (which
-        // changes no directory, so the scan did not read its size).
-        let candidates = match (added, &known_tree) {
-            (Some(added), _) => added,
+        // changes no directory, so the scan did not read its size). A path
+        // crafted to read as two of git's lines hides its growth here (it
+        // is kept, large), not its content.
+        let candidates = match (&changed, &from) {
+            (Some(changed), _) => changed.clone(),
             (None, Some(before)) => self.changed(before, &tree)?,
             // No earlier tree: the scan read every size.
             (None, None) => Vec::new(),
@@ -365,23 +394,25 @@ impl CheckpointStore {
         }
         if !grown.is_empty() {
             let paths: Vec<PathBuf> = grown.iter().map(|(p, _)| p.clone()).collect();
-            self.unstage(&paths)?;
+            let removed = self.unstage(&paths)?;
+            merge(&mut changed, removed);
             for (path, size) in grown {
                 scan.add_large(path, size);
             }
             tree = self.git.line(["write-tree", "--missing-ok"])?;
         }
+        if let Some(changed) = &mut changed {
+            changed.sort();
+            changed.dedup();
+        }
+        scan.base_changed(from.is_some(), changed.as_deref());
         scan.set_tree(&tree, &self.git.index);
-        // Only a cache: a scan not kept reads every size next time.
-        let _ = scan.save();
-        Ok(Snapshot {
-            tree,
-            not_kept: scan.not_kept,
-        })
+        Ok(Snapshot { tree, scan })
     }
 
-    /// Takes `paths` (and what is under them) out of the store's index.
-    fn unstage(&self, paths: &[PathBuf]) -> Result<(), CheckpointError> {
+    /// Takes `paths` (and what is under them) out of the store's index;
+    /// returns the paths git says it took out.
+    fn unstage(&self, paths: &[PathBuf]) -> Result<Option<Vec<PathBuf>>, CheckpointError> {
         let specs: Vec<u8> = paths
             .iter()
             .flat_map(|path| {
@@ -391,20 +422,19 @@ impl CheckpointStore {
                 spec
             })
             .collect();
-        self.git.run_with(
+        let said = self.git.run_with(
             [
                 "rm",
                 "--cached",
                 "-r",
                 "-f",
-                "-q",
                 "--ignore-unmatch",
                 "--pathspec-from-file=-",
                 "--pathspec-file-nul",
             ],
             Some(&specs),
         )?;
-        Ok(())
+        Ok(said_paths(&said))
     }
 
     /// Copies the user's `.git/info/exclude` into the store's, which is
@@ -451,11 +481,7 @@ impl CheckpointStore {
     /// The latest checkpoint and its tree, if any: from the ref's file and
     /// the note beside it when they agree, from git otherwise.
     fn latest(&self) -> Result<Option<Latest>, CheckpointError> {
-        let loose = std::fs::read_to_string(self.git.git_dir.join(LATEST))
-            .ok()
-            .map(|id| id.trim().to_owned())
-            .filter(|id| CheckpointId::parse(id).is_some());
-        let commit = match loose {
+        let commit = match objects::read_ref(&self.git.git_dir, LATEST) {
             Some(commit) => commit,
             // Packed, or none yet.
             None => match self.resolve(LATEST)? {
@@ -507,17 +533,35 @@ impl CheckpointStore {
     }
 }
 
-/// The paths `git add -v` says it added or removed, or `None` when a line
-/// is not one it prints (a path holding a newline): then git is asked.
-fn added_paths(said: &[u8]) -> Option<Vec<PathBuf>> {
+/// The paths `git add -v` says it added or removed (`add 'x'`, `remove
+/// 'x'`) or `git rm` took out (`rm 'x'`), or `None` when a line is not one
+/// of those (a path holding a newline): then git is asked.
+fn said_paths(said: &[u8]) -> Option<Vec<PathBuf>> {
     use std::os::unix::ffi::OsStrExt;
     let mut paths = Vec::new();
     for line in said.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
         let quoted = line
             .strip_prefix(b"add '")
-            .or_else(|| line.strip_prefix(b"remove '"))?;
+            .or_else(|| line.strip_prefix(b"remove '"))
+            .or_else(|| line.strip_prefix(b"rm '"))?;
         let path = quoted.strip_suffix(b"'")?;
         paths.push(PathBuf::from(std::ffi::OsStr::from_bytes(path)));
     }
     Some(paths)
+}
+
+impl Snapshot {
+    /// Keeps what the scan saw for the next snapshot. Only a cache: one
+    /// not kept makes the next scan list every directory.
+    fn keep(&self) {
+        let _ = self.scan.save();
+    }
+}
+
+/// Adds `more` to `changed`; either unknown makes it unknown.
+fn merge(changed: &mut Option<Vec<PathBuf>>, more: Option<Vec<PathBuf>>) {
+    match (changed.as_mut(), more) {
+        (Some(changed), Some(more)) => changed.extend(more),
+        _ => *changed = None,
+    }
 }
