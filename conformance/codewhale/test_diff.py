@@ -61,8 +61,6 @@ ALLOWED = [
      "clock tick, so it returns the first two it stored"),
     ("*", "thread-message", "*.data.turn_id", "the turn Gantry started, to follow its frames"),
     ("*", "thread-read-after-message", "*.data.history.0.item", "the message as Gantry's log has it"),
-    ("*", "thread-read-after-message", "*.data.checkpoint", "Gantry keeps no checkpoints: its log "
-     "is the thread's state"),
     ("*", "thread-message-unknown", "*", "a message to a thread that does not exist runs nothing: "
      "Gantry says `missing` where the reference says `accepted`"),
     ("*", "prompt*", "*.events.0.*", "a real turn's frames start with turn_started"),

@@ -40,6 +40,11 @@ impl Git {
     {
         let args: Vec<_> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
         let mut command = isolated();
+        // The index is the store's own and rewritten on every checkpoint:
+        // no checksum over its whole length each time. (Never for the
+        // user's repository, whose own git may be older. Index version 4,
+        // smaller, costs more to read than it saves writing.)
+        command.args(["-c", "index.skipHash=true"]);
         command
             .env("GIT_DIR", &self.git_dir)
             .env("GIT_WORK_TREE", &self.work_tree)

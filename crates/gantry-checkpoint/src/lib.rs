@@ -12,11 +12,15 @@
 //! not kept, and every checkpoint says which.
 
 mod error;
+mod fork;
 mod git;
 mod journal;
 mod not_kept;
+mod objects;
+mod scan;
 mod store;
 
 pub use error::CheckpointError;
+pub use fork::Fork;
 pub use not_kept::{NotKept, NotKeptReason};
 pub use store::{Checkpoint, CheckpointId, CheckpointStore, DEFAULT_SIZE_LIMIT};

@@ -11,8 +11,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
     approvals, catalog, checkpoints, jobs, metrics, structured, thread_state, threads, trajectory,
-    turns,
-    user_input,
+    turns, user_input,
 };
 use crate::sse;
 

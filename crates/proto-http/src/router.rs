@@ -11,8 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::routes::{
     approvals, catalog, checkpoints, jobs, metrics, structured, thread_state, threads, trajectory,
-    turns,
-    user_input,
+    turns, user_input,
 };
 use crate::{AppState, HttpOptions, dashboard, error, guard, openapi, sse};
 

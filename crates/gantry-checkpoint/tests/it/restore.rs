@@ -162,3 +162,33 @@ fn a_continuation_store_carries_on_from_the_rewound_one() {
         b"the next turn's"
     );
 }
+
+#[test]
+fn a_rewind_never_writes_through_a_directory_since_replaced_by_a_link_outside() {
+    for hidden in [false, true] {
+        let s = Scratch::new();
+        s.write("src/a.txt", "checkpointed\n");
+        s.write("src/sub/b.txt", "checkpointed too\n");
+        let store = s.store();
+        let checkpoint = store.record("turn").expect("checkpoint");
+        let at_checkpoint = tree(&s.ws);
+        // Outside the workspace, files named as the checkpoint's are.
+        let outside = s.ws.with_file_name("outside");
+        std::fs::create_dir_all(outside.join("sub")).expect("outside");
+        std::fs::write(outside.join("a.txt"), "precious\n").expect("file");
+        std::fs::write(outside.join("sub/b.txt"), "precious too\n").expect("file");
+        let outside_before = tree(&outside);
+        // The agent replaces the directory by a link to outside (and, the
+        // second time, hides the link from git with an ignore rule).
+        std::fs::remove_dir_all(s.ws.join("src")).expect("rm");
+        std::os::unix::fs::symlink(&outside, s.ws.join("src")).expect("symlink");
+        if hidden {
+            s.write(".gitignore", "src\n");
+        }
+
+        store.restore(&checkpoint.id).expect("rewind");
+
+        assert_eq!(tree(&outside), outside_before, "hidden: {hidden}");
+        assert_eq!(tree(&s.ws), at_checkpoint, "hidden: {hidden}");
+    }
+}

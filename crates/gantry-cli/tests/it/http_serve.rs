@@ -729,6 +729,86 @@ async fn an_agent_job_added_with_the_cli_runs_under_serve_as_a_turn() {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
+#[tokio::test]
+async fn a_rewind_answered_survives_a_kill_9_with_the_tree_and_the_thread_agreeing() {
+    use crate::runner_control_plane::curl;
+
+    let s = Scratch::new();
+    let ws = s.workspace().canonicalize().expect("workspace");
+    let llm = MockLlm::start(Script::new(vec![
+        Step::tool_call("shell", json!({"command": "echo one > a.txt"})),
+        Step::text("One."),
+        Step::tool_call(
+            "shell",
+            json!({"command": "echo two > a.txt && echo b > b.txt"}),
+        ),
+        Step::text("Two."),
+        Step::tool_call("shell", json!({"command": "echo three > c.txt"})),
+        Step::text("Three."),
+    ]))
+    .expect("mock llm");
+    configure(&s, &llm);
+    let served = serve(&s);
+    let url = format!("http://{}", served.http);
+    let ws_text = ws.display().to_string();
+    let (source, continued) = tokio::task::spawn_blocking(move || {
+        let (status, thread) = curl(
+            "POST",
+            &format!("{url}/v1/threads"),
+            Some(json!({"workspace": ws_text})),
+        );
+        assert_eq!(status, 201, "{thread}");
+        let id = thread["id"].as_str().expect("id").to_owned();
+        for text in ["write one", "write two"] {
+            let (status, turn) = curl(
+                "POST",
+                &format!("{url}/v1/threads/{id}/messages?wait=true"),
+                Some(json!({ "text": text })),
+            );
+            assert!(status == 200 || status == 202, "{status} {turn}");
+        }
+        let (_, checkpoints) = curl("GET", &format!("{url}/v1/threads/{id}/checkpoints"), None);
+        let second = checkpoints["checkpoints"][1]["id"].clone();
+        let (status, rewound) = curl(
+            "POST",
+            &format!("{url}/v1/threads/{id}/rewind"),
+            Some(json!({ "checkpoint": second })),
+        );
+        assert_eq!(status, 200, "{rewound}");
+        let continued = rewound["thread"]["id"].as_str().expect("thread").to_owned();
+        (id, continued)
+    })
+    .await
+    .expect("curl");
+    // Killed the moment the answer is in: nothing after it may be needed.
+    let mut child = served.child;
+    child.kill().expect("kill -9");
+    child.wait().expect("reaped");
+
+    let served = serve(&s);
+    let url = format!("http://{}", served.http);
+    let (continued_view, source_view, rewind_again) = tokio::task::spawn_blocking(move || {
+        let (_, continued_view) = curl("GET", &format!("{url}/v1/threads/{continued}"), None);
+        let (_, source_view) = curl("GET", &format!("{url}/v1/threads/{source}"), None);
+        // The continuation goes on in the rewound tree, and its own
+        // checkpoint takes it back without a conflict: its store carried on.
+        let (status, turn) = curl(
+            "POST",
+            &format!("{url}/v1/threads/{continued}/messages?wait=true"),
+            Some(json!({"text": "write three"})),
+        );
+        assert!(status == 200 || status == 202, "{status} {turn}");
+        let (_, checkpoints) = curl(
+            "GET",
+            &format!("{url}/v1/threads/{continued}/checkpoints"),
+            None,
+        );
+        let (status, rewound) = curl(
+            "POST",
+            &format!("{url}/v1/threads/{continued}/rewind"),
+            Some(json!({"checkpoint": checkpoints["checkpoints"][0]["id"]})),
+        );
+        (continued_view, source_view, (status, checkpoints, rewound))
     })
     .await
     .expect("curl");
@@ -750,4 +830,30 @@ async fn an_agent_job_added_with_the_cli_runs_under_serve_as_a_turn() {
             .is_some_and(|r| r.iter().any(|r| r["status"] == "success")),
         "{runs}"
     );
+        continued_view["turns"].as_array().map(Vec::len),
+        Some(1),
+        "the turn before the checkpoint's: {continued_view}"
+    );
+    assert_eq!(
+        source_view["turns"].as_array().map(Vec::len),
+        Some(2),
+        "the source keeps both: {source_view}"
+    );
+    let (status, checkpoints, rewound) = rewind_again;
+    // Taken before the turn wrote c.txt, in the tree the rewind left: no
+    // file changed since the rewound checkpoint (a store begun afresh
+    // would name every file).
+    assert_eq!(
+        checkpoints["checkpoints"][0]["files_changed"],
+        json!([]),
+        "{checkpoints}"
+    );
+    assert_eq!(status, 200, "{rewound}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).expect("a"),
+        "one\n"
+    );
+    assert!(!ws.join("b.txt").exists());
+    assert!(!ws.join("c.txt").exists());
+    stop(served).await;
 }

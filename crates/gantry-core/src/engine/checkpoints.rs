@@ -108,20 +108,11 @@ impl Threads<'_> {
         let (turn_index, id) = find(&view, checkpoint)?;
         let store = self.store_of(&view)?;
         let new_id = ThreadId::new();
-        let source_dir = std::path::PathBuf::from(&view.thread.cwd);
-        let name = source_dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "workspace".to_owned());
-        let dest = source_dir.with_file_name(format!("{name}-fork-{}", &id.as_str()[..12]));
-        if dest.exists() {
-            return Err(EngineError::AlreadyExists {
-                what: "directory",
-                name: dest.display().to_string(),
-            });
+        let fork = blocking(store, move |s| s.fork(&id)).await?;
+        if let Some(branch) = &fork.branch {
+            tracing::info!(dir = %fork.dir.display(), %branch, "forked into a worktree");
         }
-        let target = dest.clone();
-        blocking(store, move |s| s.export(&id, &target)).await?;
+        let dest = fork.dir;
         self.fork_turns(
             thread,
             &view,

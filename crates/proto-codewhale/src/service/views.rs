@@ -177,13 +177,47 @@ pub(crate) fn history(view: &ThreadView) -> Vec<Value> {
     fork.into_iter().chain(messages).collect()
 }
 
-/// `data` of an answer about one thread: its history and goal (and
-/// `checkpoint`, always `null`: Gantry's log is the thread's state).
+/// `data` of an answer about one thread: its history, its latest
+/// checkpoint and its goal.
 pub(crate) fn thread_data(view: &ThreadView) -> Value {
+    let history = history(view);
+    let checkpoint = latest_checkpoint(&history);
     json!({
-        "history": history(view),
-        "checkpoint": null,
+        "history": history,
+        "checkpoint": checkpoint,
         "goal": view.thread.goal.as_ref().map(wire_goal),
+    })
+}
+
+/// How many characters of a message CodeWhale's checkpoint previews.
+const PREVIEW_CHARS: usize = 120;
+
+/// CodeWhale's `checkpoint`: the thread's latest point in its
+/// conversation, which the reference saves (as `latest`, replacing the one
+/// before) at each user message and shows in every answer about the
+/// thread; it restores nothing. Gantry's equivalent is the latest user
+/// message of the thread's log; `null` before the first. (A workspace's
+/// checkpoints, which CodeWhale does not carry, are Gantry's HTTP API's.)
+fn latest_checkpoint(history: &[Value]) -> Value {
+    let Some(message) = history.iter().rev().find(|m| m["role"] == "user") else {
+        return Value::Null;
+    };
+    let preview: String = message["content"]
+        .as_str()
+        .unwrap_or_default()
+        .chars()
+        .take(PREVIEW_CHARS)
+        .collect();
+    json!({
+        "checkpoint_id": "latest",
+        "created_at": message["created_at"],
+        "state": {
+            "reason": "thread_message",
+            "message_id": message["id"],
+            "role": "user",
+            "preview": preview,
+            "updated_at": message["created_at"],
+        },
     })
 }
 

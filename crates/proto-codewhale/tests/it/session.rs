@@ -124,6 +124,24 @@ async fn every_answer_and_frame_of_a_session_reads_in_the_real_crate() {
         }
     }
 
+    // The thread's latest checkpoint, as the reference keeps it: its
+    // latest user message.
+    let read = cw
+        .thread_request(ThreadRequest::Read(ThreadReadParams {
+            thread_id: id.clone(),
+        }))
+        .await
+        .expect("read");
+    let checkpoint = &read.data["checkpoint"];
+    assert_eq!(checkpoint["checkpoint_id"], "latest", "{checkpoint}");
+    assert_eq!(checkpoint["state"]["reason"], "thread_message");
+    assert_eq!(checkpoint["state"]["role"], "user");
+    assert_eq!(checkpoint["state"]["preview"], "make it");
+    let history = read.data["history"].as_array().expect("history");
+    let asked = history.iter().find(|m| m["role"] == "user").expect("asked");
+    assert_eq!(checkpoint["state"]["message_id"], asked["id"]);
+    assert_eq!(started.data["checkpoint"], serde_json::Value::Null);
+
     let goal = cw
         .thread_request(ThreadRequest::GoalSet(ThreadGoalSetParams {
             thread_id: id.clone(),
@@ -145,11 +163,7 @@ async fn every_answer_and_frame_of_a_session_reads_in_the_real_crate() {
         }))
         .await
         .expect("goal clear"),
-        cw.thread_request(ThreadRequest::Read(ThreadReadParams {
-            thread_id: id.clone(),
-        }))
-        .await
-        .expect("read"),
+        read,
         cw.thread_request(ThreadRequest::SetName(ThreadSetNameParams {
             thread_id: id.clone(),
             name: "golden".into(),
