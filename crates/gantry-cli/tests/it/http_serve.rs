@@ -729,6 +729,29 @@ async fn an_agent_job_added_with_the_cli_runs_under_serve_as_a_turn() {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
+    })
+    .await
+    .expect("curl");
+    assert_eq!(
+        (run["status"].as_str(), run["stdout"].as_str()),
+        (Some("success"), Some("All quiet.")),
+        "{run}"
+    );
+    let turn = &view["turns"][0];
+    assert_eq!(turn["status"], "completed", "{view}");
+    assert_eq!(view["thread"]["workspace"], ws_text.as_str(), "{view}");
+    stop(served).await;
+    let runs = s.run(&["jobs", "runs", "watch", "--json"]);
+    assert!(runs.status.success(), "{}", crate::common::stderr(&runs));
+    let runs: Value = serde_json::from_str(&crate::common::stdout(&runs)).expect("runs JSON");
+    assert!(
+        runs["runs"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["status"] == "success")),
+        "{runs}"
+    );
+}
+
 #[tokio::test]
 async fn a_rewind_answered_survives_a_kill_9_with_the_tree_and_the_thread_agreeing() {
     use crate::runner_control_plane::curl;
@@ -813,23 +836,6 @@ async fn a_rewind_answered_survives_a_kill_9_with_the_tree_and_the_thread_agreei
     .await
     .expect("curl");
     assert_eq!(
-        (run["status"].as_str(), run["stdout"].as_str()),
-        (Some("success"), Some("All quiet.")),
-        "{run}"
-    );
-    let turn = &view["turns"][0];
-    assert_eq!(turn["status"], "completed", "{view}");
-    assert_eq!(view["thread"]["workspace"], ws_text.as_str(), "{view}");
-    stop(served).await;
-    let runs = s.run(&["jobs", "runs", "watch", "--json"]);
-    assert!(runs.status.success(), "{}", crate::common::stderr(&runs));
-    let runs: Value = serde_json::from_str(&crate::common::stdout(&runs)).expect("runs JSON");
-    assert!(
-        runs["runs"]
-            .as_array()
-            .is_some_and(|r| r.iter().any(|r| r["status"] == "success")),
-        "{runs}"
-    );
         continued_view["turns"].as_array().map(Vec::len),
         Some(1),
         "the turn before the checkpoint's: {continued_view}"
