@@ -142,6 +142,7 @@ fn log() -> Vec<Event> {
                     round,
                     usage,
                     context_window: None,
+                    call: None,
                 },
             ));
         }
