@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use gantry_llm::openai_chat::OpenAiChatClient;
-use gantry_llm::{ClientConfig, Message, ModelClient, ModelError, ModelEvent, ModelRequest};
+use gantry_llm::{
+    ClientConfig, Message, ModelClient, ModelError, ModelEvent, ModelRequest, OutputSchema,
+};
 use gantry_testkit::local_model::{LocalModel, MODEL};
 use gantry_types::ToolSpec;
 use serde_json::json;
@@ -60,10 +62,30 @@ async fn text_streams_in_deltas_and_finishes_for_length_or_stop() {
         .count();
     assert!(deltas >= 1, "streamed: {events:?}");
     assert_eq!(finish_of(&events).as_deref(), Some("length"), "{events:?}");
-    // Room to end on its own (it says hi in under 100 tokens): `stop`.
-    let (events, error) = run(&client(&server, None), ask("Say hi.", vec![], Some(512))).await;
+    // A schema-held answer (native structured output: the server's grammar
+    // allows one short object, then only the end) ends on its own: `stop`.
+    // Free text would not: a 135M model may ramble past any budget.
+    let mut request = ask("Is water wet? Answer in JSON.", vec![], Some(256));
+    request.output_schema = Some(OutputSchema {
+        name: "verdict".into(),
+        schema: json!({"type": "object", "additionalProperties": false,
+            "properties": {"answer": {"enum": ["yes", "no"]}}, "required": ["answer"]}),
+    });
+    let (events, error) = run(&client(&server, None), request).await;
     assert_eq!(error, None);
     assert_eq!(finish_of(&events).as_deref(), Some("stop"), "{events:?}");
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            ModelEvent::TextDelta(delta) => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    let answer: serde_json::Value = serde_json::from_str(&text).expect("the answer is JSON");
+    assert!(
+        answer["answer"] == "yes" || answer["answer"] == "no",
+        "held to the schema: {answer}"
+    );
 }
 
 #[tokio::test]
