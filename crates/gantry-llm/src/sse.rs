@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -63,6 +64,10 @@ pub(crate) struct Endpoint {
     /// streamed one was answered with an empty stream (a local server that
     /// cannot stream what it was asked, or refuses without saying why).
     pub unstreamed: Option<BodyFn>,
+    /// The server refused native structured output (llama-cpp-python
+    /// knows no `json_schema` format): later requests go without it, held
+    /// to their schema by the agent loop's validation alone.
+    pub native_output_refused: AtomicBool,
 }
 
 impl Endpoint {
@@ -86,6 +91,7 @@ impl Endpoint {
             retry: config.retry,
             body,
             unstreamed,
+            native_output_refused: AtomicBool::new(false),
         }))
     }
 }
@@ -166,10 +172,14 @@ impl<P: SseParser> Run<P> {
                 }
                 Phase::Connect => {
                     if self.body.is_empty()
-                        && let Some(request) = &self.request
+                        && let Some(request) = &mut self.request
                     {
+                        if self.endpoint.native_output_refused.load(Ordering::Relaxed) {
+                            request.output_schema = None;
+                        }
                         self.body = Bytes::from((self.endpoint.body)(request));
-                        if self.endpoint.unstreamed.is_none() {
+                        // Kept while a retry in another form may need it.
+                        if self.endpoint.unstreamed.is_none() && request.output_schema.is_none() {
                             self.request = None;
                         }
                     }
@@ -185,6 +195,7 @@ impl<P: SseParser> Run<P> {
                                 self.failure = Some(error);
                             }
                         }
+                        Err(error) if self.without_native_output(&error) => {}
                         Err(error) => return Some((self.retry_or_fail(error), self)),
                     }
                 }
@@ -221,6 +232,35 @@ impl<P: SseParser> Run<P> {
         };
         self.body = Bytes::from(body(&request));
         self.unstreamed = true;
+        self.phase = Phase::Connect;
+        true
+    }
+
+    /// When `error` is the server refusing native structured output, makes
+    /// the request again without it (and every later one of the client);
+    /// whether it did. Not a retry: the server answered, and will again.
+    fn without_native_output(&mut self, error: &ModelError) -> bool {
+        let (ModelError::BadRequest { body, .. } | ModelError::Server { body, .. }) = error else {
+            return false;
+        };
+        let Some(request) = self.request.as_mut().filter(|r| r.output_schema.is_some()) else {
+            return false;
+        };
+        if !(body.contains("response_format") || body.contains("json_schema")) {
+            return false;
+        }
+        tracing::warn!(
+            url = %self.endpoint.url,
+            "the model server refused native structured output; asking without it"
+        );
+        self.endpoint
+            .native_output_refused
+            .store(true, Ordering::Relaxed);
+        request.output_schema = None;
+        self.body = Bytes::from((self.endpoint.body)(request));
+        if self.endpoint.unstreamed.is_none() {
+            self.request = None;
+        }
         self.phase = Phase::Connect;
         true
     }

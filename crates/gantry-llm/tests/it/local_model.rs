@@ -62,30 +62,30 @@ async fn text_streams_in_deltas_and_finishes_for_length_or_stop() {
         .count();
     assert!(deltas >= 1, "streamed: {events:?}");
     assert_eq!(finish_of(&events).as_deref(), Some("length"), "{events:?}");
-    // A schema-held answer (native structured output: the server's grammar
-    // allows one short object, then only the end) ends on its own: `stop`.
-    // Free text would not: a 135M model may ramble past any budget.
-    let mut request = ask("Is water wet? Answer in JSON.", vec![], Some(256));
-    request.output_schema = Some(OutputSchema {
-        name: "verdict".into(),
-        schema: json!({"type": "object", "additionalProperties": false,
-            "properties": {"answer": {"enum": ["yes", "no"]}}, "required": ["answer"]}),
-    });
+    // Room to end on its own, sampled greedily (a 135M model sampled at
+    // random may ramble past any budget): `stop`.
+    let mut request = ask("Reply with one word: yes.", vec![], Some(256));
+    request.temperature = Some(0.0);
     let (events, error) = run(&client(&server, None), request).await;
     assert_eq!(error, None);
     assert_eq!(finish_of(&events).as_deref(), Some("stop"), "{events:?}");
-    let text: String = events
-        .iter()
-        .filter_map(|e| match e {
-            ModelEvent::TextDelta(delta) => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect();
-    let answer: serde_json::Value = serde_json::from_str(&text).expect("the answer is JSON");
-    assert!(
-        answer["answer"] == "yes" || answer["answer"] == "no",
-        "held to the schema: {answer}"
-    );
+}
+
+/// llama-cpp-python knows no `json_schema` response format and refuses
+/// it with a 500: a structured turn's request is made again without it.
+#[tokio::test]
+async fn a_structured_request_is_answered_though_the_server_knows_no_json_schema() {
+    let Some(server) = LocalModel::start() else {
+        return;
+    };
+    let mut request = ask("Is water wet? Answer in JSON.", vec![], Some(32));
+    request.output_schema = Some(OutputSchema {
+        name: "verdict".into(),
+        schema: json!({"type": "object", "properties": {"answer": {"type": "string"}}}),
+    });
+    let (events, error) = run(&client(&server, None), request).await;
+    assert_eq!(error, None, "{events:?}");
+    assert!(finish_of(&events).is_some(), "{events:?}");
 }
 
 #[tokio::test]

@@ -414,3 +414,45 @@ async fn the_same_internal_error_twice_is_not_retried_again() {
     );
     assert_eq!(llm.request_count(), 2);
 }
+
+/// A structured request to a server that knows no `json_schema` format:
+/// what llama-cpp-python 0.3 answers, word for word.
+#[tokio::test]
+async fn a_server_refusing_native_structured_output_is_asked_without_it() {
+    let refusal = json!({"error": {"message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}", "type": "internal_server_error", "param": null, "code": null}});
+    let llm = MockLlm::start(vec![
+        Step::Error(gantry_testkit::HttpError {
+            status: 500,
+            retry_after: None,
+            body: Some(refusal),
+        }),
+        Step::text(r#"{"answer": "yes"}"#),
+        Step::text(r#"{"answer": "no"}"#),
+    ])
+    .unwrap();
+    let client = client_for(&llm.base_url(), 0);
+    let structured = || {
+        let mut request = hello(MODEL);
+        request.output_schema = Some(gantry_llm::OutputSchema {
+            name: "verdict".into(),
+            schema: json!({"type": "object", "properties": {"answer": {"type": "string"}}}),
+        });
+        request
+    };
+    let (events, error) = run(&client, structured()).await;
+    assert_eq!(error, None, "not a failure, though no retries are allowed");
+    assert_eq!(text_of(&events), r#"{"answer": "yes"}"#);
+    assert!(retries_of(&events).is_empty(), "not a retry: {events:?}");
+    let (_, error) = run(&client, structured()).await;
+    assert_eq!(error, None);
+    let formats: Vec<bool> = llm
+        .requests()
+        .iter()
+        .map(|r| r.body.get("response_format").is_some())
+        .collect();
+    assert_eq!(
+        formats,
+        [true, false, false],
+        "asked once with it, then without it, and not again"
+    );
+}
