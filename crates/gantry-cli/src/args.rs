@@ -81,6 +81,24 @@ pub(crate) struct Global {
     #[arg(long, global = true, env = "GANTRY_ALLOW_EXPOSED_DATA_DIR",
           value_parser = clap::builder::BoolishValueParser::new())]
     pub allow_exposed_data_dir: bool,
+
+    /// How diagnostics go to stderr (their level: GANTRY_LOG, e.g.
+    /// `info`): `text` for people; `json`, one object per line with a
+    /// timestamp and, inside a turn, its `thread_id`, `turn_id`,
+    /// `trace_id` and `span_id` (those of its `invoke_agent` span), for
+    /// log collectors.
+    #[arg(long, global = true, env = "GANTRY_LOG_FORMAT", value_enum,
+          default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: LogFormat,
+}
+
+/// `--log-format`: how diagnostics are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Where the engine keeps its threads: flattened into every command that

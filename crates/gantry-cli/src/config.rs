@@ -442,6 +442,7 @@ properties = { label = { type = "string" } }
             trust_workspace: trust.iter().map(|p| p.to_path_buf()).collect(),
             no_shell_snapshot: false,
             allow_exposed_data_dir: false,
+            log_format: crate::args::LogFormat::Text,
         }
     }
 

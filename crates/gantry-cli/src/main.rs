@@ -29,7 +29,7 @@ mod trajectory;
 
 use std::process::ExitCode;
 
-use crate::args::Command;
+use crate::args::{Command, LogFormat};
 
 fn main() -> ExitCode {
     harden_process();
@@ -43,7 +43,7 @@ fn main() -> ExitCode {
         }
         _ => "warn",
     };
-    init_tracing(default_log);
+    init_tracing(default_log, cli.global.log_format);
     // Two worker threads: the engine is I/O bound, and a small runtime keeps
     // start-up fast and memory low.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -101,15 +101,26 @@ fn fail(error: &anyhow::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn init_tracing(default: &str) {
+fn init_tracing(default: &str, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("GANTRY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colours only for a terminal, not for log files.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .without_time()
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs
+            // Colours only for a terminal, not for log files.
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_target(false)
+            .without_time()
+            .init(),
+        // A collector wants the time, the source and the turn's ids (the
+        // `turn` span's fields) as fields of each record.
+        LogFormat::Json => logs
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+    }
 }

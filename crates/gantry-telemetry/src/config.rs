@@ -110,6 +110,7 @@ impl Config {
             .with_service_name(self.service_name.clone())
             .build();
         Ok(SdkTracerProvider::builder()
+            .with_id_generator(crate::ids::TurnIds::default())
             .with_batch_exporter(exporter)
             .with_resource(resource)
             .build())

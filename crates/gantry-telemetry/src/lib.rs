@@ -7,9 +7,11 @@
 //! events recorded: the engine knows nothing of OpenTelemetry, and a turn
 //! runs no differently whether it is traced or not (`spans.rs`). Which
 //! exporter, and whether any, the standard `OTEL_*` variables say
-//! (`config.rs`).
+//! (`config.rs`). A turn's span gets the ids its log lines carry
+//! (`ids.rs`).
 
 mod config;
+mod ids;
 mod spans;
 
 use std::sync::Arc;

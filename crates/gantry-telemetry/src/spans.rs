@@ -113,7 +113,12 @@ impl Spans {
             .with_start_time(at(turn.started_at))
             .with_attributes(attributes);
         let parent = parent_of(turn.trace_parent.as_deref());
-        let span = self.tracer.build_with_context(builder, &parent);
+        // The ids the engine's log lines of the turn carry.
+        let span = crate::ids::with_turn_ids(
+            turn.trace_id().and_then(|t| TraceId::from_hex(&t).ok()),
+            turn.span_id().and_then(|s| SpanId::from_hex(&s).ok()),
+            || self.tracer.build_with_context(builder, &parent),
+        );
         self.turns.insert(
             turn.id.clone(),
             OpenTurn {

@@ -155,4 +155,73 @@ impl Turn {
         self.completed_at
             .map(|end| end.saturating_sub(self.started_at).max(0) as u64)
     }
+
+    /// The W3C trace id (32 hex digits) of the trace the turn's spans
+    /// belong to: its caller's, from its `traceparent`, or else one of its
+    /// own, its id's 128 bits (a UUIDv7's, random in the low 74). Known
+    /// from the turn alone, so the engine's log lines and the telemetry's
+    /// spans name the same trace without telling each other. `None` for
+    /// an id that is not a UUID (turns of hand-written logs).
+    pub fn trace_id(&self) -> Option<String> {
+        match self
+            .trace_parent
+            .as_deref()
+            .and_then(|t| t.split('-').nth(1))
+        {
+            Some(caller) => Some(caller.to_owned()),
+            None => self.uuid_hex(),
+        }
+    }
+
+    /// The span id (16 hex digits) of the turn's own `invoke_agent` span:
+    /// the random low 64 bits of its id, for the same reason as
+    /// [`Turn::trace_id`].
+    pub fn span_id(&self) -> Option<String> {
+        self.uuid_hex().map(|hex| hex[16..].to_owned())
+    }
+
+    fn uuid_hex(&self) -> Option<String> {
+        let id = uuid::Uuid::try_parse(&self.id.0).ok()?;
+        // All zeros is not a valid W3C id.
+        (!id.is_nil()).then(|| id.simple().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(id: &str, trace_parent: Option<&str>) -> Turn {
+        let mut turn = Turn::started(
+            TurnId(id.to_owned()),
+            crate::ThreadId("t".to_owned()),
+            String::new(),
+            None,
+            0,
+        );
+        turn.trace_parent = trace_parent.map(str::to_owned);
+        turn
+    }
+
+    #[test]
+    fn a_turn_names_its_callers_trace_or_one_of_its_own() {
+        let id = "0190f1c2-7a3b-7cde-8f01-23456789abcd";
+        let own = turn(id, None);
+        assert_eq!(
+            own.trace_id().as_deref(),
+            Some("0190f1c27a3b7cde8f0123456789abcd")
+        );
+        assert_eq!(own.span_id().as_deref(), Some("8f0123456789abcd"));
+        let called = turn(
+            id,
+            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        );
+        assert_eq!(
+            called.trace_id().as_deref(),
+            Some("4bf92f3577b34da6a3ce929d0e0e4736")
+        );
+        // Its own span, a child of the caller's.
+        assert_eq!(called.span_id().as_deref(), Some("8f0123456789abcd"));
+        assert_eq!(turn("turn-1", None).trace_id(), None);
+    }
 }

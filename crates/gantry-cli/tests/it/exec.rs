@@ -488,3 +488,50 @@ fn the_login_profile_runs_once_for_a_turn_of_commands_unless_snapshots_are_off()
         "--no-shell-snapshot runs the profile per command"
     );
 }
+
+#[test]
+fn json_logs_carry_the_turns_thread_and_trace_ids() {
+    let s = Scratch::new();
+    // A 503 first: the retry is logged (a warning) from inside the turn.
+    let model = s.script(
+        "retry.json",
+        json!({"steps": [{"error": {"status": 503}}, {"reply": {"text": "done"}}]}),
+    );
+    let out = s.run(&[
+        "--log-format",
+        "json",
+        "exec",
+        "--json",
+        "--model",
+        &model,
+        "go",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = json_lines(&out);
+    let thread = lines[0]["thread_id"].as_str().expect("a thread id");
+    let turn = lines
+        .iter()
+        .find_map(|l| l["turn_id"].as_str())
+        .expect("turn.started");
+    let logs: Vec<Value> = stderr(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let retry = logs
+        .iter()
+        .find(|l| {
+            l["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("retrying"))
+        })
+        .unwrap_or_else(|| panic!("the retry is logged: {logs:?}"));
+    assert_eq!(retry["level"], "WARN");
+    assert!(retry["timestamp"].is_string(), "{retry}");
+    let span = &retry["span"];
+    assert_eq!(span["thread_id"], thread, "{retry}");
+    assert_eq!(span["turn_id"], turn);
+    // No caller's trace: the turn's own, named by its id.
+    let hex = turn.replace('-', "");
+    assert_eq!(span["trace_id"], hex.as_str());
+    assert_eq!(span["span_id"], &hex[16..]);
+}

@@ -214,6 +214,9 @@ async fn a_turn_is_traced_in_the_genai_conventions_under_the_callers_span() {
         "one chat span per model request: {spans:#?}"
     );
     let agent_span = agent["span_id"].as_str().expect("id");
+    // The span id the turn's log lines carry: its id's low 64 bits.
+    let turn_id = turn["id"].as_str().expect("a turn id").replace('-', "");
+    assert_eq!(agent_span, &turn_id[16..], "the turn's own span id");
     let mut input = 0;
     for (chat, finish) in chats.iter().zip(["tool_calls", "stop"]) {
         assert_eq!(chat["name"], "chat mock/gpt-4.1");

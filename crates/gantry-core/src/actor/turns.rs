@@ -2,6 +2,7 @@
 //! what a running turn reports, and its end.
 
 use super::*;
+use tracing::Instrument as _;
 
 /// Messages a turn may have on their way to its actor. A turn produces in
 /// bursts (a model's tokens, a command's output chunks) while its actor
@@ -200,6 +201,17 @@ impl ThreadActor {
 
     pub(super) async fn start_turn(&mut self, id: TurnId, input: Input, mode: TurnMode) {
         let turn = self.new_turn(&id, &input);
+        // What the turn logs names its thread, turn and trace (the ids its
+        // `invoke_agent` span gets), so a collector joins logs to traces.
+        // At the error level so that any filter that lets a line of the
+        // turn through keeps its span too (the default is `warn`).
+        let log_span = tracing::error_span!(
+            "turn",
+            thread_id = %turn.thread_id.0,
+            turn_id = %turn.id.0,
+            trace_id = turn.trace_id().unwrap_or_default(),
+            span_id = turn.span_id().unwrap_or_default(),
+        );
         let limits = input.limits.clone();
         let unattended = input.unattended;
         self.emit(EventPayload::TurnStarted { turn }).await;
@@ -230,13 +242,9 @@ impl ThreadActor {
             grants: self.grants.clone(),
             skills: self.skills.clone(),
         };
-        tokio::spawn(turn::run(
-            self.shared.clone(),
-            spec,
-            cancel.clone(),
-            steer_rx,
-            tx,
-        ));
+        tokio::spawn(
+            turn::run(self.shared.clone(), spec, cancel.clone(), steer_rx, tx).instrument(log_span),
+        );
         self.turn = Some(RunningTurn {
             id,
             cancel,
