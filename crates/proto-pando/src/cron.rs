@@ -60,6 +60,8 @@ pub(crate) async fn reload(
     let engine = service.engine();
     let prefix = prefix(service.workspace());
     let planned = plan(service, &prefix, &config)?;
+    // One reload at a time, from listing the old jobs to making the new.
+    let _reloading = service.reload_lock().await;
     let old: Vec<CronJob> = engine
         .jobs()
         .list()

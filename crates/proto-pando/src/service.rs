@@ -42,6 +42,10 @@ pub(crate) struct Service {
     active: Mutex<Option<String>>,
     publisher: Publisher,
     delegations: Delegations,
+    /// Held through a `cronjob.reload`: requests are answered
+    /// concurrently, and two reloads interleaving their deletes and
+    /// creates would leave both sets of jobs.
+    reloading: tokio::sync::Mutex<()>,
 }
 
 impl Service {
@@ -61,7 +65,13 @@ impl Service {
             active: Mutex::new(None),
             publisher,
             delegations: Delegations::default(),
+            reloading: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// Waits for any other `cronjob.reload` of this instance to finish.
+    pub(crate) async fn reload_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.reloading.lock().await
     }
 
     pub(crate) fn engine(&self) -> &Engine {

@@ -117,3 +117,39 @@ async fn cronjob_reload_replaces_the_instances_jobs_only() {
             .any(|j| j.name == "someone else's")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reloads_at_once_leave_one_set_of_jobs_not_both() {
+    let setup = start(vec![]).await;
+    let (mut left, mut right) = (setup.client().await, setup.client().await);
+    let set = |tag: &str| {
+        let jobs: Vec<Value> = (0..4)
+            .map(|i| {
+                json!({"name": format!("{tag}{i}"), "schedule": "0 3 * * *",
+                "prompt": "p", "enabled": true})
+            })
+            .collect();
+        json!({"cron_jobs": {"enabled": true, "jobs": jobs}})
+    };
+    for round in 0..5 {
+        let (l, r) = tokio::join!(
+            left.result("cronjob.reload", set("l")),
+            right.result("cronjob.reload", set("r")),
+        );
+        assert_eq!((l["jobs"].as_i64(), r["jobs"].as_i64()), (Some(4), Some(4)));
+        let mut names: Vec<String> = setup
+            .engine
+            .jobs()
+            .list()
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|j| j.name.rsplit(':').next().map(str::to_owned))
+            .collect();
+        names.sort();
+        assert!(
+            names == ["l0", "l1", "l2", "l3"] || names == ["r0", "r1", "r2", "r3"],
+            "round {round}: one reload's jobs, whole: {names:?}"
+        );
+    }
+}
