@@ -120,6 +120,15 @@ pub enum ModelEvent {
         /// The error that caused it.
         reason: String,
     },
+    /// Who answered, as soon as the stream names it: at most once per
+    /// answer, before its content where the wire allows.
+    Response {
+        /// The provider's id of the answer (`chatcmpl-...`, `resp_...`, `msg_...`).
+        id: Option<String>,
+        /// The model that answered, as the provider names it (often a dated
+        /// snapshot of the requested one).
+        model: Option<String>,
+    },
     /// Answer text.
     TextDelta(String),
     /// Visible reasoning text.
@@ -156,6 +165,16 @@ pub enum ModelEvent {
         /// Anthropic's `refusal`).
         finish_reason: Option<String>,
     },
+}
+
+impl ModelEvent {
+    /// The [`ModelEvent::Response`] naming `id` and `model`, if the wire
+    /// named either (servers that have no id send an empty one).
+    pub(crate) fn response(id: Option<String>, model: Option<String>) -> Option<Self> {
+        let id = id.filter(|s| !s.is_empty());
+        let model = model.filter(|s| !s.is_empty());
+        (id.is_some() || model.is_some()).then_some(ModelEvent::Response { id, model })
+    }
 }
 
 /// The finish reason of an answer the model refused to give.

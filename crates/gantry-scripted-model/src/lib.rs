@@ -38,11 +38,18 @@
 //! | `malformed_after` | after N `data:` events, send `data: {not json` (then carry on) |
 //! | `error_after` | after N `data:` events, send `data: {"error": {...}}` and end the body |
 //! | `finish_reason` | override (default `tool_calls` when there are calls, else `stop`) |
+//! | `model` | the model the answer names (default: the request's `model`) |
 //!
 //! "N events" counts every `data:` event, starting with the first one, which
 //! only carries `"role": "assistant"` (for Responses and Anthropic: every SSE
 //! event, from `response.created` / `message_start`). Default tool-call ids
 //! are `call_<n>` (Anthropic: `toolu_<n>`).
+//!
+//! Each answer names itself as its provider's do, on every chunk (Chat
+//! Completions), in `response.created` (Responses) or `message_start`
+//! (Anthropic): its id is `chatcmpl-gantry<n>`, `resp_gantry<n>` or
+//! `msg_gantry<n>` (n counts the steps served, errors included, from 1),
+//! its model the reply's `model`.
 //!
 //! `error` fields: `status` (required), `retry_after` (seconds, sent as the
 //! `Retry-After` header), `body` (any JSON; default an OpenAI-style

@@ -62,6 +62,10 @@ pub struct Reply {
     /// Overrides the finish reason (default `tool_calls` if there are calls, else `stop`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// The model the answer names (default: the request's `model`), as real
+    /// APIs name a dated snapshot of the model asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl Default for Reply {
@@ -77,6 +81,7 @@ impl Default for Reply {
             malformed_after: None,
             error_after: None,
             finish_reason: None,
+            model: None,
         }
     }
 }
@@ -250,6 +255,11 @@ impl Step {
     /// Overrides the finish reason of a reply.
     pub fn with_finish_reason(self, reason: impl Into<String>) -> Self {
         self.map_reply(|r| r.finish_reason = Some(reason.into()))
+    }
+
+    /// Sets the model a reply names as the one that answered.
+    pub fn with_model(self, model: impl Into<String>) -> Self {
+        self.map_reply(|r| r.model = Some(model.into()))
     }
 
     fn map_reply(mut self, f: impl FnOnce(&mut Reply)) -> Self {

@@ -260,7 +260,10 @@ async fn handle(
             };
             let ctx = Context {
                 id: format!("{prefix}gantry{served}"),
-                model: body["model"].as_str().unwrap_or("scripted").to_owned(),
+                model: reply
+                    .model
+                    .clone()
+                    .unwrap_or_else(|| body["model"].as_str().unwrap_or("scripted").to_owned()),
                 created: SystemTime::now()
                     .duration_since(UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs()),

@@ -175,6 +175,12 @@ impl Spans {
             KeyValue::new("gen_ai.request.model", open.model.clone()),
         ];
         attributes.extend(usage_attributes(usage));
+        if let Some(id) = &call.response_id {
+            attributes.push(KeyValue::new("gen_ai.response.id", id.clone()));
+        }
+        if let Some(model) = &call.response_model {
+            attributes.push(KeyValue::new("gen_ai.response.model", model.clone()));
+        }
         if let Some(reason) = &call.finish_reason {
             attributes.push(KeyValue::new(
                 "gen_ai.response.finish_reasons",

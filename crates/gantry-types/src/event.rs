@@ -50,6 +50,12 @@ pub struct ModelCall {
     /// The provider's finish reason (`stop`, `tool_calls`, ...), if it said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// The provider's id of the answer (`chatcmpl-...`, `msg_...`), if it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    /// The model that answered, as the provider names it, if it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_model: Option<String>,
 }
 
 /// What a durable event says happened.
@@ -275,5 +281,31 @@ impl DeltaKind {
             | DeltaKind::CommandOutput(t)
             | DeltaKind::StructuredOutput(t) => t,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_call_reads_without_who_answered_and_writes_it_only_when_known() {
+        // As logs written before the response fields were recorded hold it.
+        let old = r#"{"started_at":1,"ended_at":2,"finish_reason":"stop"}"#;
+        let call: ModelCall = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            (call.response_id.as_deref(), call.response_model.as_deref()),
+            (None, None)
+        );
+        assert_eq!(serde_json::to_string(&call).unwrap(), old);
+        let named = ModelCall {
+            response_id: Some("chatcmpl-1".into()),
+            response_model: Some("gpt-4.1-2025-04-14".into()),
+            ..call
+        };
+        let json = serde_json::to_value(&named).unwrap();
+        assert_eq!(json["response_id"], "chatcmpl-1");
+        assert_eq!(json["response_model"], "gpt-4.1-2025-04-14");
+        assert_eq!(serde_json::from_value::<ModelCall>(json).unwrap(), named);
     }
 }

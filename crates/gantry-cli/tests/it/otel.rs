@@ -132,10 +132,18 @@ async fn one_turn(
     (id, turn)
 }
 
+/// The model the scripted answers name, a dated snapshot as real APIs
+/// answer with: not the one asked for.
+const ANSWERED_BY: &str = "gpt-4.1-2025-04-14";
+
 fn script() -> Script {
     Script::new(vec![
-        Step::tool_call("shell", json!({"command": "echo hi"})).with_usage(usage(100, 10)),
-        Step::text("Said hi.").with_usage(usage(120, 5)),
+        Step::tool_call("shell", json!({"command": "echo hi"}))
+            .with_usage(usage(100, 10))
+            .with_model(ANSWERED_BY),
+        Step::text("Said hi.")
+            .with_usage(usage(120, 5))
+            .with_model(ANSWERED_BY),
     ])
 }
 
@@ -218,7 +226,12 @@ async fn a_turn_is_traced_in_the_genai_conventions_under_the_callers_span() {
     let turn_id = turn["id"].as_str().expect("a turn id").replace('-', "");
     assert_eq!(agent_span, &turn_id[16..], "the turn's own span id");
     let mut input = 0;
-    for (chat, finish) in chats.iter().zip(["tool_calls", "stop"]) {
+    // The scripted server names its n-th answer `chatcmpl-gantry<n>`.
+    let answers = [
+        ("tool_calls", "chatcmpl-gantry1"),
+        ("stop", "chatcmpl-gantry2"),
+    ];
+    for (chat, (finish, id)) in chats.iter().zip(answers) {
         assert_eq!(chat["name"], "chat mock/gpt-4.1");
         assert_eq!(chat["parent_span_id"], agent_span);
         assert_eq!(chat["kind"], 3, "a client span");
@@ -227,6 +240,8 @@ async fn a_turn_is_traced_in_the_genai_conventions_under_the_callers_span() {
         assert_eq!(c["gen_ai.provider.name"], "openai");
         assert_eq!(c["gen_ai.request.model"], "mock/gpt-4.1");
         assert_eq!(c["gen_ai.response.finish_reasons"], json!([finish]));
+        assert_eq!(c["gen_ai.response.id"], id, "{c}");
+        assert_eq!(c["gen_ai.response.model"], ANSWERED_BY, "{c}");
         assert!(
             c["gen_ai.response.time_to_first_chunk"].as_f64() >= Some(0.0),
             "{c}"
@@ -236,6 +251,13 @@ async fn a_turn_is_traced_in_the_genai_conventions_under_the_callers_span() {
             .expect("input tokens");
     }
     assert_eq!(Some(input), turn["usage"]["input_tokens"].as_u64());
+    // What was asked for is not what answered: the attribute is the answer's.
+    let asked: Vec<Value> = llm
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].clone())
+        .collect();
+    assert_eq!(asked, [json!("gpt-4.1"), json!("gpt-4.1")]);
 
     let [tool] = named(&spans, "execute_tool ")[..] else {
         panic!("one execute_tool span: {spans:#?}");

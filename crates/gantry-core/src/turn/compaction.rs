@@ -159,16 +159,18 @@ impl Loop<'_> {
                 messages: messages.into(),
                 ..ModelRequest::default()
             };
-            let started_at = self.em.now();
-            match self.collect_text(client, request).await {
+            let mut call = gantry_types::ModelCall {
+                started_at: self.em.now(),
+                first_token_at: None,
+                ended_at: None,
+                finish_reason: None,
+                response_id: None,
+                response_model: None,
+            };
+            match self.collect_text(client, request, &mut call).await {
                 Ok((text, usage)) => {
                     self.usage.add(&usage);
-                    let call = gantry_types::ModelCall {
-                        started_at,
-                        first_token_at: None,
-                        ended_at: Some(self.em.now()),
-                        finish_reason: None,
-                    };
+                    call.ended_at = Some(self.em.now());
                     self.responded(&usage, call).await;
                     return Ok(text);
                 }
@@ -190,11 +192,13 @@ impl Loop<'_> {
         ))
     }
 
-    /// Streams a request to its end and returns its text, without items.
+    /// Streams a request to its end and returns its text, without items;
+    /// notes in `call` who answered.
     async fn collect_text(
         &self,
         client: &dyn ModelClient,
         request: ModelRequest,
+        call: &mut gantry_types::ModelCall,
     ) -> Result<(String, Usage), SummaryError> {
         let mut stream = client.stream(request);
         let mut text = String::new();
@@ -207,6 +211,10 @@ impl Loop<'_> {
             };
             match event {
                 Some(Ok(ModelEvent::TextDelta(t))) => text.push_str(&t),
+                Some(Ok(ModelEvent::Response { id, model })) => {
+                    call.response_id = id;
+                    call.response_model = model;
+                }
                 Some(Ok(ModelEvent::Usage(u))) => usage = u,
                 Some(Ok(ModelEvent::Finished { .. })) => return Ok((text, usage)),
                 Some(Ok(_)) => {}

@@ -147,6 +147,8 @@ impl Loop<'_> {
             first_token_at: None,
             ended_at: None,
             finish_reason: None,
+            response_id: None,
+            response_model: None,
         };
         let mut stream = client.stream(request);
         let mut text: Option<Streaming> = None;
@@ -176,6 +178,10 @@ impl Loop<'_> {
                 call.first_token_at = Some(em.now());
             }
             match event {
+                Some(Ok(ModelEvent::Response { id, model })) => {
+                    call.response_id = id;
+                    call.response_model = model;
+                }
                 Some(Ok(ModelEvent::TextDelta(t))) => {
                     let agent_message = || ItemKind::AgentMessage {
                         text: String::new(),

@@ -153,6 +153,20 @@ async fn a_turn_that_fills_the_context_compacts_once_and_completes() {
     assert_eq!(after.len(), 2, "{after:?}");
     assert!(after[0].contains("print three big outputs"));
     assert!(after[1].contains("three commands ran"));
+    // The summary's answer (the fourth) is named as the rounds' are.
+    let named: Vec<Option<String>> = events(&seen)
+        .iter()
+        .filter_map(|e| match &e.payload {
+            EventPayload::ModelResponded {
+                call: Some(call), ..
+            } => Some(call.response_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<Option<String>> = (1..=5)
+        .map(|n| Some(format!("chatcmpl-gantry{n}")))
+        .collect();
+    assert_eq!(named, expected);
 }
 
 #[tokio::test]

@@ -76,6 +76,35 @@ async fn each_model_response_records_its_usage_after_its_items_and_before_its_to
 }
 
 #[tokio::test]
+async fn each_model_response_records_who_answered() {
+    let h = Harness::new(vec![
+        Step::tool_call("shell", json!({"command": "true"})).with_model("test-model-2025"),
+        Step::text("Done.").with_model("test-model-2025"),
+    ])
+    .await;
+    let (_, seen) = h.run_turn("go").await;
+    assert_eq!(turn_status(&seen), TurnStatus::Completed);
+    let answered: Vec<(Option<String>, Option<String>)> = events(&seen)
+        .iter()
+        .filter_map(|e| match &e.payload {
+            EventPayload::ModelResponded {
+                call: Some(call), ..
+            } => Some((call.response_id.clone(), call.response_model.clone())),
+            _ => None,
+        })
+        .collect();
+    // As the scripted server names its answers, not the model asked for.
+    let named = |n: u32| {
+        (
+            Some(format!("chatcmpl-gantry{n}")),
+            Some("test-model-2025".to_owned()),
+        )
+    };
+    assert_eq!(answered, [named(1), named(2)]);
+    assert_eq!(h.llm.requests()[0].body["model"], "test-model");
+}
+
+#[tokio::test]
 async fn a_commands_pid_is_its_items_update_as_soon_as_its_process_started() {
     let h = Harness::new(vec![
         Step::tool_call("shell", json!({"command": "echo $$"})),

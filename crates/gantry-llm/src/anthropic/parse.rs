@@ -44,6 +44,10 @@ enum Event {
 
 #[derive(Deserialize)]
 struct StartMessage {
+    /// The message's id (`msg_...`).
+    id: Option<String>,
+    /// The model that answered.
+    model: Option<String>,
     usage: Option<WireUsage>,
 }
 
@@ -172,6 +176,7 @@ impl SseParser for MessageParser {
         };
         match event {
             Event::MessageStart { message } => {
+                out.extend(ModelEvent::response(message.id, message.model));
                 if let Some(u) = message.usage {
                     self.add_usage(u);
                 }
@@ -550,5 +555,37 @@ mod tests {
                 finish_reason: Some(crate::REFUSAL.into())
             })
         );
+    }
+
+    #[test]
+    fn message_start_names_the_answer_first() {
+        let start = r#"{"type":"message_start","message":{"id":"msg_01","type":"message",
+            "role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],
+            "usage":{"input_tokens":3,"output_tokens":1}}}"#;
+        let (events, last) = run(&[
+            ("message_start", start),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Hi"}}"#,
+            ),
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ]);
+        assert_eq!(last, Ok(Progress::Done));
+        assert_eq!(
+            events[..2],
+            [
+                ModelEvent::Response {
+                    id: Some("msg_01".into()),
+                    model: Some("claude-sonnet-4-5-20250929".into()),
+                },
+                ModelEvent::TextDelta("Hi".into()),
+            ]
+        );
+        // A server that names nothing says nothing of it.
+        let (events, _) = run(&[(
+            "message_start",
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":3}}}"#,
+        )]);
+        assert_eq!(events, vec![]);
     }
 }

@@ -12,6 +12,10 @@ use crate::{ModelError, ModelEvent, REFUSAL, ToolCall};
 
 #[derive(Deserialize)]
 struct Chunk {
+    /// The completion's id, repeated on every chunk.
+    id: Option<String>,
+    /// The model that answered, repeated on every chunk.
+    model: Option<String>,
     #[serde(default)]
     choices: Vec<Choice>,
     usage: Option<WireUsage>,
@@ -83,6 +87,8 @@ pub(super) struct ChunkParser {
     finish_reason: Option<String>,
     /// The model refused: a `refusal` delta came.
     refused: bool,
+    /// [`ModelEvent::Response`] was emitted (every chunk repeats it).
+    named: bool,
 }
 
 impl SseParser for ChunkParser {
@@ -112,6 +118,12 @@ impl SseParser for ChunkParser {
         })?;
         if let Some(error) = chunk.error {
             return Err(stream_error(&error));
+        }
+        if !self.named
+            && let Some(named) = ModelEvent::response(chunk.id, chunk.model)
+        {
+            self.named = true;
+            out.push_back(named);
         }
         // Only one choice is ever requested (n = 1).
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
@@ -449,6 +461,62 @@ mod tests {
             Some(&ModelEvent::Finished {
                 finish_reason: Some(REFUSAL.into())
             })
+        );
+    }
+
+    #[test]
+    fn the_answer_is_named_once_from_its_first_chunk() {
+        let chunk = |rest: &str| {
+            format!(r#"{{"id":"chatcmpl-1","model":"gpt-4.1-2025-04-14","choices":[{rest}]}}"#)
+        };
+        let (events, _) = run(&[
+            &chunk(r#"{"index":0,"delta":{"role":"assistant","content":""}}"#),
+            &chunk(r#"{"index":0,"delta":{"content":"Hi"}}"#),
+            &chunk(r#"{"index":0,"delta":{},"finish_reason":"stop"}"#),
+            "[DONE]",
+        ]);
+        assert_eq!(
+            events,
+            vec![
+                ModelEvent::Response {
+                    id: Some("chatcmpl-1".into()),
+                    model: Some("gpt-4.1-2025-04-14".into()),
+                },
+                ModelEvent::TextDelta("Hi".into()),
+                ModelEvent::Finished {
+                    finish_reason: Some("stop".into())
+                },
+            ]
+        );
+        // An empty id is no id; the model alone still names the answer.
+        let (events, _) = run(&[r#"{"id":"","model":"llama","choices":[]}"#]);
+        assert_eq!(
+            events,
+            vec![ModelEvent::Response {
+                id: None,
+                model: Some("llama".into()),
+            }]
+        );
+    }
+
+    #[test]
+    fn a_whole_answer_is_named_before_its_content() {
+        let mut out = VecDeque::new();
+        let whole = r#"{"id":"chatcmpl-2","object":"chat.completion","model":"m",
+            "choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}"#;
+        ChunkParser::default().on_whole(whole, &mut out).unwrap();
+        assert_eq!(
+            Vec::from(out),
+            vec![
+                ModelEvent::Response {
+                    id: Some("chatcmpl-2".into()),
+                    model: Some("m".into()),
+                },
+                ModelEvent::TextDelta("ok".into()),
+                ModelEvent::Finished {
+                    finish_reason: Some("stop".into())
+                },
+            ]
         );
     }
 }

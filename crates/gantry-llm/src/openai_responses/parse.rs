@@ -94,6 +94,8 @@ struct ResponseEvent {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct WireResponse {
+    id: Option<String>,
+    model: Option<String>,
     usage: Option<WireUsage>,
     incomplete_details: Option<IncompleteDetails>,
     error: Option<Value>,
@@ -144,6 +146,8 @@ pub(super) struct EventParser {
     done: bool,
     /// The model refused: a `refusal` part or delta came.
     refused: bool,
+    /// [`ModelEvent::Response`] was emitted (the lifecycle events repeat it).
+    named: bool,
 }
 
 impl SseParser for EventParser {
@@ -162,6 +166,13 @@ impl SseParser for EventParser {
         // for servers that only send one of them.
         let kind = head.kind.as_deref().unwrap_or(kind);
         match kind {
+            // Only who answers is read here: the rest comes again, complete,
+            // with the terminal event.
+            "response.created" | "response.in_progress" => {
+                let e: Value = parse(data)?;
+                let field = |name: &str| e["response"][name].as_str().map(str::to_owned);
+                self.name(field("id"), field("model"), out);
+            }
             "response.output_text.delta" | "response.refusal.delta" => {
                 let d: Delta = parse(data)?;
                 self.refused |= kind == "response.refusal.delta";
@@ -237,7 +248,9 @@ impl SseParser for EventParser {
                 self.close_item(open, e.item, out)?;
             }
             "response.completed" | "response.incomplete" => {
-                let e: ResponseEvent = parse(data)?;
+                let mut e: ResponseEvent = parse(data)?;
+                // For a server that sent no `response.created`.
+                self.name(e.response.id.take(), e.response.model.take(), out);
                 self.finish(kind == "response.incomplete", e.response, out)?;
                 return Ok(Progress::Done);
             }
@@ -271,6 +284,16 @@ impl SseParser for EventParser {
 }
 
 impl EventParser {
+    /// Emits who answered, the first time the stream names it.
+    fn name(&mut self, id: Option<String>, model: Option<String>, out: &mut VecDeque<ModelEvent>) {
+        if !self.named
+            && let Some(named) = ModelEvent::response(id, model)
+        {
+            self.named = true;
+            out.push_back(named);
+        }
+    }
+
     /// Emits what a finished output item completes: the reasoning block's
     /// end (with its encrypted content), a function call, or the text of a
     /// message whose deltas never came.
@@ -695,6 +718,56 @@ mod tests {
             Some(&ModelEvent::Finished {
                 finish_reason: Some(REFUSAL.into())
             })
+        );
+    }
+
+    #[test]
+    fn the_answer_is_named_once_from_response_created() {
+        let lifecycle = |kind: &str| {
+            json!({"type": kind, "response": {"id": "resp_1", "model": "gpt-5-2025-08-07",
+                                              "status": "in_progress", "output": []}})
+        };
+        let (events, _) = run(&[
+            lifecycle("response.created"),
+            lifecycle("response.in_progress"),
+            json!({"type": "response.output_text.delta", "output_index": 0, "delta": "Hi"}),
+            json!({"type": "response.completed", "response": {"id": "resp_1",
+                   "model": "gpt-5-2025-08-07", "status": "completed", "output": []}}),
+        ]);
+        assert_eq!(
+            events,
+            vec![
+                ModelEvent::Response {
+                    id: Some("resp_1".into()),
+                    model: Some("gpt-5-2025-08-07".into()),
+                },
+                ModelEvent::TextDelta("Hi".into()),
+                ModelEvent::Finished {
+                    finish_reason: Some("stop".into())
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stream_without_response_created_is_named_by_its_end() {
+        let (events, _) = run(&[
+            json!({"type": "response.output_text.delta", "output_index": 0, "delta": "Hi"}),
+            json!({"type": "response.completed", "response": {"id": "resp_2",
+                   "model": "m", "output": []}}),
+        ]);
+        assert_eq!(
+            events,
+            vec![
+                ModelEvent::TextDelta("Hi".into()),
+                ModelEvent::Response {
+                    id: Some("resp_2".into()),
+                    model: Some("m".into()),
+                },
+                ModelEvent::Finished {
+                    finish_reason: Some("stop".into())
+                },
+            ]
         );
     }
 }

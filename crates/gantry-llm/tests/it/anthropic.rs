@@ -40,6 +40,9 @@ async fn text_streamed_in_many_chunks_reassembles() {
         .count();
     assert!(deltas > 20, "expected many deltas, got {deltas}");
     assert_eq!(text_of(&events), text);
+    // Who answered comes first, from `message_start`, and only once.
+    assert_eq!(events[0], response("msg_gantry1", MODEL));
+    assert_eq!(responses_of(&events).len(), 1);
     assert_eq!(events.last(), Some(&finished("end_turn")));
     assert!(matches!(events[events.len() - 2], ModelEvent::Usage(_)));
     let n_finished = events
@@ -428,6 +431,10 @@ async fn recorded_plain_text_stream_replays() {
     assert_eq!(
         events,
         vec![
+            response(
+                "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY",
+                "claude-sonnet-4-5-20250929"
+            ),
             ModelEvent::TextDelta("Hello".into()),
             ModelEvent::TextDelta("!".into()),
             ModelEvent::Usage(Usage {
@@ -459,6 +466,7 @@ async fn recorded_tool_use_with_thinking_replays() {
     assert_eq!(
         events,
         vec![
+            response("msg_01Vb2W8GfPpEBpRtV9x4XLhc", "claude-sonnet-4-5-20250929"),
             ModelEvent::ReasoningDelta("The user wants the current weather in Paris.".into()),
             ModelEvent::ReasoningDelta(
                 " I have a get_weather tool that takes a location and a unit,".into()

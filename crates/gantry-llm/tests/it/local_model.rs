@@ -42,6 +42,12 @@ fn ask(text: &str, tools: Vec<ToolSpec>, max: Option<u32>) -> ModelRequest {
     }
 }
 
+/// Whether the answer was named first, by the model's served name.
+fn named_first(events: &[ModelEvent]) -> bool {
+    matches!(events.first(), Some(ModelEvent::Response { id: Some(id), model: Some(model) })
+        if id.starts_with("chatcmpl-") && model == MODEL)
+}
+
 fn finish_of(events: &[ModelEvent]) -> Option<String> {
     events.iter().find_map(|e| match e {
         ModelEvent::Finished { finish_reason } => Some(finish_reason.clone().unwrap_or_default()),
@@ -61,6 +67,7 @@ async fn text_streams_in_deltas_and_finishes_for_length_or_stop() {
         .filter(|e| matches!(e, ModelEvent::TextDelta(_)))
         .count();
     assert!(deltas >= 1, "streamed: {events:?}");
+    assert!(named_first(&events), "{events:?}");
     assert_eq!(finish_of(&events).as_deref(), Some("length"), "{events:?}");
     // Room to end on its own, sampled greedily (a 135M model sampled at
     // random may ramble past any budget): `stop`.
@@ -139,6 +146,10 @@ async fn what_the_server_cannot_stream_is_asked_again_unstreamed() {
         .iter()
         .any(|e| matches!(e, ModelEvent::TextDelta(_) | ModelEvent::ToolCall(_)));
     assert!(answered, "an answer, text or a call: {events:?}");
+    assert!(
+        named_first(&events),
+        "a whole answer is named too: {events:?}"
+    );
     // A whole answer carries its usage.
     assert!(
         events

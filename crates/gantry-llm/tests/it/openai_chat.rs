@@ -51,6 +51,9 @@ async fn text_streamed_in_many_chunks_reassembles() {
         .count();
     assert!(deltas > 20, "expected many deltas, got {deltas}");
     assert_eq!(text_of(&events), text);
+    // Every chunk names the completion and its model; the first says it once.
+    assert_eq!(events[0], response("chatcmpl-gantry1", MODEL));
+    assert_eq!(responses_of(&events).len(), 1);
     assert_eq!(
         events.last(),
         Some(&ModelEvent::Finished {
@@ -103,6 +106,35 @@ async fn parallel_tool_calls_with_split_arguments_arrive_whole() {
         Some(&ModelEvent::Finished {
             finish_reason: Some("tool_calls".into())
         })
+    );
+}
+
+#[tokio::test]
+async fn an_unstreamed_answer_is_named_before_its_content() {
+    let usage = UsageSpec {
+        prompt_tokens: 7,
+        completion_tokens: 2,
+        ..UsageSpec::default()
+    };
+    let llm = MockLlm::start(vec![Step::text("whole").with_usage(usage)]).unwrap();
+    let mut config = ClientConfig::new(llm.base_url());
+    config.stream = false;
+    let client = OpenAiChatClient::new(config).unwrap();
+    let (events, error) = run(&client, hello(MODEL)).await;
+    assert_eq!(error, None);
+    assert!(llm.requests()[0].body.get("stream").is_none());
+    assert_eq!(
+        events,
+        vec![
+            response("chatcmpl-gantry1", MODEL),
+            ModelEvent::TextDelta("whole".into()),
+            ModelEvent::Usage(Usage {
+                input_tokens: 7,
+                output_tokens: 2,
+                ..Usage::default()
+            }),
+            finished("stop"),
+        ]
     );
 }
 
@@ -173,6 +205,9 @@ async fn rate_limit_honours_retry_after_then_succeeds() {
         other => panic!("expected Retrying first, got {other:?}"),
     }
     assert_eq!(text_of(&events), "made it");
+    // Only the answer that came is named: the second step served.
+    assert_eq!(responses_of(&events), [response("chatcmpl-gantry2", MODEL)]);
+    assert_eq!(events[1], response("chatcmpl-gantry2", MODEL));
     assert_eq!(llm.request_count(), 2);
 }
 
@@ -384,6 +419,10 @@ async fn stream_is_lazy_and_can_be_dropped_midway() {
     drop(stream);
 
     let mut stream = client.stream(hello(MODEL));
+    assert_eq!(
+        stream.next().await,
+        Some(Ok(response("chatcmpl-gantry1", MODEL)))
+    );
     assert!(matches!(
         stream.next().await,
         Some(Ok(ModelEvent::TextDelta(_)))

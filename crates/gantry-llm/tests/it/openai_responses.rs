@@ -44,6 +44,9 @@ async fn text_streamed_in_many_chunks_reassembles() {
         .count();
     assert!(deltas > 20, "expected many deltas, got {deltas}");
     assert_eq!(text_of(&events), text);
+    // Who answered comes first, from `response.created`, and only once.
+    assert_eq!(events[0], response("resp_gantry1", MODEL));
+    assert_eq!(responses_of(&events).len(), 1);
     assert_eq!(events.last(), Some(&finished("stop")));
     let ends = events
         .iter()
@@ -325,7 +328,14 @@ async fn failed_response_is_a_server_error_with_its_message() {
     );
     let llm = MockLlm::start(vec![Step::raw_sse(sse)]).unwrap();
     let (events, error) = run(&client(&llm), hello(MODEL)).await;
-    assert_eq!(events, vec![]);
+    // `response.created` named the answer (with no model) before it failed.
+    assert_eq!(
+        events,
+        vec![ModelEvent::Response {
+            id: Some("resp_1".into()),
+            model: None
+        }]
+    );
     match error {
         Some(ModelError::Server { body, .. }) => {
             assert!(
@@ -442,7 +452,11 @@ async fn recorded_tool_calls_and_text_replay() {
     .into_iter()
     .map(|t| ModelEvent::TextDelta(t.into()))
     .collect();
-    let mut expected = deltas;
+    let mut expected = vec![response(
+        "resp_68a4c2f1e9b08193a5d1c07f6e2b4a1d0c9e8f7a6b5c4d3e",
+        "gpt-4.1-2025-04-14",
+    )];
+    expected.extend(deltas);
     expected.extend([
         ModelEvent::ToolCall(call(
             "call_Vq3kZx8mTf2LbN9sYp1RdWc4",
@@ -498,6 +512,18 @@ async fn recorded_reasoning_and_text_replay() {
          tenths digit: 9 beats 1.\n\n**Answering**\n\nSo 9.9 is larger; I'll say so briefly."
     );
     assert_eq!(text_of(&events), "9.9 is larger than 9.11.");
+    assert_eq!(
+        responses_of(&events),
+        [response(
+            "resp_68a4c31b7d2c8190a4f6e3b2c1d0e9f80a1b2c3d4e5f6a7b",
+            "gpt-5-2025-08-07"
+        )]
+    );
+    assert_eq!(
+        events[0],
+        responses_of(&events)[0],
+        "before the first delta"
+    );
     let ends: Vec<&ModelEvent> = events
         .iter()
         .filter(|e| matches!(e, ModelEvent::ReasoningEnd { .. }))

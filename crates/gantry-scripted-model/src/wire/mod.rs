@@ -54,7 +54,7 @@ pub(crate) enum Frame {
 pub(crate) struct Context {
     /// Response id shared by every chunk (`chatcmpl-...`, `resp_...`, `msg_...`).
     pub id: String,
-    /// Echoed model name.
+    /// The model the answer names: the reply's, else the request's.
     pub model: String,
     /// Unix seconds.
     pub created: u64,

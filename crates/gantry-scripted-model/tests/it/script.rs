@@ -33,7 +33,8 @@ fn bare_array_and_every_field_parse() {
     let json = r#"[
       {"reply": {"tool_calls": [{"id": "c9", "name": "edit", "arguments": "{\"broken"}],
                  "usage": {"prompt_tokens": 10, "completion_tokens": 2, "cached_tokens": 8, "reasoning_tokens": 1},
-                 "cut_after": 3, "malformed_after": 2, "error_after": 4, "finish_reason": "length"}},
+                 "cut_after": 3, "malformed_after": 2, "error_after": 4, "finish_reason": "length",
+                 "model": "m-2025"}},
       {"error": {"status": 500, "body": {"detail": "boom"}}}
     ]"#;
     let script = Script::from_json(json).unwrap();
@@ -42,6 +43,7 @@ fn bare_array_and_every_field_parse() {
         usage,
         cut_after,
         finish_reason,
+        model,
         ..
     }) = &script.steps[0]
     else {
@@ -54,8 +56,8 @@ fn bare_array_and_every_field_parse() {
     assert_eq!(tool_calls[0].arguments_text(), "{\"broken");
     assert_eq!(usage.map(|u| u.cached_tokens), Some(8));
     assert_eq!(
-        (*cut_after, finish_reason.as_deref()),
-        (Some(3), Some("length"))
+        (*cut_after, finish_reason.as_deref(), model.as_deref()),
+        (Some(3), Some("length"), Some("m-2025"))
     );
     assert_eq!(
         script.steps[1],
@@ -117,7 +119,7 @@ fn file_errors_name_the_file() {
 #[test]
 fn script_round_trips_through_json() {
     let script = Script::new([
-        Step::text("a").cut_after(2),
+        Step::text("a").cut_after(2).with_model("m-2025"),
         Step::http_error(503).with_retry_after(3.0),
     ]);
     let json = serde_json::to_string(&script).unwrap();

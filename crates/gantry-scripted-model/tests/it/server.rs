@@ -65,6 +65,53 @@ async fn streams_openai_chunks_then_usage_then_done() {
 }
 
 #[tokio::test]
+async fn each_answer_is_named_like_its_providers_are() {
+    let llm = MockLlm::start(vec![
+        Step::text("hello").with_chunk_size(2),
+        Step::text("hi").with_model("m1-2025-01-01"),
+        Step::text("hi"),
+        Step::text("hi"),
+    ])
+    .unwrap();
+    // Chat Completions: every chunk, the usage chunk too.
+    let (_, body) = post(&llm, "/v1/chat/completions", &chat(true)).await;
+    let chunks: Vec<Value> = events(&body).into_iter().filter(Value::is_object).collect();
+    assert!(chunks.len() > 3, "{chunks:?}");
+    for chunk in &chunks {
+        assert_eq!(
+            (&chunk["id"], &chunk["model"]),
+            (&json!("chatcmpl-gantry1"), &json!("m1")),
+            "{chunk}"
+        );
+    }
+    // A reply may name another model than the one asked for.
+    let (_, body) = post(&llm, "/v1/chat/completions", &chat(false)).await;
+    let whole: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (&whole["id"], &whole["model"]),
+        (&json!("chatcmpl-gantry2"), &json!("m1-2025-01-01"))
+    );
+    let ask = |model: &str| {
+        json!({"model": model, "max_tokens": 8, "stream": true,
+               "input": "hi", "messages": [{"role": "user", "content": "hi"}]})
+    };
+    let (_, body) = post(&llm, "/v1/responses", &ask("m2")).await;
+    let created = &events(&body)[0];
+    assert_eq!(created["type"], "response.created");
+    assert_eq!(
+        (&created["response"]["id"], &created["response"]["model"]),
+        (&json!("resp_gantry3"), &json!("m2"))
+    );
+    let (_, body) = post(&llm, "/v1/messages", &ask("m3")).await;
+    let start = &events(&body)[0];
+    assert_eq!(start["type"], "message_start");
+    assert_eq!(
+        (&start["message"]["id"], &start["message"]["model"]),
+        (&json!("msg_gantry4"), &json!("m3"))
+    );
+}
+
+#[tokio::test]
 async fn errors_carry_status_retry_after_and_body() {
     let llm = MockLlm::start(vec![Step::http_error(429).with_retry_after(7.0)]).unwrap();
     let (head, body) = post(&llm, "/chat/completions", &chat(true)).await;

@@ -101,3 +101,20 @@ pub(crate) fn finished(reason: &str) -> ModelEvent {
         finish_reason: Some(reason.into()),
     }
 }
+
+/// The event naming the answer `id` by `model`.
+pub(crate) fn response(id: &str, model: &str) -> ModelEvent {
+    ModelEvent::Response {
+        id: Some(id.into()),
+        model: Some(model.into()),
+    }
+}
+
+/// Every event naming who answered.
+pub(crate) fn responses_of(events: &[ModelEvent]) -> Vec<ModelEvent> {
+    events
+        .iter()
+        .filter(|e| matches!(e, ModelEvent::Response { .. }))
+        .cloned()
+        .collect()
+}
