@@ -66,15 +66,17 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     };
     let data_dir = data.as_ref().map(|d| d.path.clone());
     let protected = crate::setup::sandbox_protected(&global, data.as_ref());
-    let engine = daemon_engine(store, providers_config, data_dir, protected, &global, |b| {
-        b.max_sandbox(args.max_sandbox.into())
-            .max_rounds(args.max_rounds)
-    })
-    .await?;
-    start_background_work(&engine);
     // Before anything listens: variables that ask for the impossible stop
     // the daemon rather than leave it untraced unnoticed.
     let traces = gantry_telemetry::Tracing::from_env()?;
+    let engine = daemon_engine(store, providers_config, data_dir, protected, &global, |b| {
+        b.max_sandbox(args.max_sandbox.into())
+            .max_rounds(args.max_rounds)
+            // Exported traces go on into the provider's.
+            .propagate_own_traces(traces.is_some())
+    })
+    .await?;
+    start_background_work(&engine);
     let profiles = crate::config::register_agents(&engine, declared_agents).await?;
     let scheduler = engine.jobs().start_scheduler().await?;
 

@@ -61,6 +61,12 @@ pub struct EngineConfig {
     /// sandbox. `danger-full-access` (no ceiling) by default, for an
     /// embedding whose only client is its own code; a server lowers it.
     pub max_sandbox: SandboxMode,
+    /// Whether the model requests of a turn no caller traced carry a W3C
+    /// `traceparent` too (a turn continuing a caller's trace always passes
+    /// it on). Off by default: a trace of Gantry's own means something to
+    /// the provider only when its spans are exported; a server turns it on
+    /// with its traces.
+    pub propagate_own_traces: bool,
 }
 
 impl EngineConfig {
@@ -143,6 +149,7 @@ impl Default for EngineConfig {
             shell_snapshot_ahead: false,
             trusted_workspaces: Vec::new(),
             max_sandbox: SandboxMode::DangerFullAccess,
+            propagate_own_traces: false,
         }
     }
 }

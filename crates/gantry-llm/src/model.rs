@@ -106,6 +106,9 @@ pub struct ModelRequest {
     /// The schema a structured turn's answer must match, for providers
     /// with native structured output.
     pub output_schema: Option<OutputSchema>,
+    /// The W3C `traceparent` header the request carries: the request's
+    /// span in the trace of the turn that made it.
+    pub trace_parent: Option<String>,
 }
 
 /// What a model stream yields, in order.

@@ -12,9 +12,12 @@ use bytes::Bytes;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt};
 use reqwest::Url;
-use reqwest::header::{HeaderMap, HeaderName};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::{ClientConfig, ModelError, ModelEvent, ModelRequest, ModelStream, RetryPolicy, http};
+
+/// W3C Trace Context's header.
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 
 /// Whether the answer is complete after an event.
 #[derive(Debug, PartialEq, Eq)]
@@ -98,8 +101,14 @@ impl Endpoint {
 
 /// Starts a lazy streaming request to `endpoint`, parsed by `P`.
 pub(crate) fn stream<P: SseParser>(endpoint: Arc<Endpoint>, request: ModelRequest) -> ModelStream {
+    // A malformed one is not sent (the engine makes only valid ones).
+    let traceparent = request
+        .trace_parent
+        .as_deref()
+        .and_then(|t| HeaderValue::from_str(t).ok());
     let run = Run::<P> {
         endpoint,
+        traceparent,
         request: Some(request),
         events: 0,
         unstreamed: false,
@@ -132,6 +141,8 @@ enum Phase<P> {
 /// which aborts the request.
 struct Run<P> {
     endpoint: Arc<Endpoint>,
+    /// The request's `traceparent` header, every attempt's.
+    traceparent: Option<HeaderValue>,
     /// Serialized lazily, on first poll, into `body` (kept while an
     /// unstreamed retry may still need it).
     request: Option<ModelRequest>,
@@ -184,7 +195,17 @@ impl<P: SseParser> Run<P> {
                         }
                     }
                     let e = &self.endpoint;
-                    match http::send(&e.http, &e.url, &e.headers, self.body.clone()).await {
+                    let traced;
+                    let headers = match &self.traceparent {
+                        Some(value) => {
+                            let mut headers = e.headers.clone();
+                            headers.insert(TRACEPARENT, value.clone());
+                            traced = headers;
+                            &traced
+                        }
+                        None => &e.headers,
+                    };
+                    match http::send(&e.http, &e.url, headers, self.body.clone()).await {
                         Ok(http::Answer::Stream(response)) => {
                             self.events = 0;
                             let events = response.bytes_stream().eventsource();

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use gantry_core::Engine;
 use gantry_types::{
     Event, EventPayload, Item, ItemKind, ItemStatus, ModelCall, ProviderKind, Turn, TurnFailure,
-    TurnId, TurnStatus, Usage,
+    TurnId, TurnStatus, TurnTrace, Usage,
 };
 use opentelemetry::trace::{
     SpanBuilder, SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags, TraceId,
@@ -36,6 +36,11 @@ struct OpenTurn {
     provider: &'static str,
     /// The last answer the agent wrote (for content capture).
     answer: Option<String>,
+    /// The ids the engine gave the turn and its model requests.
+    trace: Option<TurnTrace>,
+    /// Rounds whose `chat` span has its derived id: a compaction's
+    /// response shares its round's number, and takes a random one.
+    named_rounds: std::collections::HashSet<u32>,
 }
 
 impl Spans {
@@ -60,10 +65,11 @@ impl Spans {
             } => self.turn_completed(turn_id, *status, usage, *failure, event.ts),
             EventPayload::ModelResponded {
                 turn_id,
+                round,
                 usage,
                 call: Some(call),
                 ..
-            } => self.chat(turn_id, usage, call, event.ts),
+            } => self.chat(turn_id, *round, usage, call, event.ts),
             EventPayload::ItemCompleted { item } => self.item_completed(item),
             _ => {}
         }
@@ -114,9 +120,14 @@ impl Spans {
             .with_attributes(attributes);
         let parent = parent_of(turn.trace_parent.as_deref());
         // The ids the engine's log lines of the turn carry.
+        let trace = turn.trace();
         let span = crate::ids::with_turn_ids(
-            turn.trace_id().and_then(|t| TraceId::from_hex(&t).ok()),
-            turn.span_id().and_then(|s| SpanId::from_hex(&s).ok()),
+            trace
+                .as_ref()
+                .and_then(|t| TraceId::from_hex(&t.trace_id).ok()),
+            trace
+                .as_ref()
+                .and_then(|t| SpanId::from_hex(&t.span_id).ok()),
             || self.tracer.build_with_context(builder, &parent),
         );
         self.turns.insert(
@@ -126,6 +137,8 @@ impl Spans {
                 model,
                 provider,
                 answer: None,
+                trace,
+                named_rounds: std::collections::HashSet::new(),
             },
         );
     }
@@ -165,8 +178,8 @@ impl Spans {
         span.end_with_timestamp(at(ts));
     }
 
-    fn chat(&mut self, turn_id: &TurnId, usage: &Usage, call: &ModelCall, ts: i64) {
-        let Some(open) = self.turns.get(turn_id) else {
+    fn chat(&mut self, turn_id: &TurnId, round: u32, usage: &Usage, call: &ModelCall, ts: i64) {
+        let Some(open) = self.turns.get_mut(turn_id) else {
             return;
         };
         let mut attributes = vec![
@@ -198,7 +211,15 @@ impl Spans {
             .with_kind(SpanKind::Client)
             .with_start_time(at(call.started_at))
             .with_attributes(attributes);
-        let mut span = self.tracer.build_with_context(builder, &open.cx);
+        // The span id the request's `traceparent` named to the provider.
+        let span_id = open
+            .trace
+            .as_ref()
+            .filter(|_| open.named_rounds.insert(round))
+            .and_then(|t| SpanId::from_hex(&t.model_call_span_id(round)).ok());
+        let mut span = crate::ids::with_turn_ids(None, span_id, || {
+            self.tracer.build_with_context(builder, &open.cx)
+        });
         use opentelemetry::trace::Span as _;
         // The stream's end; the event's time (later: its items were
         // recorded first) for a log that did not record it.

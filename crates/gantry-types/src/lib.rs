@@ -55,7 +55,7 @@ pub use thread::{
 };
 pub use todo::{TodoItem, TodoPriority, TodoStatus, validate_todos};
 pub use tool::ToolSpec;
-pub use turn::{Turn, TurnFailure, TurnStatus, Usage};
+pub use turn::{Turn, TurnFailure, TurnStatus, TurnTrace, Usage};
 pub use user_input::{
     UserInputAnswer, UserInputOffer, UserInputOption, UserInputPolicy, UserInputQuestion,
 };

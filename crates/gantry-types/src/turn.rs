@@ -156,34 +156,92 @@ impl Turn {
             .map(|end| end.saturating_sub(self.started_at).max(0) as u64)
     }
 
-    /// The W3C trace id (32 hex digits) of the trace the turn's spans
-    /// belong to: its caller's, from its `traceparent`, or else one of its
-    /// own, its id's 128 bits (a UUIDv7's, random in the low 74). Known
-    /// from the turn alone, so the engine's log lines and the telemetry's
-    /// spans name the same trace without telling each other. `None` for
-    /// an id that is not a UUID (turns of hand-written logs).
-    pub fn trace_id(&self) -> Option<String> {
-        match self
-            .trace_parent
-            .as_deref()
-            .and_then(|t| t.split('-').nth(1))
-        {
-            Some(caller) => Some(caller.to_owned()),
-            None => self.uuid_hex(),
-        }
+    /// Where the turn's spans sit in a W3C trace (see [`TurnTrace`]);
+    /// `None` for an id that is not a UUID (turns of hand-written logs).
+    pub fn trace(&self) -> Option<TurnTrace> {
+        TurnTrace::of(&self.id, self.trace_parent.as_deref())
     }
+}
 
-    /// The span id (16 hex digits) of the turn's own `invoke_agent` span:
-    /// the random low 64 bits of its id, for the same reason as
-    /// [`Turn::trace_id`].
-    pub fn span_id(&self) -> Option<String> {
-        self.uuid_hex().map(|hex| hex[16..].to_owned())
-    }
+/// Where a turn's spans sit in a W3C trace, known from the turn's id and
+/// its caller's `traceparent` alone: so the engine's log lines, the
+/// `traceparent` of its model requests and the telemetry's spans name the
+/// same trace and spans without telling each other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnTrace {
+    /// The trace (32 hex digits): the caller's, or else one of the turn's
+    /// own, its id's 128 bits (a UUIDv7's, random in the low 74).
+    pub trace_id: String,
+    /// The turn's own `invoke_agent` span (16 hex digits): its id's random
+    /// low 64 bits.
+    pub span_id: String,
+    /// Whether the trace is a caller's.
+    pub from_caller: bool,
+    /// The caller's trace flags (sampled for a trace of the turn's own).
+    flags: String,
+    /// The turn id's 128 bits, from which its model calls' span ids come.
+    seed: u128,
+}
 
-    fn uuid_hex(&self) -> Option<String> {
-        let id = uuid::Uuid::try_parse(&self.id.0).ok()?;
+impl TurnTrace {
+    /// The trace of turn `id`, continuing `trace_parent` if given.
+    pub fn of(id: &TurnId, trace_parent: Option<&str>) -> Option<TurnTrace> {
+        let seed = uuid::Uuid::try_parse(&id.0).ok()?.as_u128();
         // All zeros is not a valid W3C id.
-        (!id.is_nil()).then(|| id.simple().to_string())
+        if seed == 0 {
+            return None;
+        }
+        let own = format!("{seed:032x}");
+        let caller = trace_parent
+            .map(|t| t.split('-').collect::<Vec<_>>())
+            .and_then(|parts| match parts[..] {
+                [_, trace, _, flags] => Some((trace.to_owned(), flags.to_owned())),
+                _ => None,
+            });
+        let span_id = own[16..].to_owned();
+        Some(match caller {
+            Some((trace_id, flags)) => TurnTrace {
+                trace_id,
+                span_id,
+                from_caller: true,
+                flags,
+                seed,
+            },
+            None => TurnTrace {
+                trace_id: own,
+                span_id,
+                from_caller: false,
+                flags: "01".to_owned(),
+                seed,
+            },
+        })
+    }
+
+    /// The span id of the `chat` span of the turn's model request of
+    /// `round`: FNV-1a of the turn's id and the round, never zero.
+    pub fn model_call_span_id(&self, round: u32) -> String {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in self
+            .seed
+            .to_be_bytes()
+            .into_iter()
+            .chain(round.to_be_bytes())
+        {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        format!("{:016x}", hash.max(1))
+    }
+
+    /// The `traceparent` the model request of `round` carries: the turn's
+    /// trace, that request's `chat` span as the parent the provider sees.
+    pub fn model_call_traceparent(&self, round: u32) -> String {
+        format!(
+            "00-{}-{}-{}",
+            self.trace_id,
+            self.model_call_span_id(round),
+            self.flags
+        )
     }
 }
 
@@ -206,22 +264,31 @@ mod tests {
     #[test]
     fn a_turn_names_its_callers_trace_or_one_of_its_own() {
         let id = "0190f1c2-7a3b-7cde-8f01-23456789abcd";
-        let own = turn(id, None);
-        assert_eq!(
-            own.trace_id().as_deref(),
-            Some("0190f1c27a3b7cde8f0123456789abcd")
-        );
-        assert_eq!(own.span_id().as_deref(), Some("8f0123456789abcd"));
+        let own = turn(id, None).trace().expect("a UUID");
+        assert_eq!(own.trace_id, "0190f1c27a3b7cde8f0123456789abcd");
+        assert_eq!(own.span_id, "8f0123456789abcd");
+        assert!(!own.from_caller);
         let called = turn(
             id,
-            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
-        );
-        assert_eq!(
-            called.trace_id().as_deref(),
-            Some("4bf92f3577b34da6a3ce929d0e0e4736")
-        );
+            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"),
+        )
+        .trace()
+        .expect("a UUID");
+        assert_eq!(called.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
         // Its own span, a child of the caller's.
-        assert_eq!(called.span_id().as_deref(), Some("8f0123456789abcd"));
-        assert_eq!(turn("turn-1", None).trace_id(), None);
+        assert_eq!(called.span_id, "8f0123456789abcd");
+        assert!(turn("turn-1", None).trace().is_none());
+
+        // Each model request its own span, the same whoever computes it;
+        // the caller's flags (here: not sampled) go on.
+        let first = called.model_call_traceparent(1);
+        assert_eq!(first, called.model_call_traceparent(1));
+        assert_ne!(first, called.model_call_traceparent(2));
+        let parts: Vec<&str> = first.split('-').collect();
+        assert_eq!(parts[..2], ["00", "4bf92f3577b34da6a3ce929d0e0e4736"]);
+        assert_eq!(parts[2], called.model_call_span_id(1));
+        assert_eq!(parts[2].len(), 16);
+        assert_eq!(parts[3], "00");
+        assert!(own.model_call_traceparent(1).ends_with("-01"));
     }
 }

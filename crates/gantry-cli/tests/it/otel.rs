@@ -258,6 +258,23 @@ async fn a_turn_is_traced_in_the_genai_conventions_under_the_callers_span() {
         .map(|r| r.body["model"].clone())
         .collect();
     assert_eq!(asked, [json!("gpt-4.1"), json!("gpt-4.1")]);
+    // Each request told the provider its place in the trace: its own
+    // `chat` span, under the caller's trace.
+    let sent: Vec<String> = llm
+        .requests()
+        .iter()
+        .map(|r| r.header("traceparent").unwrap_or_default().to_owned())
+        .collect();
+    let spans_named: Vec<String> = chats
+        .iter()
+        .map(|c| {
+            format!(
+                "00-{trace}-{}-01",
+                c["span_id"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(sent, spans_named, "the model requests' traceparent");
 
     let [tool] = named(&spans, "execute_tool ")[..] else {
         panic!("one execute_tool span: {spans:#?}");
@@ -350,6 +367,15 @@ async fn without_otel_variables_nothing_is_exported_and_nothing_more_listens() {
         Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
     )
     .await;
+
+    // Untraced here, but the caller's trace still goes on to the provider.
+    for request in llm.requests() {
+        let sent = request.header("traceparent").unwrap_or_default();
+        assert!(
+            sent.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-") && sent.ends_with("-01"),
+            "{sent}"
+        );
+    }
 
     let pid = served.child.id();
     let port = |addr: &str| addr.rsplit(':').next().and_then(|p| p.parse::<u16>().ok());

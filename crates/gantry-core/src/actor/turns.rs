@@ -205,12 +205,13 @@ impl ThreadActor {
         // `invoke_agent` span gets), so a collector joins logs to traces.
         // At the error level so that any filter that lets a line of the
         // turn through keeps its span too (the default is `warn`).
+        let trace = turn.trace();
         let log_span = tracing::error_span!(
             "turn",
             thread_id = %turn.thread_id.0,
             turn_id = %turn.id.0,
-            trace_id = turn.trace_id().unwrap_or_default(),
-            span_id = turn.span_id().unwrap_or_default(),
+            trace_id = trace.as_ref().map(|t| t.trace_id.as_str()).unwrap_or_default(),
+            span_id = trace.as_ref().map(|t| t.span_id.as_str()).unwrap_or_default(),
         );
         let limits = input.limits.clone();
         let unattended = input.unattended;
@@ -241,6 +242,7 @@ impl ThreadActor {
             live: self.live.subscribe(),
             grants: self.grants.clone(),
             skills: self.skills.clone(),
+            trace: trace.filter(|t| t.from_caller || self.shared.config.propagate_own_traces),
         };
         tokio::spawn(
             turn::run(self.shared.clone(), spec, cancel.clone(), steer_rx, tx).instrument(log_span),

@@ -94,6 +94,13 @@ impl EngineBuilder {
         self
     }
 
+    /// Sets [`EngineConfig::propagate_own_traces`]: model requests carry a
+    /// `traceparent` for every turn, not only those a caller traced.
+    pub fn propagate_own_traces(mut self, on: bool) -> Self {
+        self.config.propagate_own_traces = on;
+        self
+    }
+
     /// Sets [`EngineConfig::max_rounds`], the model rounds a turn may take.
     pub fn max_rounds(mut self, rounds: u32) -> Self {
         self.config.max_rounds = rounds.max(1);

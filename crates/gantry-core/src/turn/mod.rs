@@ -98,6 +98,9 @@ pub(crate) struct TurnSpec {
     pub grants: Grants,
     /// The thread's skills.
     pub skills: SharedSkillSet,
+    /// The trace the turn's model requests name in their `traceparent`;
+    /// `None` when they carry none.
+    pub trace: Option<gantry_types::TurnTrace>,
 }
 
 /// What a turn does.
@@ -378,6 +381,11 @@ impl Loop<'_> {
                     .or(self.shared.config.reasoning.as_deref()),
             ),
             output_schema: self.output_schema.clone(),
+            trace_parent: self
+                .spec
+                .trace
+                .as_ref()
+                .map(|t| t.model_call_traceparent(self.rounds)),
             ..ModelRequest::default()
         };
         let answer = self.model_round(client, request).await?;

@@ -367,6 +367,7 @@ async fn request_body_has_the_messages_api_shape() {
         max_output_tokens: Some(2000),
         temperature: None,
         output_schema: None,
+        trace_parent: None,
     };
     let (_, error) = run(&client, request.clone()).await;
     assert_eq!(error, None);

@@ -321,6 +321,7 @@ async fn request_has_openai_shape() {
         max_output_tokens: Some(256),
         temperature: None,
         output_schema: None,
+        trace_parent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
     };
     let (_, error) = run(&client(&llm), request).await;
     assert_eq!(error, None);
@@ -328,6 +329,11 @@ async fn request_has_openai_shape() {
     let recorded = &requests[0];
     assert_eq!(recorded.path, "/v1/chat/completions");
     assert_eq!(recorded.header("authorization"), Some("Bearer test-key"));
+    assert_eq!(
+        recorded.header("traceparent"),
+        Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        "the turn's trace goes on to the provider"
+    );
     assert_eq!(recorded.header("x-title"), Some("gantry-tests"));
     assert_eq!(recorded.header("content-type"), Some("application/json"));
     assert_eq!(

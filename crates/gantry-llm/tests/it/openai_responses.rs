@@ -389,6 +389,7 @@ async fn request_has_responses_shape() {
         max_output_tokens: Some(256),
         temperature: None,
         output_schema: None,
+        trace_parent: None,
     };
     let client = client(&llm);
     let (_, error) = run(&client, request).await;
