@@ -39,6 +39,9 @@ pub struct StructuredRequest {
     pub instructions: Option<String>,
     /// Invalid submissions answered with their errors before the turn fails.
     pub retries: u32,
+    /// The W3C `traceparent` the request came with, recorded with the turn
+    /// as a message's is ([`crate::UserInput::trace_parent`]).
+    pub trace_parent: Option<String>,
 }
 
 impl StructuredRequest {
@@ -50,6 +53,7 @@ impl StructuredRequest {
             schema_name: None,
             instructions: None,
             retries: DEFAULT_STRUCTURED_RETRIES,
+            trace_parent: None,
         }
     }
 }
@@ -184,11 +188,16 @@ impl Structured<'_> {
             request.retries,
         )
         .map_err(EngineError::InvalidInput)?;
-        let text = request.prompt;
+        let (text, trace_parent) = (request.prompt, request.trace_parent);
         let spec = Arc::new(spec);
         self.engine
             .ask(thread, |reply| {
-                Command::Structured(StructuredCommand::Start { text, spec, reply })
+                Command::Structured(StructuredCommand::Start {
+                    text,
+                    trace_parent,
+                    spec,
+                    reply,
+                })
             })
             .await?
     }

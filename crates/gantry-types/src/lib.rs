@@ -26,6 +26,7 @@ mod thread;
 pub mod time;
 mod todo;
 mod tool;
+pub mod trace_context;
 mod turn;
 pub mod user_input;
 mod view;

@@ -1,30 +1,15 @@
 //! The W3C Trace Context `traceparent` header a request may carry: kept
 //! with the turn it starts so the turn's trace continues the caller's.
+//! The check itself is `gantry_types::trace_context`, shared with the
+//! adapters that carry it elsewhere than in a header.
 
 use axum::http::HeaderMap;
 
 /// The request's `traceparent`, when it is one the W3C format allows
 /// (`00-{32 hex trace id}-{16 hex span id}-{2 hex flags}`, neither id all
-/// zeros); anything else is ignored, as the specification asks.
+/// zeros), lowercased; anything else is ignored, as the specification asks.
 pub fn traceparent(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get("traceparent")?.to_str().ok()?.trim();
-    valid(value).then(|| value.to_ascii_lowercase())
-}
-
-/// Whether `value` is a well-formed version-00 `traceparent`.
-pub fn valid(value: &str) -> bool {
-    let parts: Vec<&str> = value.split('-').collect();
-    let [version, trace, span, flags] = parts[..] else {
-        return false;
-    };
-    let hex = |s: &str, len: usize| s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit());
-    let zero = |s: &str| s.bytes().all(|b| b == b'0');
-    version == "00"
-        && hex(trace, 32)
-        && !zero(trace)
-        && hex(span, 16)
-        && !zero(span)
-        && hex(flags, 2)
+    gantry_types::trace_context::parse(headers.get("traceparent")?.to_str().ok()?)
 }
 
 #[cfg(test)]
@@ -32,19 +17,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_a_well_formed_traceparent_is_taken() {
-        assert!(valid(
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-        ));
-        for bad in [
-            "",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
-            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e473x-00f067aa0ba902b7-01",
-        ] {
-            assert!(!valid(bad), "{bad}");
-        }
+    fn the_header_is_taken_only_when_well_formed() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(traceparent(&headers), None);
+        headers.insert(
+            "traceparent",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01"
+                .parse()
+                .expect("a header value"),
+        );
+        assert_eq!(
+            traceparent(&headers).as_deref(),
+            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        );
+        headers.insert("traceparent", "00-0-0-01".parse().expect("a header value"));
+        assert_eq!(traceparent(&headers), None);
     }
 }

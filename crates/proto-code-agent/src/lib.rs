@@ -21,6 +21,7 @@ mod names;
 mod service;
 mod state;
 mod status;
+mod trace_context;
 mod views;
 
 pub use service::CodeAgent;

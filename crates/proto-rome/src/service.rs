@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use gantry_core::{CreateThread, Engine, EngineError, IfBusy, StructuredRequest, ThreadFeed};
+use gantry_core::{
+    CreateThread, Engine, EngineError, IfBusy, StructuredRequest, ThreadFeed, UserInput,
+};
 use gantry_types::{
     PermissionRules, ThreadId, ThreadPolicy, ThreadSettingsPatch, ThreadView, TurnId,
 };
@@ -77,6 +79,8 @@ struct Plan {
     user_prompt: String,
     /// Whether the turn announces its session (ordinary turns; not forks).
     session_init: bool,
+    /// The request's W3C `traceparent` (already checked), kept with the turn.
+    trace_parent: Option<String>,
 }
 
 impl Rome {
@@ -97,8 +101,14 @@ impl Rome {
     }
 
     /// Runs a turn; its lines as they come. The session is continued by
-    /// `sessionId`, else by agent and `channelThreadKey`, else new.
-    pub async fn run(&self, req: RunRequest) -> Result<mpsc::Receiver<Bytes>, Refused> {
+    /// `sessionId`, else by agent and `channelThreadKey`, else new. The
+    /// turn keeps `trace_parent`, the request's W3C `traceparent` (already
+    /// checked), if it came with one.
+    pub async fn run(
+        &self,
+        req: RunRequest,
+        trace_parent: Option<String>,
+    ) -> Result<mpsc::Receiver<Bytes>, Refused> {
         non_empty(&req.prompt)?;
         let cwd = workspace(
             &self.inner.workspace,
@@ -134,12 +144,18 @@ impl Rome {
             ),
             user_prompt: req.prompt,
             session_init: true,
+            trace_parent,
         };
         Ok(self.spawn(plan))
     }
 
-    /// Runs a turn on a fork of a session of the same agent and key.
-    pub async fn fork(&self, req: ForkRequest) -> Result<mpsc::Receiver<Bytes>, Refused> {
+    /// Runs a turn on a fork of a session of the same agent and key; the
+    /// turn keeps `trace_parent` as [`Rome::run`]'s does.
+    pub async fn fork(
+        &self,
+        req: ForkRequest,
+        trace_parent: Option<String>,
+    ) -> Result<mpsc::Receiver<Bytes>, Refused> {
         non_empty(&req.prompt)?;
         let cwd = workspace(
             &self.inner.workspace,
@@ -160,6 +176,7 @@ impl Rome {
             text: req.prompt.clone(),
             user_prompt: req.prompt,
             session_init: false,
+            trace_parent,
         };
         Ok(self.spawn(plan))
     }
@@ -387,16 +404,24 @@ impl Inner {
             .await?;
         let turn = match &plan.agent.profile.output_schema {
             Some(schema) => {
-                let request = StructuredRequest::new(plan.text.clone(), schema.clone());
+                let request = StructuredRequest {
+                    trace_parent: plan.trace_parent.clone(),
+                    ..StructuredRequest::new(plan.text.clone(), schema.clone())
+                };
                 self.engine
                     .structured()
                     .start(&plan.thread, request)
                     .await?
             }
             None => {
+                let input = UserInput {
+                    text: plan.text.clone(),
+                    trace_parent: plan.trace_parent.clone(),
+                    ..UserInput::default()
+                };
                 self.engine
                     .turns()
-                    .send(&plan.thread, plan.text.clone(), IfBusy::Queue)
+                    .send_input(&plan.thread, input, IfBusy::Queue)
                     .await?
             }
         };

@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 
 use super::ThreadActor;
 use crate::EngineError;
+use crate::engine::Input;
 use crate::turn::{StructuredSpec, TurnMode};
 
 /// Commands about structured output, plans and the goal.
@@ -19,6 +20,8 @@ pub(crate) enum StructuredCommand {
     /// Start a structured-output turn on `text`; refused while a turn runs.
     Start {
         text: String,
+        /// The request's W3C `traceparent`, kept with the turn.
+        trace_parent: Option<String>,
         spec: Arc<StructuredSpec>,
         reply: oneshot::Sender<Result<TurnId, EngineError>>,
     },
@@ -54,8 +57,17 @@ pub(crate) enum StructuredCommand {
 impl ThreadActor {
     pub(super) async fn handle_structured(&mut self, cmd: StructuredCommand) {
         match cmd {
-            StructuredCommand::Start { text, spec, reply } => {
-                let _ = reply.send(self.start_structured(text, spec).await);
+            StructuredCommand::Start {
+                text,
+                trace_parent,
+                spec,
+                reply,
+            } => {
+                let input = Input {
+                    trace_parent,
+                    ..text.into()
+                };
+                let _ = reply.send(self.start_structured(input, spec).await);
             }
             StructuredCommand::SetGoal {
                 objective,
@@ -103,7 +115,7 @@ impl ThreadActor {
 
     async fn start_structured(
         &mut self,
-        text: String,
+        input: Input,
         spec: Arc<StructuredSpec>,
     ) -> Result<TurnId, EngineError> {
         if self.view.thread.archived {
@@ -116,7 +128,7 @@ impl ThreadActor {
             });
         }
         let id = TurnId::new();
-        self.start_turn(id.clone(), text.into(), TurnMode::Structured(spec))
+        self.start_turn(id.clone(), input, TurnMode::Structured(spec))
             .await;
         Ok(id)
     }

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use gantry_core::{IfBusy, Notification};
+use gantry_core::{IfBusy, Notification, UserInput};
 use gantry_types::{EventPayload, ItemKind, ItemStatus, TurnFailure, TurnStatus};
 
 use super::input::prompt_input;
@@ -32,7 +32,10 @@ pub(crate) async fn prompt(
     req: PromptRequest,
 ) -> Result<PromptResponse, RpcError> {
     let session = agent.session(&req.session_id)?;
-    let input = prompt_input(&req.prompt)?;
+    let input = UserInput {
+        trace_parent: req.traceparent(),
+        ..prompt_input(&req.prompt)?
+    };
     {
         let mut prompting = session.prompting.lock().unwrap_or_else(|p| p.into_inner());
         if *prompting {

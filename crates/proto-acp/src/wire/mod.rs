@@ -1,8 +1,9 @@
 //! ACP v1's JSON as Gantry's own serde types, names and omissions as in
 //! the protocol's schema (`schema/v1/schema.json` of
 //! `@agentclientprotocol/sdk`, which the conformance suite validates every
-//! message against). Only what Gantry reads or writes is here; `_meta` and
-//! fields Gantry does not use are ignored on the way in.
+//! message against). Only what Gantry reads or writes is here; `_meta`
+//! (but a prompt's `_meta.traceparent`) and fields Gantry does not use are
+//! ignored on the way in.
 //!
 //! Why not the `agent-client-protocol-schema` crate: it turns on
 //! `serde_json`'s `preserve_order`, which feature unification would turn

@@ -236,6 +236,21 @@ pub struct PromptRequest {
     pub session_id: String,
     /// What the user sent.
     pub prompt: Vec<ContentBlock>,
+    /// ACP's extension field, any JSON: only `traceparent` is read
+    /// ([`PromptRequest::traceparent`]), and a `_meta` of another shape
+    /// is no error.
+    #[serde(default, rename = "_meta")]
+    pub meta: Option<serde_json::Value>,
+}
+
+impl PromptRequest {
+    /// `_meta.traceparent`, the W3C trace context the client's span
+    /// propagates (the key OpenTelemetry's ACP and MCP instrumentation
+    /// writes), when well-formed; anything else is ignored.
+    pub fn traceparent(&self) -> Option<String> {
+        let value = self.meta.as_ref()?.get("traceparent")?.as_str()?;
+        gantry_types::trace_context::parse(value)
+    }
 }
 
 /// Why a turn stopped (`StopReason`).

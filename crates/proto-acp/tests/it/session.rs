@@ -325,3 +325,37 @@ async fn a_structured_turn_replays_without_the_engines_internal_tool() {
     assert!(!seen.contains("submit_output"), "{seen}");
     assert!(!second.updates("user_message_chunk").is_empty(), "{seen}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_keeps_its_meta_traceparent_when_well_formed() {
+    let s = start((0..4).map(|_| Step::text("ok")).collect()).await;
+    let ws = s.ws();
+    let mut client = connect(&s.engine);
+    let session = new_session(&mut client, &ws).await;
+    let kept = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let metas = [
+        json!({"traceparent": "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01"}),
+        // An all-zero span id: not a `traceparent` the W3C allows.
+        json!({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"}),
+        json!({"traceparent": 7}),
+        json!("not an object"),
+    ];
+    let mut seen = Vec::new();
+    for meta in metas {
+        let params = json!({
+            "sessionId": session,
+            "prompt": [{"type": "text", "text": "go"}],
+            "_meta": meta,
+        });
+        let answer = client.call("session/prompt", params, no_requests).await;
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+        let view = s
+            .engine
+            .threads()
+            .read(&ThreadId(session.clone()))
+            .await
+            .expect("read");
+        seen.push(view.turns.last().expect("a turn").turn.trace_parent.clone());
+    }
+    assert_eq!(seen, [Some(kept.to_owned()), None, None, None]);
+}

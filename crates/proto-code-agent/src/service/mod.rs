@@ -50,12 +50,17 @@ impl CodeAgent {
 
 /// Implements the generated trait by delegating each rpc to its function;
 /// every status message is bounded (`gantry_grpc::bounded`), a backstop
-/// for client input an error echoes unclipped.
+/// for client input an error echoes unclipped. The `*_traced` rpcs start
+/// a turn: their function also gets the request's `traceparent` metadata.
 macro_rules! service {
     (
         unary { $($u:ident($ureq:ident) -> $uresp:ident = $uh:path;)* }
         unary_with_caller { $($c:ident($creq:ident) -> $cresp:ident = $ch:path;)* }
+        unary_traced { $($t:ident($treq:ident) -> $tresp:ident = $th:path;)* }
         streaming { $($s:ident($sreq:ident) -> $sty:ident<$sitem:ident> = $sh:path;)* }
+        streaming_traced {
+            $($ts:ident($tsreq:ident) -> $tsty:ident<$tsitem:ident> = $tsh:path;)*
+        }
     ) => {
         #[tonic::async_trait]
         impl pb::code_agent_service_server::CodeAgentService for CodeAgent {
@@ -83,6 +88,18 @@ macro_rules! service {
                 }
             )*
             $(
+                async fn $t(
+                    &self,
+                    request: Request<pb::$treq>,
+                ) -> Result<Response<pb::$tresp>, Status> {
+                    let trace_parent = crate::trace_context::traceparent(&request);
+                    $th(&self.ctx, request.into_inner(), trace_parent)
+                        .await
+                        .map(Response::new)
+                        .map_err(gantry_grpc::bounded)
+                }
+            )*
+            $(
                 type $sty = RpcStream<pb::$sitem>;
 
                 async fn $s(
@@ -90,6 +107,22 @@ macro_rules! service {
                     request: Request<pb::$sreq>,
                 ) -> Result<Response<Self::$sty>, Status> {
                     match $sh(&self.ctx, request.into_inner()).await {
+                        Ok(stream) => Ok(Response::new(
+                            Box::pin(stream.map_err(gantry_grpc::bounded)) as RpcStream<_>,
+                        )),
+                        Err(status) => Err(gantry_grpc::bounded(status)),
+                    }
+                }
+            )*
+            $(
+                type $tsty = RpcStream<pb::$tsitem>;
+
+                async fn $ts(
+                    &self,
+                    request: Request<pb::$tsreq>,
+                ) -> Result<Response<Self::$tsty>, Status> {
+                    let trace_parent = crate::trace_context::traceparent(&request);
+                    match $tsh(&self.ctx, request.into_inner(), trace_parent).await {
                         Ok(stream) => Ok(Response::new(
                             Box::pin(stream.map_err(gantry_grpc::bounded)) as RpcStream<_>,
                         )),
@@ -114,8 +147,6 @@ service! {
         configure_session(ConfigureSessionRequest) -> ConfigureSessionResponse = sessions::configure_session;
         get_messages(GetMessagesRequest) -> GetMessagesResponse = sessions::get_messages;
         restore_session(RestoreSessionRequest) -> RestoreSessionResponse = sessions::restore_session;
-        generate(GenerateRequest) -> GenerateResponse = generation::generate;
-        generate_structured(GenerateStructuredRequest) -> GenerateStructuredResponse = generation::generate_structured;
         load_skill(LoadSkillRequest) -> LoadSkillResponse = skills::load_skill;
         unload_skill(UnloadSkillRequest) -> UnloadSkillResponse = skills::unload_skill;
         list_skills(ListSkillsRequest) -> ListSkillsResponse = skills::list_skills;
@@ -185,18 +216,25 @@ service! {
         get_tool_metrics(GetToolMetricsRequest) -> GetToolMetricsResponse = observability::get_tool_metrics;
         get_cost_summary(GetCostSummaryRequest) -> GetCostSummaryResponse = observability::get_cost_summary;
         get_queue_stats(GetQueueStatsRequest) -> GetQueueStatsResponse = observability::get_queue_stats;
-        agentic_generate(AgenticGenerateRequest) -> AgenticGenerateResponse = generation::agentic_generate;
-        delegate(DelegateRequest) -> DelegateResponse = generation::delegate;
     }
     // Answers that depend on who asks (keys for authenticated callers).
     unary_with_caller {
         list_providers(ListProvidersRequest) -> ListProvidersResponse = providers::list_providers;
         get_provider(GetProviderRequest) -> GetProviderResponse = providers::get_provider;
     }
+    // The rpcs that start a turn: the turn keeps the caller's `traceparent`.
+    unary_traced {
+        generate(GenerateRequest) -> GenerateResponse = generation::generate;
+        generate_structured(GenerateStructuredRequest) -> GenerateStructuredResponse = generation::generate_structured;
+        agentic_generate(AgenticGenerateRequest) -> AgenticGenerateResponse = generation::agentic_generate;
+        delegate(DelegateRequest) -> DelegateResponse = generation::delegate;
+    }
     streaming {
+        subscribe_events(SubscribeEventsRequest) -> SubscribeEventsStream<AgentEvent> = events::subscribe_events;
+    }
+    streaming_traced {
         stream_generate(GenerateRequest) -> StreamGenerateStream<GenerateChunk> = generation::stream_generate;
         stream_generate_structured(GenerateStructuredRequest) -> StreamGenerateStructuredStream<GenerateStructuredChunk> = generation::stream_generate_structured;
-        subscribe_events(SubscribeEventsRequest) -> SubscribeEventsStream<AgentEvent> = events::subscribe_events;
         stream_agentic_generate(AgenticGenerateRequest) -> StreamAgenticGenerateStream<AgenticGenerateEvent> = generation::stream_agentic_generate;
         stream_delegate(DelegateRequest) -> StreamDelegateStream<AgenticGenerateEvent> = generation::stream_delegate;
     }

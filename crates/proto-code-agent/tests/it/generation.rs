@@ -463,3 +463,150 @@ async fn structured_output_answered_in_json_text() {
     let err = s.client.generate_structured(request).await.unwrap_err();
     assert!(err.message().contains("not valid JSON"), "{err:?}");
 }
+
+/// `message` with `traceparent` metadata, as an OpenTelemetry-instrumented
+/// client sends it.
+fn traced<T>(message: T, traceparent: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    let value = traceparent.parse().expect("ASCII metadata");
+    request.metadata_mut().insert("traceparent", value);
+    request
+}
+
+/// The `trace_parent` of `session`'s last turn.
+async fn last_trace_parent(s: &Server, session: &str) -> Option<String> {
+    let id = gantry_types::ThreadId(session.to_owned());
+    let view = s.engine.threads().read(&id).await.expect("read");
+    view.turns.last().expect("a turn").turn.trace_parent.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rpcs_that_start_a_turn_keep_the_callers_traceparent_when_well_formed() {
+    let json_answer = || Step::text(r#"{"answer": 42}"#);
+    let mut s = Server::start(vec![
+        Step::text("one"),
+        Step::text("two"),
+        Step::text("three"),
+        Step::text("four"),
+        json_answer(),
+        json_answer(),
+        Step::text("five"),
+        Step::text("six"),
+        Step::text("explored"),
+        Step::text("explored again"),
+    ])
+    .await;
+    let tp = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01";
+    let kept = Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned());
+    // An all-zero span id: not a `traceparent` the W3C allows.
+    let malformed = "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01";
+    let session = s.session().await;
+    let mut seen = Vec::new();
+
+    for traceparent in [tp, malformed] {
+        let request = traced(ask(&session, "hi"), traceparent);
+        s.client.generate(request).await.expect("generate");
+        seen.push(("Generate", last_trace_parent(&s, &session).await));
+        let request = traced(ask(&session, "hi"), traceparent);
+        let mut stream = s
+            .client
+            .stream_generate(request)
+            .await
+            .unwrap()
+            .into_inner();
+        while guard("a chunk", stream.message()).await.unwrap().is_some() {}
+        seen.push(("StreamGenerate", last_trace_parent(&s, &session).await));
+    }
+
+    let structured = pb::GenerateStructuredRequest {
+        session_id: session.clone(),
+        messages: ask(&session, "how many?").messages,
+        schema: json!({"type": "object"}).to_string(),
+    };
+    let request = traced(structured.clone(), tp);
+    s.client
+        .generate_structured(request)
+        .await
+        .expect("structured");
+    seen.push(("GenerateStructured", last_trace_parent(&s, &session).await));
+    let request = traced(structured, tp);
+    let mut stream = s
+        .client
+        .stream_generate_structured(request)
+        .await
+        .unwrap()
+        .into_inner();
+    while guard("a chunk", stream.message()).await.unwrap().is_some() {}
+    seen.push((
+        "StreamGenerateStructured",
+        last_trace_parent(&s, &session).await,
+    ));
+
+    let agentic = pb::AgenticGenerateRequest {
+        session_id: session.clone(),
+        prompt: "go".into(),
+        ..Default::default()
+    };
+    let request = traced(agentic.clone(), tp);
+    s.client.agentic_generate(request).await.expect("agentic");
+    seen.push(("AgenticGenerate", last_trace_parent(&s, &session).await));
+    let request = traced(agentic, tp);
+    let mut stream = s
+        .client
+        .stream_agentic_generate(request)
+        .await
+        .unwrap()
+        .into_inner();
+    while guard("an event", stream.message()).await.unwrap().is_some() {}
+    seen.push((
+        "StreamAgenticGenerate",
+        last_trace_parent(&s, &session).await,
+    ));
+
+    // A delegation's turn is the sub-agent's, in its own session.
+    let delegation = pb::DelegateRequest {
+        session_id: session.clone(),
+        agent_name: "explore".into(),
+        task: "look around".into(),
+        ..Default::default()
+    };
+    let request = traced(delegation.clone(), tp);
+    let child = s
+        .client
+        .delegate(request)
+        .await
+        .expect("delegate")
+        .into_inner()
+        .agent_session_id;
+    seen.push(("Delegate", last_trace_parent(&s, &child).await));
+    let request = traced(delegation, tp);
+    let mut stream = s
+        .client
+        .stream_delegate(request)
+        .await
+        .unwrap()
+        .into_inner();
+    let mut child = None;
+    while let Some(event) = guard("an event", stream.message()).await.unwrap() {
+        child = child.or(event.agent_session_id);
+    }
+    let child = child.expect("the sub-agent's session");
+    seen.push(("StreamDelegate", last_trace_parent(&s, &child).await));
+
+    let expected: Vec<(&str, Option<String>)> = [
+        ("Generate", true),
+        ("StreamGenerate", true),
+        ("Generate", false),
+        ("StreamGenerate", false),
+        ("GenerateStructured", true),
+        ("StreamGenerateStructured", true),
+        ("AgenticGenerate", true),
+        ("StreamAgenticGenerate", true),
+        ("Delegate", true),
+        ("StreamDelegate", true),
+    ]
+    .into_iter()
+    .map(|(rpc, valid)| (rpc, if valid { kept.clone() } else { None }))
+    .collect();
+    assert_eq!(seen, expected);
+}

@@ -5,6 +5,8 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use gantry_web::trace_context::traceparent;
 use serde_json::{Value, json};
 
 use super::AppState;
@@ -38,9 +40,13 @@ pub(super) async fn mcp_startup(State(state): State<AppState>) -> Json<Value> {
 
 pub(super) async fn thread(
     State(state): State<AppState>,
+    headers: HeaderMap,
     Json(req): Json<ThreadRequest>,
 ) -> Json<ThreadResponse> {
-    Json(answer(state.cw.thread_request(req).await))
+    let trace_parent = traceparent(&headers);
+    Json(answer(
+        state.cw.thread_request_traced(req, trace_parent).await,
+    ))
 }
 
 pub(super) async fn app(
@@ -52,16 +58,19 @@ pub(super) async fn app(
 
 pub(super) async fn prompt(
     State(state): State<AppState>,
+    headers: HeaderMap,
     Json(req): Json<PromptRequest>,
 ) -> Json<PromptResponse> {
-    Json(match state.cw.prompt(req).await {
-        Ok(response) => response,
-        Err(e) => PromptResponse {
-            output: e.to_string(),
-            model: "unknown".to_owned(),
-            events: Vec::new(),
+    Json(
+        match state.cw.prompt_traced(req, traceparent(&headers)).await {
+            Ok(response) => response,
+            Err(e) => PromptResponse {
+                output: e.to_string(),
+                model: "unknown".to_owned(),
+                events: Vec::new(),
+            },
         },
-    })
+    )
 }
 
 pub(super) async fn approval(

@@ -10,9 +10,10 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use gantry_types::ThreadId;
+use gantry_web::trace_context::traceparent;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -42,12 +43,14 @@ fn refused(refusal: Refusal) -> Response {
 
 pub(super) async fn thread(
     State(state): State<AppState>,
+    headers: HeaderMap,
     Json(req): Json<ThreadRequest>,
 ) -> Response {
     let v = state.cw.v0_10();
     if let ThreadRequest::Message(params) = req {
         let thread_id = params.thread_id.clone();
-        return match v.message(params, None).await {
+        let trace_parent = traceparent(&headers);
+        return match v.message(params, None, trace_parent).await {
             Ok(ran) => {
                 // The turn ran to its end before this answer.
                 let mut response = ThreadResponse::bare(thread_id, "completed");
@@ -79,9 +82,15 @@ pub(super) async fn app(State(state): State<AppState>, Json(req): Json<AppReques
 
 pub(super) async fn prompt(
     State(state): State<AppState>,
+    headers: HeaderMap,
     Json(req): Json<PromptRequest>,
 ) -> Response {
-    match state.cw.v0_10().prompt(req, None).await {
+    match state
+        .cw
+        .v0_10()
+        .prompt(req, None, traceparent(&headers))
+        .await
+    {
         Ok(response) => (StatusCode::OK, Json(response)).into_response(),
         Err(refusal) => refused(refusal),
     }

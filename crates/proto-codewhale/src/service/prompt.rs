@@ -3,7 +3,7 @@
 //! its own, kept like any other (its conversation can be read and forked).
 
 use gantry_core::projection::{Part, Role, conversation};
-use gantry_core::{CreateThread, EngineError, IfBusy};
+use gantry_core::{CreateThread, EngineError, IfBusy, UserInput};
 use gantry_types::{ThreadId, TurnId};
 
 use super::{CodeWhale, ServiceError};
@@ -13,6 +13,16 @@ use crate::wire::{EventFrame, PromptRequest, PromptResponse};
 impl CodeWhale {
     /// Runs `req`'s turn to its end.
     pub async fn prompt(&self, req: PromptRequest) -> Result<PromptResponse, ServiceError> {
+        self.prompt_traced(req, None).await
+    }
+
+    /// Runs `req`'s turn to its end; the turn keeps the W3C `traceparent`
+    /// `trace_parent` (already checked) the request came with.
+    pub async fn prompt_traced(
+        &self,
+        req: PromptRequest,
+        trace_parent: Option<String>,
+    ) -> Result<PromptResponse, ServiceError> {
         let thread = match &req.thread_id {
             Some(id) => {
                 if self.view(id).await?.is_none() {
@@ -33,10 +43,15 @@ impl CodeWhale {
         };
         let start = self.engine().threads().read(&thread).await?.thread.last_seq;
         let mut feed = FrameFeed::open(self.engine(), &thread, ResumePoint::after(start)).await?;
+        let input = UserInput {
+            text: req.prompt,
+            trace_parent,
+            ..UserInput::default()
+        };
         let turn = self
             .engine()
             .turns()
-            .send(&thread, req.prompt, IfBusy::Queue)
+            .send_input(&thread, input, IfBusy::Queue)
             .await?;
         let events = collect_turn(&mut feed, &turn).await?;
         let view = self.engine().threads().read(&thread).await?;

@@ -3,7 +3,7 @@
 //! so, `ok` without a `thread` where it does); only what the engine
 //! refuses or fails at is a [`ServiceError`].
 
-use gantry_core::{CreateThread, EngineError, IfBusy, ThreadQuery};
+use gantry_core::{CreateThread, EngineError, IfBusy, ThreadQuery, UserInput};
 use gantry_types::{ThreadId, ThreadPolicy, ThreadSettingsPatch};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -22,6 +22,16 @@ const DEFAULT_LIST_LIMIT: usize = 50;
 impl CodeWhale {
     /// Answers a [`ThreadRequest`].
     pub async fn thread_request(&self, req: ThreadRequest) -> Result<ThreadResponse, ServiceError> {
+        self.thread_request_traced(req, None).await
+    }
+
+    /// Answers a [`ThreadRequest`] that came with the W3C `traceparent`
+    /// `trace_parent` (already checked): the turn a message starts keeps it.
+    pub async fn thread_request_traced(
+        &self,
+        req: ThreadRequest,
+        trace_parent: Option<String>,
+    ) -> Result<ThreadResponse, ServiceError> {
         match req {
             ThreadRequest::Create { metadata } => {
                 let params = ThreadStartParams::default();
@@ -163,7 +173,12 @@ impl CodeWhale {
                     Some(wire::IfBusy::Steer) => IfBusy::Steer,
                     Some(wire::IfBusy::Queue) | None => IfBusy::Queue,
                 };
-                match self.engine().turns().send(&id, input, if_busy).await {
+                let input = UserInput {
+                    text: input,
+                    trace_parent,
+                    ..UserInput::default()
+                };
+                match self.engine().turns().send_input(&id, input, if_busy).await {
                     Ok(turn) => {
                         let mut response = ThreadResponse::bare(thread_id, "accepted");
                         response.data = json!({ "turn_id": turn.0 });

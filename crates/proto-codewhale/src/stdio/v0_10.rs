@@ -232,7 +232,8 @@ pub(super) async fn call(
         }
         "prompt/request" | "prompt/run" => {
             let sink = frame_sink(out);
-            let answer = v.prompt(exact(params)?, Some(&sink.0)).await;
+            // No traceparent: CodeWhale's JSON-RPC params have no `_meta`.
+            let answer = v.prompt(exact(params)?, Some(&sink.0), None).await;
             sink.finish().await;
             to_value(answer?)?
         }
@@ -260,7 +261,8 @@ async fn message(
 ) -> Result<Value, RpcError> {
     let thread_id = params.thread_id.clone();
     let sink = frame_sink(out);
-    let ran = cw.v0_10().message(params, Some(&sink.0)).await;
+    // No traceparent: CodeWhale's JSON-RPC params have no `_meta`.
+    let ran = cw.v0_10().message(params, Some(&sink.0), None).await;
     sink.finish().await;
     let ran = ran?;
     Ok(json!({

@@ -1,11 +1,16 @@
 //! Over real HTTP: MCP servers' startup, which belongs to no thread,
-//! streams at `GET /events` and resumes after `Last-Event-ID`.
+//! streams at `GET /events` and resumes after `Last-Event-ID`; the turns a
+//! message or a prompt starts keep the request's `traceparent`.
 
 use futures_util::StreamExt;
+use gantry_testkit::Step;
+use gantry_types::ThreadId;
 use gantry_types::mcp::{McpServerConfig, McpTransport};
+use proto_codewhale::wire::{ThreadRequest, ThreadStartParams};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{HANG_GUARD, start};
+use crate::common::{HANG_GUARD, Setup, start};
 
 /// `(id, data)` of each SSE event until one whose data holds `until`.
 async fn sse_until(url: &str, last_event_id: Option<&str>, until: &str) -> Vec<(String, String)> {
@@ -107,4 +112,111 @@ async fn mcp_startup_streams_over_http_and_resumes_after_the_last_id() {
 
     stop.cancel();
     served.await.unwrap().unwrap();
+}
+
+/// A `traceparent` as a platform sends it, and as the turn keeps it.
+const TRACEPARENT: &str = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01";
+const KEPT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+/// An all-zero span id: not a `traceparent` the W3C allows.
+const MALFORMED: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01";
+
+/// Serves `cw` speaking `version` on an ephemeral port: its base URL, and
+/// the token that stops it.
+async fn serve(
+    cw: &proto_codewhale::CodeWhale,
+    version: proto_codewhale::Version,
+) -> (String, CancellationToken) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    tokio::spawn(proto_codewhale::serve_http(
+        cw.clone(),
+        version,
+        listener,
+        None,
+        Vec::new(),
+        stop.clone(),
+    ));
+    (base, stop)
+}
+
+/// POSTs `body` to `url` with `traceparent`; the JSON answer.
+async fn post_traced(url: &str, traceparent: &str, body: &Value) -> Value {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("traceparent", traceparent)
+        .json(body)
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), 200);
+    response.json().await.expect("JSON")
+}
+
+/// The `trace_parent` of each of `thread`'s turns, oldest first, once
+/// every one has ended.
+async fn trace_parents(s: &Setup, thread: &ThreadId) -> Vec<Option<String>> {
+    let engine = s.cw.engine();
+    let view = engine.threads().read(thread).await.expect("read");
+    let mut kept = Vec::new();
+    for turn in &view.turns {
+        let ended = tokio::time::timeout(HANG_GUARD, engine.turns().wait(thread, &turn.turn.id))
+            .await
+            .expect("the turn ends")
+            .expect("wait");
+        kept.push(ended.trace_parent);
+    }
+    kept
+}
+
+async fn new_thread(s: &Setup) -> ThreadId {
+    let started =
+        s.cw.thread_request(ThreadRequest::Start(ThreadStartParams::default()))
+            .await
+            .expect("start");
+    ThreadId(started.thread_id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seeds_turns_keep_the_requests_traceparent_when_well_formed() {
+    let s = start((0..4).map(|_| Step::text("ok")).collect()).await;
+    let (base, stop) = serve(&s.cw, proto_codewhale::Version::V0_8).await;
+    let thread = new_thread(&s).await;
+    for traceparent in [TRACEPARENT, MALFORMED] {
+        let message = json!({"kind": "message", "thread_id": thread.0, "input": "hi"});
+        let answer = post_traced(&format!("{base}/thread"), traceparent, &message).await;
+        assert_eq!(answer["status"], "accepted", "{answer}");
+        // Queued after the message's turn, if it still runs.
+        let prompt = json!({"thread_id": thread.0, "prompt": "hi"});
+        let answer = post_traced(&format!("{base}/prompt"), traceparent, &prompt).await;
+        assert_eq!(answer["output"], "ok", "{answer}");
+    }
+    let kept = Some(KEPT.to_owned());
+    assert_eq!(
+        trace_parents(&s, &thread).await,
+        [kept.clone(), kept, None, None]
+    );
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_0_10s_turns_keep_the_requests_traceparent_when_well_formed() {
+    let s = start((0..4).map(|_| Step::text("ok")).collect()).await;
+    let (base, stop) = serve(&s.cw, proto_codewhale::Version::V0_10).await;
+    let thread = new_thread(&s).await;
+    for traceparent in [TRACEPARENT, MALFORMED] {
+        let message = json!({"kind": "message", "thread_id": thread.0, "input": "hi"});
+        let answer = post_traced(&format!("{base}/thread"), traceparent, &message).await;
+        assert_eq!(answer["status"], "completed", "{answer}");
+        let prompt = json!({"thread_id": thread.0, "prompt": "hi", "allowed_tools": []});
+        let answer = post_traced(&format!("{base}/prompt"), traceparent, &prompt).await;
+        assert_eq!(answer["output"], "ok", "{answer}");
+    }
+    let kept = Some(KEPT.to_owned());
+    assert_eq!(
+        trace_parents(&s, &thread).await,
+        [kept.clone(), kept, None, None]
+    );
+    stop.cancel();
 }

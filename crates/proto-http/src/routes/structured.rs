@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use gantry_core::{DEFAULT_STRUCTURED_RETRIES, EngineError, StructuredRequest};
 use gantry_types::ThreadId;
 use serde_json::json;
@@ -27,6 +28,7 @@ use crate::views::{StructuredAnswer, StructuredAsk, UsageView};
 pub(crate) async fn generate(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     bytes: Bytes,
 ) -> Answer<StructuredAnswer> {
     let ask: StructuredAsk = body(&bytes)?;
@@ -42,6 +44,7 @@ pub(crate) async fn generate(
         schema_name: ask.schema_name,
         instructions: ask.instructions,
         retries: ask.retries.unwrap_or(DEFAULT_STRUCTURED_RETRIES),
+        trace_parent: gantry_web::trace_context::traceparent(&headers),
     };
     let output = state
         .engine

@@ -92,3 +92,41 @@ async fn a_schema_that_is_not_one_is_refused_before_any_turn() {
     let (_, thread) = s.get(&format!("/v1/threads/{id}")).await;
     assert_eq!(thread["turns"], json!([]), "{thread}");
 }
+
+#[tokio::test]
+async fn a_structured_turn_keeps_the_requests_traceparent_when_well_formed() {
+    let answer = "{\"name\": \"Ada\", \"age\": 36}";
+    let s = start(vec![Step::text(answer), Step::text(answer)]).await;
+    let id = s.thread(json!({})).await;
+    let ask = json!({"prompt": "who?", "schema": person_schema()});
+    let mut kept = Vec::new();
+    for traceparent in [
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+    ] {
+        let sent = s
+            .http
+            .post(s.url(&format!("/v1/threads/{id}/structured")))
+            .header("traceparent", traceparent)
+            .json(&ask)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(sent.status(), 200);
+        let (_, thread) = s.get(&format!("/v1/threads/{id}")).await;
+        let last = thread["turns"]
+            .as_array()
+            .and_then(|t| t.last())
+            .cloned()
+            .expect("a turn");
+        kept.push(last["trace_parent"].clone());
+    }
+    assert_eq!(
+        kept,
+        [
+            json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+            // An all-zero span id: ignored, as the W3C says.
+            Value::Null,
+        ]
+    );
+}

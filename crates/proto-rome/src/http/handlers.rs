@@ -7,10 +7,11 @@ use std::convert::Infallible;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::stream;
+use gantry_web::trace_context::traceparent;
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -18,15 +19,23 @@ use super::AppState;
 use crate::service::Refused;
 use crate::wire::{ErrorBody, ForkRequest, RunRequest};
 
-pub(super) async fn run(State(state): State<AppState>, Json(req): Json<RunRequest>) -> Response {
-    match state.rome.run(req).await {
+pub(super) async fn run(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(req): Json<RunRequest>,
+) -> Response {
+    match state.rome.run(req, traceparent(&headers)).await {
         Ok(lines) => ndjson(lines, &state),
         Err(e) => refused(&e),
     }
 }
 
-pub(super) async fn fork(State(state): State<AppState>, Json(req): Json<ForkRequest>) -> Response {
-    match state.rome.fork(req).await {
+pub(super) async fn fork(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(req): Json<ForkRequest>,
+) -> Response {
+    match state.rome.fork(req, traceparent(&headers)).await {
         Ok(lines) => ndjson(lines, &state),
         Err(e) => refused(&e),
     }

@@ -45,6 +45,23 @@ impl Setup {
         request.send().await.expect("request")
     }
 
+    /// POSTs `body` as JSON to `path` with a `traceparent` header.
+    pub(crate) async fn post_traced(
+        &self,
+        path: &str,
+        body: &Value,
+        traceparent: &str,
+    ) -> reqwest::Response {
+        self.http
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json")
+            .header("traceparent", traceparent)
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("request")
+    }
+
     /// GETs `path` with `token`: the status and the JSON body.
     pub(crate) async fn get(&self, path: &str, token: Option<&str>) -> (u16, Value) {
         let mut request = self.http.get(format!("{}{path}", self.base));

@@ -1,8 +1,10 @@
 //! The routes as a client sees them: NDJSON streams, sessions by key,
-//! refusals before any stream, interrupts, allowed tools, the token.
+//! refusals before any stream, interrupts, allowed tools, the token, the
+//! caller's `traceparent`.
 
 use gantry_testkit::{Step, ToolCallSpec};
 use gantry_types::{ThreadId, TurnId, TurnStatus};
+use proto_rome::AgentProfile;
 use serde_json::{Value, json};
 
 use crate::common::{Lines, allowing, start};
@@ -175,4 +177,54 @@ async fn an_agent_calls_only_its_allowed_tools() {
         "{told}"
     );
     assert_eq!(messages.last().unwrap()["status"], "completed");
+}
+
+#[tokio::test]
+async fn runs_and_forks_keep_the_requests_traceparent_when_well_formed() {
+    let reporter = AgentProfile {
+        allowed_tools: None,
+        output_schema: Some(json!({"type": "object"})),
+    };
+    let steps = vec![
+        Step::text("first"),
+        Step::text("second"),
+        Step::text("forked"),
+        Step::text("{\"ok\": true}"),
+    ];
+    let setup = start(steps, [("reporter".to_owned(), reporter)].into(), None).await;
+    let traceparent = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01";
+    let kept = Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned());
+    // An all-zero span id: not a `traceparent` the W3C allows.
+    let malformed = "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01";
+    // The turn a request's stream opened, once it has ended.
+    let turn_of = |path: &'static str, body: Value, traceparent: &'static str| {
+        let setup = &setup;
+        async move {
+            let response = setup.post_traced(path, &body, traceparent).await;
+            assert_eq!(response.status(), 200, "{body}");
+            let lines = Lines::new(response).rest().await;
+            assert_eq!(lines.last().unwrap()["status"], "completed", "{lines:?}");
+            let thread = ThreadId(lines[0]["sessionId"].as_str().unwrap().to_owned());
+            let turn = TurnId(lines[0]["turnId"].as_str().unwrap().to_owned());
+            let view = setup.engine.threads().read(&thread).await.unwrap();
+            let found = view.turns.iter().find(|t| t.turn.id == turn).unwrap();
+            (thread, found.turn.trace_parent.clone())
+        }
+    };
+    let run = json!({"agentName": "main", "prompt": "hello", "channelThreadKey": "slack:C1"});
+    let (session, first) = turn_of("/v1/rome/run", run.clone(), traceparent).await;
+    assert_eq!(first, kept);
+    let (_, second) = turn_of("/v1/rome/run", run, malformed).await;
+    assert_eq!(second, None, "a malformed traceparent is ignored");
+    let fork = json!({
+        "agentName": "main", "sourceSessionId": session.0, "prompt": "again",
+        "channelThreadKey": "slack:C1",
+    });
+    let (fork, forked) = turn_of("/v1/rome/fork", fork, traceparent).await;
+    assert_ne!(fork, session);
+    assert_eq!(forked, kept);
+    // An agent with an output schema runs a structured turn.
+    let report = json!({"agentName": "reporter", "prompt": "report"});
+    let (_, structured) = turn_of("/v1/rome/run", report, traceparent).await;
+    assert_eq!(structured, kept);
 }

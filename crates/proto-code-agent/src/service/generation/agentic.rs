@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use gantry_core::{CreateThread, IfBusy};
+use gantry_core::{CreateThread, IfBusy, UserInput};
 use gantry_types::{PermissionRules, RuleDecision, ThreadId, TurnFailure, TurnStatus, Usage};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -33,9 +33,10 @@ const STREAM_BUFFER: usize = 256;
 pub(crate) async fn agentic_generate(
     ctx: &Ctx,
     req: pb::AgenticGenerateRequest,
+    trace_parent: Option<String>,
 ) -> Result<pb::AgenticGenerateResponse, Status> {
     let prompt = required("prompt", &req.prompt)?.to_owned();
-    let (id, feed) = start(ctx, &req.session_id, prompt).await?;
+    let (id, feed) = start(ctx, &req.session_id, prompt, trace_parent).await?;
     let done = run(ctx, &id, feed, max_steps(req.max_steps), Loop::new(&id)).await?;
     Ok(pb::AgenticGenerateResponse {
         session_id: id.to_string(),
@@ -56,9 +57,10 @@ pub(crate) async fn agentic_generate(
 pub(crate) async fn stream_agentic_generate(
     ctx: &Ctx,
     req: pb::AgenticGenerateRequest,
+    trace_parent: Option<String>,
 ) -> Result<RpcStream<pb::AgenticGenerateEvent>, Status> {
     let prompt = required("prompt", &req.prompt)?.to_owned();
-    let (id, feed) = start(ctx, &req.session_id, prompt).await?;
+    let (id, feed) = start(ctx, &req.session_id, prompt, trace_parent).await?;
     let state = Loop::new(&id);
     Ok(stream(
         ctx,
@@ -77,8 +79,9 @@ pub(crate) async fn stream_agentic_generate(
 pub(crate) async fn delegate(
     ctx: &Ctx,
     req: pb::DelegateRequest,
+    trace_parent: Option<String>,
 ) -> Result<pb::DelegateResponse, Status> {
-    let (child, feed) = start_subagent(ctx, &req).await?;
+    let (child, feed) = start_subagent(ctx, &req, trace_parent).await?;
     let state = Loop::new(&parent_id(&req)?);
     let done = run(ctx, &child, feed, max_steps(req.max_steps), state).await?;
     Ok(pb::DelegateResponse {
@@ -98,8 +101,9 @@ pub(crate) async fn delegate(
 pub(crate) async fn stream_delegate(
     ctx: &Ctx,
     req: pb::DelegateRequest,
+    trace_parent: Option<String>,
 ) -> Result<RpcStream<pb::AgenticGenerateEvent>, Status> {
-    let (child, feed) = start_subagent(ctx, &req).await?;
+    let (child, feed) = start_subagent(ctx, &req, trace_parent).await?;
     let state = Loop {
         subagent: Some((req.agent_name.trim().to_owned(), child.to_string())),
         ..Loop::new(&parent_id(&req)?)
@@ -128,23 +132,37 @@ fn parent_id(req: &pb::DelegateRequest) -> Result<ThreadId, Status> {
     crate::status::session_id(&req.session_id)
 }
 
-/// Starts a turn of `prompt` on the session; the feed that follows it.
-async fn start(ctx: &Ctx, session: &str, prompt: String) -> Result<(ThreadId, TurnFeed), Status> {
+/// Starts a turn of `prompt` on the session, keeping the caller's
+/// `traceparent`; the feed that follows it.
+async fn start(
+    ctx: &Ctx,
+    session: &str,
+    prompt: String,
+    trace_parent: Option<String>,
+) -> Result<(ThreadId, TurnFeed), Status> {
     let (id, from) = ready_session(ctx, session).await?;
     let feed = ctx.engine.feeds().follow(&id, from).await.map_err(status)?;
+    let input = UserInput {
+        text: prompt,
+        trace_parent,
+        ..UserInput::default()
+    };
     let turn = ctx
         .engine
         .turns()
-        .send(&id, prompt, IfBusy::Reject)
+        .send_input(&id, input, IfBusy::Reject)
         .await
         .map_err(status)?;
     Ok((id, TurnFeed::new(turn, feed)))
 }
 
-/// Creates the sub-agent's session and starts its turn on the task.
+/// Creates the sub-agent's session and starts its turn on the task; the
+/// turn keeps the caller's `traceparent`, so the sub-agent's work is in the
+/// caller's trace.
 async fn start_subagent(
     ctx: &Ctx,
     req: &pb::DelegateRequest,
+    trace_parent: Option<String>,
 ) -> Result<(ThreadId, TurnFeed), Status> {
     let parent = ctx.live_session(&parent_id(req)?).await?;
     let task = required("task", &req.task)?.to_owned();
@@ -211,7 +229,7 @@ async fn start_subagent(
         .set_policy(&child.id, policy)
         .await
         .map_err(status)?;
-    start(ctx, &child.id.to_string(), task).await
+    start(ctx, &child.id.to_string(), task, trace_parent).await
 }
 
 /// A built-in sub-agent.

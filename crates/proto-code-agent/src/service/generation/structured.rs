@@ -18,10 +18,12 @@ use crate::status::status;
 /// Chunks buffered between the turn and a slow client.
 const STREAM_BUFFER: usize = 256;
 
-/// The session and the engine's request for a structured generation.
+/// The session and the engine's request for a structured generation,
+/// whose turn keeps the caller's `traceparent`.
 async fn request(
     ctx: &Ctx,
     req: &pb::GenerateStructuredRequest,
+    trace_parent: Option<String>,
 ) -> Result<(ThreadId, StructuredRequest), Status> {
     let (id, _) = ready_session(ctx, &req.session_id).await?;
     let text = prompt(&req.messages)?;
@@ -30,7 +32,11 @@ async fn request(
     }
     let schema: Value = serde_json::from_str(&req.schema)
         .map_err(|e| Status::invalid_argument(format!("schema: not JSON: {e}")))?;
-    Ok((id, StructuredRequest::new(text, schema)))
+    let request = StructuredRequest {
+        trace_parent,
+        ..StructuredRequest::new(text, schema)
+    };
+    Ok((id, request))
 }
 
 /// A failed structured generation's status: a bad schema is the client's
@@ -48,8 +54,9 @@ fn failure(error: gantry_core::EngineError) -> Status {
 pub(crate) async fn generate_structured(
     ctx: &Ctx,
     req: pb::GenerateStructuredRequest,
+    trace_parent: Option<String>,
 ) -> Result<pb::GenerateStructuredResponse, Status> {
-    let (id, request) = request(ctx, &req).await?;
+    let (id, request) = request(ctx, &req, trace_parent).await?;
     let output = ctx
         .engine
         .structured()
@@ -73,8 +80,9 @@ pub(crate) async fn generate_structured(
 pub(crate) async fn stream_generate_structured(
     ctx: &Ctx,
     req: pb::GenerateStructuredRequest,
+    trace_parent: Option<String>,
 ) -> Result<RpcStream<pb::GenerateStructuredChunk>, Status> {
-    let (id, request) = request(ctx, &req).await?;
+    let (id, request) = request(ctx, &req, trace_parent).await?;
     let mut stream = ctx
         .engine
         .structured()

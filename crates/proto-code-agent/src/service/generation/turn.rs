@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::collections::HashMap;
 
-use gantry_core::IfBusy;
+use gantry_core::{IfBusy, UserInput};
 use gantry_types::{ThreadId, TurnFailure, TurnStatus, Usage};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -20,16 +20,25 @@ use crate::status::{status, turn_failed};
 /// feed waits (and, if far behind, catches up from the log).
 const STREAM_BUFFER: usize = 256;
 
-/// Starts a turn on the request's user message; the feed that follows it.
-async fn start(ctx: &Ctx, req: &pb::GenerateRequest) -> Result<(ThreadId, TurnFeed), Status> {
+/// Starts a turn on the request's user message, keeping the caller's
+/// `traceparent`; the feed that follows it.
+async fn start(
+    ctx: &Ctx,
+    req: &pb::GenerateRequest,
+    trace_parent: Option<String>,
+) -> Result<(ThreadId, TurnFeed), Status> {
     let (id, from) = ready_session(ctx, &req.session_id).await?;
-    let text = prompt(&req.messages)?;
+    let input = UserInput {
+        text: prompt(&req.messages)?,
+        trace_parent,
+        ..UserInput::default()
+    };
     // Subscribed before the turn starts: nothing of it can be missed.
     let feed = ctx.engine.feeds().follow(&id, from).await.map_err(status)?;
     let turn = ctx
         .engine
         .turns()
-        .send(&id, text, IfBusy::Reject)
+        .send_input(&id, input, IfBusy::Reject)
         .await
         .map_err(status)?;
     Ok((id, TurnFeed::new(turn, feed)))
@@ -60,8 +69,9 @@ fn outcome(
 pub(crate) async fn generate(
     ctx: &Ctx,
     req: pb::GenerateRequest,
+    trace_parent: Option<String>,
 ) -> Result<pb::GenerateResponse, Status> {
-    let (id, mut feed) = start(ctx, &req).await?;
+    let (id, mut feed) = start(ctx, &req, trace_parent).await?;
     let turn_id = feed.turn().to_string();
     // The answer is the text since the last tool call (the final round's).
     let mut answer = String::new();
@@ -125,8 +135,9 @@ pub(crate) async fn generate(
 pub(crate) async fn stream_generate(
     ctx: &Ctx,
     req: pb::GenerateRequest,
+    trace_parent: Option<String>,
 ) -> Result<RpcStream<pb::GenerateChunk>, Status> {
-    let (id, feed) = start(ctx, &req).await?;
+    let (id, feed) = start(ctx, &req, trace_parent).await?;
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     let engine = ctx.engine.clone();
     tokio::spawn(async move {

@@ -41,29 +41,34 @@ pub struct TurnAnswer {
 }
 
 impl V0_10<'_> {
-    /// Runs a message's turn on its thread (which must exist).
+    /// Runs a message's turn on its thread (which must exist); the turn
+    /// keeps `trace_parent`, the request's W3C `traceparent` (already
+    /// checked), if it came with one.
     pub async fn message(
         &self,
         params: MessageParams,
         sink: Option<&FrameSink>,
+        trace_parent: Option<String>,
     ) -> Result<TurnAnswer, Refusal> {
         self.existing(&params.thread_id).await?;
-        let input = input(
-            params.input,
-            &params.images,
-            TurnLimits {
-                allowed_tools: params.allowed_tools,
-                max_output_tokens: params.max_output_tokens.map(|n| n.get()),
-            },
-        );
+        let limits = TurnLimits {
+            allowed_tools: params.allowed_tools,
+            max_output_tokens: params.max_output_tokens.map(|n| n.get()),
+        };
+        let input = UserInput {
+            trace_parent,
+            ..input(params.input, &params.images, limits)
+        };
         self.run(&ThreadId(params.thread_id), input, sink).await
     }
 
-    /// Runs a prompt's tool-free turn, on its thread or one of its own.
+    /// Runs a prompt's tool-free turn, on its thread or one of its own;
+    /// the turn keeps `trace_parent` as [`V0_10::message`]'s does.
     pub async fn prompt(
         &self,
         req: PromptRequest,
         sink: Option<&FrameSink>,
+        trace_parent: Option<String>,
     ) -> Result<PromptResponse, Refusal> {
         if req.prompt.trim().is_empty() {
             return Err(Refusal::invalid_params("prompt must not be empty"));
@@ -97,9 +102,11 @@ impl V0_10<'_> {
             allowed_tools: Some(Vec::new()),
             max_output_tokens: req.max_output_tokens.map(|n| n.get()),
         };
-        let ran = self
-            .run(&thread, input(req.prompt, &req.images, limits), sink)
-            .await?;
+        let input = UserInput {
+            trace_parent,
+            ..input(req.prompt, &req.images, limits)
+        };
+        let ran = self.run(&thread, input, sink).await?;
         Ok(PromptResponse {
             output: ran.text,
             model: ran.model,
