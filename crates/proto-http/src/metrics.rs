@@ -15,6 +15,13 @@ const TOOL_BUCKETS: [f64; 12] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0, 300.0,
 ];
 
+/// Upper bounds of the model request buckets (whole request and time to
+/// first token), in seconds: local models answer in milliseconds, long
+/// reasoning in minutes.
+const MODEL_BUCKETS: [f64; 12] = [
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
 /// The counts, shared by the collector and the route.
 #[derive(Default)]
 pub(crate) struct Metrics {
@@ -32,6 +39,10 @@ struct Counts {
     /// By model and direction.
     tokens: BTreeMap<(String, &'static str), u64>,
     model_responses: u64,
+    /// From a model request's sending to its stream's end.
+    model_seconds: Option<Histogram>,
+    /// From a model request's sending to its first token.
+    first_token_seconds: Option<Histogram>,
     cost_usd: f64,
     approvals_waiting: i64,
     /// Each thread's model, as its events say (the labels of its tokens).
@@ -127,8 +138,21 @@ impl Metrics {
                     .or_default() += 1;
                 c.cost_usd += cost_usd;
             }
-            EventPayload::ModelResponded { usage, .. } => {
+            EventPayload::ModelResponded { usage, call, .. } => {
                 c.model_responses += 1;
+                if let Some(call) = call {
+                    let since = |at: i64| (at - call.started_at).max(0) as f64 / 1000.0;
+                    if let Some(end) = call.ended_at {
+                        c.model_seconds
+                            .get_or_insert_with(|| Histogram::new(&MODEL_BUCKETS))
+                            .observe(since(end));
+                    }
+                    if let Some(first) = call.first_token_at {
+                        c.first_token_seconds
+                            .get_or_insert_with(|| Histogram::new(&MODEL_BUCKETS))
+                            .observe(since(first));
+                    }
+                }
                 let model = model.unwrap_or_default();
                 for (direction, n) in [
                     ("input", usage.input_tokens),
@@ -216,6 +240,20 @@ impl Metrics {
             "Model responses that reported their usage.",
             [(vec![], c.model_responses as f64)],
         );
+        if let Some(h) = &c.model_seconds {
+            out.histogram(
+                "gantry_model_request_duration_seconds",
+                "How long each model request took, from its sending to its stream's end.",
+                h,
+            );
+        }
+        if let Some(h) = &c.first_token_seconds {
+            out.histogram(
+                "gantry_model_time_to_first_token_seconds",
+                "How long each model request waited for its first token (text, reasoning or a tool call).",
+                h,
+            );
+        }
         out.counter(
             "gantry_tokens_total",
             "Tokens the models reported, by model and direction (input, output, cached_input, reasoning).",

@@ -562,6 +562,17 @@ async fn metrics_count_a_turn_its_tool_call_and_its_tokens() {
     );
     assert_eq!(m("gantry_tool_call_duration_seconds_count", json!({})), 1.0);
     assert_eq!(m("gantry_model_responses_total", json!({})), 2.0);
+    // Both requests timed, whole and to their first token.
+    for histogram in [
+        "gantry_model_request_duration_seconds",
+        "gantry_model_time_to_first_token_seconds",
+    ] {
+        assert_eq!(m(&format!("{histogram}_count"), json!({})), 2.0);
+        assert_eq!(
+            m(&format!("{histogram}_bucket"), json!({"le": "+Inf"})),
+            2.0
+        );
+    }
     assert_eq!(
         m(
             "gantry_tokens_total",
