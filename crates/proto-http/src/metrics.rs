@@ -196,8 +196,9 @@ impl Metrics {
         }
     }
 
-    /// The Prometheus text exposition of every series.
-    pub(crate) fn render(&self) -> String {
+    /// The Prometheus text exposition of every series; `loaded`: the
+    /// threads the engine holds in memory now.
+    pub(crate) fn render(&self, loaded: usize) -> String {
         let c = self.counts();
         let mut out = Exposition::default();
         out.counter(
@@ -265,6 +266,11 @@ impl Metrics {
             "gantry_cost_usd_total",
             "What the turns cost in USD, where the model's price is known.",
             [(vec![], c.cost_usd)],
+        );
+        out.gauge(
+            "gantry_threads_loaded",
+            "Threads loaded in memory now (idle ones are evicted after a while).",
+            [(vec![], loaded as f64)],
         );
         out.gauge(
             "gantry_approvals_waiting",

@@ -588,6 +588,7 @@ async fn metrics_count_a_turn_its_tool_call_and_its_tokens() {
         15.0
     );
     assert_eq!(m("gantry_turns_running", json!({})), 0.0);
+    assert_eq!(m("gantry_threads_loaded", json!({})), 1.0, "the thread made");
     // Nothing in it names a thread.
     assert!(after.iter().all(|(_, l, _)| !l.to_string().contains(&id)));
     stop(served).await;
