@@ -14,6 +14,8 @@ use crate::AppState;
 pub(crate) async fn scrape(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, gantry_web::prometheus::CONTENT_TYPE)],
-        state.metrics.render(state.engine.clone().threads().loaded()),
+        state
+            .metrics
+            .render(state.engine.clone().threads().loaded()),
     )
 }
