@@ -63,11 +63,17 @@ async fn run_reported(
 ) -> Result<ExitCode> {
     // The config first: its errors are the user's to fix before anything runs.
     let mut file = crate::config::load(global.config.as_deref())?;
+    // So are `OTEL_*` variables that ask for what cannot be.
+    let traces = gantry_telemetry::Tracing::from_env()?;
     file.retry.max_retries = args.max_retries;
     // A new thread's first model request needs nothing stored: the store
     // opens meanwhile (a new data dir's is made from nothing).
     let data = DataDir::open_in_background(global, &args.store).await?;
-    let ran = turn(global, args, &data, file, reporter).await;
+    let ran = turn(global, args, &data, file, reporter, traces.as_ref()).await;
+    if let Some(traces) = traces {
+        // The turn's spans, all built by now, leave before the process.
+        traces.shutdown().await;
+    }
     // However the run ended, the store is not left half made; a store that
     // could not be opened is why the run failed, whatever failed first.
     data.opened().await?;
@@ -81,6 +87,7 @@ async fn turn(
     data: &DataDir,
     file: gantry_core::ProvidersConfig,
     reporter: &mut Reporter,
+    traces: Option<&gantry_telemetry::Tracing>,
 ) -> Result<ExitCode> {
     let registry = Arc::new(Providers::load(data.store.clone(), file).await?);
     let resume = args.resume.as_deref().map(ThreadId::from);
@@ -106,6 +113,8 @@ async fn turn(
         shell_snapshot: !global.no_shell_snapshot,
         shell_snapshot_ahead: !global.no_shell_snapshot,
         trusted_workspaces: crate::config::trusted_workspaces(global)?,
+        // Exported traces go on into the provider's.
+        propagate_own_traces: traces.is_some(),
         ..EngineConfig::default()
     };
     let engine = match &models.registry {
@@ -194,6 +203,8 @@ async fn turn(
         .follow(&thread.id, thread.last_seq + 1)
         .await?;
 
+    // Built from the turn's own feed, so every span exists once it ends.
+    let mut recorder = traces.map(gantry_telemetry::Tracing::recorder);
     let mut interrupted = false;
     let mut final_answer = String::new();
     // Set while the store refuses commits: the turn's last events may then
@@ -245,6 +256,9 @@ async fn turn(
             anyhow::bail!("the engine stopped before the turn ended");
         };
         view.show(&n);
+        if let (Some(recorder), Notification::Event(e)) = (&mut recorder, &n) {
+            recorder.observe(&engine, e).await;
+        }
         if let Notification::Event(e) = &n {
             match &e.payload {
                 EventPayload::ItemCompleted { item } if item.turn_id == turn_id => {

@@ -24,6 +24,16 @@ use tokio_util::sync::CancellationToken;
 
 pub use config::{Config, ConfigError};
 
+/// Turns the events given to it into spans ([`Tracing::recorder`]).
+pub struct Recorder(spans::Spans);
+
+impl Recorder {
+    /// Takes one event of the engine's log into the spans.
+    pub async fn observe(&mut self, engine: &Engine, event: &gantry_types::Event) {
+        self.0.observe(engine, event).await;
+    }
+}
+
 /// Traces being exported: the engine's events become spans until stopped.
 pub struct Tracing {
     provider: SdkTracerProvider,
@@ -76,6 +86,16 @@ impl Tracing {
                 }
             }
         })
+    }
+
+    /// Spans from events handed over one at a time: for a process that
+    /// follows its own turn's feed (`gantry exec`), whose spans must all be
+    /// built before it exports the last and exits.
+    pub fn recorder(&self) -> Recorder {
+        Recorder(spans::Spans::new(
+            self.provider.tracer("gantry"),
+            self.capture_content,
+        ))
     }
 
     /// Sends what is still batched and stops the exporter. Blocking (the

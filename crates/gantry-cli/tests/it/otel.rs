@@ -401,3 +401,65 @@ async fn without_otel_variables_nothing_is_exported_and_nothing_more_listens() {
         );
     }
 }
+
+/// `gantry exec` traces its turn too, and has exported every span by the
+/// time it exits (a benchmark harness runs it once per task).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gantry_exec_exports_its_turn_before_it_exits() {
+    let s = Scratch::new();
+    let llm = MockLlm::start(script()).expect("mock llm");
+    configure(&s, &llm);
+    let receiver = Receiver_::start(0);
+    let mut exec = s.gantry();
+    exec.env("XDG_CONFIG_HOME", s.dir.path().join("xdg"))
+        .env("MOCK_KEY", "sk-mock-0123456789")
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{}", receiver.port),
+        )
+        .args([
+            "exec",
+            "--json",
+            "--sandbox",
+            "danger-full-access",
+            "say hi",
+        ]);
+    // The model server answers on the runtime meanwhile.
+    let out = tokio::task::spawn_blocking(move || exec.output())
+        .await
+        .expect("joined")
+        .expect("run gantry");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Exited: what it exported has all been received (the turn's span,
+    // ending last, comes last).
+    let names: Vec<String> = receiver
+        .spans_of_a_turn()
+        .iter()
+        .filter_map(|span| span["name"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        names
+            .iter()
+            .filter(|n| n.starts_with("invoke_agent "))
+            .count(),
+        1,
+        "{names:?}"
+    );
+    assert_eq!(names.iter().filter(|n| n.starts_with("chat ")).count(), 2);
+    assert!(
+        names.contains(&"execute_tool shell".to_owned()),
+        "{names:?}"
+    );
+    // Its own trace goes on to the provider in each request.
+    assert!(
+        llm.requests()
+            .iter()
+            .all(|r| r.header("traceparent").is_some()),
+        "the model requests carry the trace"
+    );
+    receiver.rest();
+}
