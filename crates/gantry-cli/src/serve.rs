@@ -73,7 +73,8 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     .await?;
     start_background_work(&engine);
     // Before anything listens: variables that ask for the impossible stop
-    // the daemon rather than leave it untraced unnoticed.
+    // the daemon rather than leave it untraced unnoticed. On the runtime,
+    // which outlives the shutdown below: the gRPC exporter's channel runs there.
     let traces = gantry_telemetry::Tracing::from_env()?;
     let profiles = crate::config::register_agents(&engine, declared_agents).await?;
     let scheduler = engine.jobs().start_scheduler().await?;

@@ -137,8 +137,8 @@ impl Config {
                     .map_err(cannot)?
             }
             Protocol::Grpc => {
-                // Without a runtime the channel's task would panic the
-                // process at its first span; say so at start instead.
+                // The channel spawns its task as it is built, which panics
+                // outside a runtime: an error instead.
                 if tokio::runtime::Handle::try_current().is_err() {
                     return Err(ConfigError(
                         "the OTLP/gRPC exporter needs a Tokio runtime to start in".into(),
@@ -150,7 +150,10 @@ impl Config {
                     .with_tonic()
                     .with_endpoint(url.clone());
                 // The exporter's own default for https trusts no root.
-                if url.starts_with("https:") {
+                if url
+                    .get(..6)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("https:"))
+                {
                     builder = builder.with_tls_config(ClientTlsConfig::new().with_native_roots());
                 }
                 builder.build().map_err(cannot)?
