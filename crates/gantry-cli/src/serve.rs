@@ -67,7 +67,8 @@ pub(crate) async fn run(global: Global, args: ServeArgs) -> Result<ExitCode> {
     let data_dir = data.as_ref().map(|d| d.path.clone());
     let protected = crate::setup::sandbox_protected(&global, data.as_ref());
     // Before anything listens: variables that ask for the impossible stop
-    // the daemon rather than leave it untraced unnoticed.
+    // the daemon rather than leave it untraced unnoticed. On the runtime,
+    // which outlives the shutdown below: the gRPC exporter's channel runs there.
     let traces = gantry_telemetry::Tracing::from_env()?;
     let engine = daemon_engine(store, providers_config, data_dir, protected, &global, |b| {
         b.max_sandbox(args.max_sandbox.into())

@@ -1,15 +1,22 @@
 //! The standard OpenTelemetry variables Gantry honours, read once at start.
 
-use opentelemetry_otlp::{SpanExporter, WithExportConfig as _};
+use opentelemetry_otlp::{
+    ExporterBuildError, SpanExporter, WithExportConfig as _, WithTonicConfig as _,
+};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
+use tonic::transport::ClientTlsConfig;
 
 /// What the variables asked for, when they asked for traces at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as is), else
-    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (`/v1/traces` appended by the exporter).
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (over HTTP `/v1/traces` appended;
+    /// over gRPC used as is, the service naming the method).
     pub endpoint: Endpoint,
+    /// `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else
+    /// `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/protobuf`.
+    pub protocol: Protocol,
     /// `OTEL_SERVICE_NAME`, else `gantry`.
     pub service_name: String,
     /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`: the
@@ -24,6 +31,15 @@ pub enum Endpoint {
     Base(String),
     /// The traces URL itself.
     Traces(String),
+}
+
+/// How spans are sent: the values of the protocol variables this build has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// `http/protobuf`: a POST of the protobuf messages.
+    HttpProtobuf,
+    /// `grpc`: the collector's `TraceService/Export` over HTTP/2.
+    Grpc,
 }
 
 /// Variables that ask for something this build cannot do.
@@ -66,15 +82,19 @@ impl Config {
             (None, Some(base)) => Endpoint::Base(base),
             (None, None) => return Ok(None),
         };
-        if let Some((name, protocol)) = PROTOCOL_VARS
+        let protocol = match PROTOCOL_VARS
             .iter()
             .find_map(|name| Some((*name, set(name)?)))
-            && protocol != "http/protobuf"
         {
-            return Err(ConfigError(format!(
-                "{name}={protocol}: Gantry exports traces over http/protobuf only"
-            )));
-        }
+            None => Protocol::HttpProtobuf,
+            Some((_, p)) if p == "http/protobuf" => Protocol::HttpProtobuf,
+            Some((_, p)) if p == "grpc" => Protocol::Grpc,
+            Some((name, protocol)) => {
+                return Err(ConfigError(format!(
+                    "{name}={protocol}: Gantry exports traces over http/protobuf or grpc only"
+                )));
+            }
+        };
         if let Some(exporter) = set("OTEL_TRACES_EXPORTER")
             && exporter != "otlp"
         {
@@ -84,6 +104,7 @@ impl Config {
         }
         Ok(Some(Config {
             endpoint,
+            protocol,
             service_name: set("OTEL_SERVICE_NAME").unwrap_or_else(|| "gantry".to_owned()),
             capture_content: set("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
                 .is_some_and(|v| v.eq_ignore_ascii_case("true")),
@@ -91,21 +112,53 @@ impl Config {
     }
 
     /// The tracer provider: a batch processor (its own thread; the
-    /// `OTEL_BSP_*` variables tune it) in front of the OTLP/HTTP exporter.
+    /// `OTEL_BSP_*` variables tune it) in front of the OTLP exporter.
+    ///
+    /// Over gRPC, called inside a Tokio runtime that outlives the
+    /// provider: the exporter's channel runs as a task on it, which the
+    /// batch processor's thread sends each export to.
     pub(crate) fn provider(&self) -> Result<SdkTracerProvider, ConfigError> {
-        // Given explicitly, as the spec says each spelling means.
-        let url = match &self.endpoint {
-            Endpoint::Traces(url) => url.clone(),
-            Endpoint::Base(base) => format!("{}/v1/traces", base.trim_end_matches('/')),
-        };
-        // The exporter's reqwest client, like every other in the tree, is
-        // built without a TLS provider of its own: the process's is ring.
+        // The exporters' clients, like every other in the tree, are built
+        // without a TLS provider of their own: the process's is ring.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let exporter = SpanExporter::builder()
-            .with_http()
-            .with_endpoint(url)
-            .build()
-            .map_err(|e| ConfigError(format!("the OTLP exporter cannot start: {e}")))?;
+        let cannot =
+            |e: ExporterBuildError| ConfigError(format!("the OTLP exporter cannot start: {e}"));
+        let exporter = match self.protocol {
+            Protocol::HttpProtobuf => {
+                // Given explicitly, as the spec says each spelling means.
+                let url = match &self.endpoint {
+                    Endpoint::Traces(url) => url.clone(),
+                    Endpoint::Base(base) => format!("{}/v1/traces", base.trim_end_matches('/')),
+                };
+                SpanExporter::builder()
+                    .with_http()
+                    .with_endpoint(url)
+                    .build()
+                    .map_err(cannot)?
+            }
+            Protocol::Grpc => {
+                // The channel spawns its task as it is built, which panics
+                // outside a runtime: an error instead.
+                if tokio::runtime::Handle::try_current().is_err() {
+                    return Err(ConfigError(
+                        "the OTLP/gRPC exporter needs a Tokio runtime to start in".into(),
+                    ));
+                }
+                // Both spellings as given: gRPC has no per-signal path.
+                let (Endpoint::Traces(url) | Endpoint::Base(url)) = &self.endpoint;
+                let mut builder = SpanExporter::builder()
+                    .with_tonic()
+                    .with_endpoint(url.clone());
+                // The exporter's own default for https trusts no root.
+                if url
+                    .get(..6)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("https:"))
+                {
+                    builder = builder.with_tls_config(ClientTlsConfig::new().with_native_roots());
+                }
+                builder.build().map_err(cannot)?
+            }
+        };
         let resource = Resource::builder()
             .with_service_name(self.service_name.clone())
             .build();
@@ -156,6 +209,7 @@ mod tests {
             c,
             Some(Config {
                 endpoint: Endpoint::Traces("http://b:4318/v1/traces".into()),
+                protocol: Protocol::HttpProtobuf,
                 service_name: "agents".into(),
                 capture_content: true,
             })
@@ -163,17 +217,66 @@ mod tests {
     }
 
     #[test]
+    fn grpc_is_asked_for_by_either_protocol_variable_the_traces_one_first() {
+        let base = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4317");
+        let protocol = |vars: &[(&str, &str)]| config(vars).ok().flatten().map(|c| c.protocol);
+        assert_eq!(protocol(&[base]), Some(Protocol::HttpProtobuf));
+        assert_eq!(
+            protocol(&[base, ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]),
+            Some(Protocol::Grpc)
+        );
+        assert_eq!(
+            protocol(&[
+                base,
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+                ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc"),
+            ]),
+            Some(Protocol::Grpc)
+        );
+        assert_eq!(
+            protocol(&[
+                base,
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+                ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf"),
+            ]),
+            Some(Protocol::HttpProtobuf)
+        );
+    }
+
+    #[test]
     fn an_unsupported_protocol_is_an_error_that_names_it() {
         let e = config(&[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4317"),
-            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4318"),
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json"),
         ]);
         let Err(e) = e else {
-            panic!("grpc accepted");
+            panic!("http/json accepted");
         };
         assert!(
-            e.to_string().contains("OTEL_EXPORTER_OTLP_PROTOCOL=grpc"),
+            e.to_string()
+                .contains("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_grpc_exporter_starts_only_inside_a_runtime() {
+        let c = config(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ]);
+        let Ok(Some(c)) = c else {
+            panic!("grpc refused");
+        };
+        let Err(e) = c.provider() else {
+            panic!("started without a runtime");
+        };
+        assert!(e.to_string().contains("Tokio runtime"), "{e}");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let provider = runtime.block_on(async { c.provider() });
+        assert!(provider.is_ok(), "{:?}", provider.err());
     }
 }

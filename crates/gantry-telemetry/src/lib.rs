@@ -49,7 +49,9 @@ impl Tracing {
             .transpose()
     }
 
-    /// The exporter `config` describes, with its batch processor.
+    /// The exporter `config` describes, with its batch processor. Over
+    /// gRPC, call it inside the Tokio runtime that will run until
+    /// [`Tracing::shutdown`]: the exporter's channel is a task on it.
     pub fn start(config: Config) -> Result<Self, ConfigError> {
         let provider = config.provider()?;
         Ok(Tracing {
@@ -99,7 +101,8 @@ impl Tracing {
     }
 
     /// Sends what is still batched and stops the exporter. Blocking (the
-    /// batch processor's thread answers), so off the async workers.
+    /// batch processor's thread answers), so off the async workers, which
+    /// stay free to run the gRPC exporter's channel meanwhile.
     pub async fn shutdown(self) {
         let provider = Arc::new(self.provider);
         let done = tokio::task::spawn_blocking(move || provider.shutdown()).await;

@@ -1,6 +1,7 @@
 //! Traces: `gantry serve` with `OTEL_EXPORTER_OTLP_ENDPOINT` exports a
-//! turn's spans in the GenAI conventions to an OTLP/HTTP receiver Gantry
-//! did not write (Python, opentelemetry-proto's messages), continuing the
+//! turn's spans in the GenAI conventions to an OTLP receiver Gantry did
+//! not write (Python, opentelemetry-proto's messages; over HTTP, or over
+//! gRPC with grpcio and opentelemetry-proto's own service), continuing the
 //! trace the request's `traceparent` named; without the variables nothing
 //! is exported and nothing more is listened on.
 
@@ -23,12 +24,22 @@ struct Receiver_ {
 }
 
 impl Receiver_ {
-    /// Starts it on `port` (0: any free one).
+    /// Starts an OTLP/HTTP one on `port` (0: any free one).
     fn start(port: u16) -> Self {
+        Self::start_with(&[&port.to_string()])
+    }
+
+    /// Starts an OTLP/gRPC one on any free port.
+    fn start_grpc() -> Self {
+        Self::start_with(&["--grpc", "0"])
+    }
+
+    fn start_with(args: &[&str]) -> Self {
         let python = std::env::var("GANTRY_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/otlp_receiver.py");
         let mut child = Command::new(&python)
-            .args([script, &port.to_string()])
+            .arg(script)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -43,9 +54,9 @@ impl Receiver_ {
                 }
             }
         });
-        let first = lines
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the receiver starts (is opentelemetry-proto installed? see .ci/run)");
+        let first = lines.recv_timeout(Duration::from_secs(30)).expect(
+            "the receiver starts (are opentelemetry-proto and grpcio installed? see .ci/run)",
+        );
         let port = first
             .strip_prefix("listening ")
             .and_then(|p| p.parse().ok())
@@ -156,23 +167,75 @@ fn named<'a>(spans: &'a [Value], prefix: &str) -> Vec<&'a Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_is_traced_in_the_genai_conventions_under_the_callers_span() {
+    a_turn_is_traced(Receiver_::start(0), &[]).await;
+}
+
+/// The same spans over gRPC: the endpoint as given (no path), the
+/// exporter's channel on the daemon's runtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_is_traced_over_grpc_as_over_http() {
+    a_turn_is_traced(
+        Receiver_::start_grpc(),
+        &[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")],
+    )
+    .await;
+}
+
+/// Stopping sends what is still batched: the gRPC exporter, whose channel
+/// runs on the daemon's runtime, is flushed before that runtime ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_still_batched_at_stop_are_sent_over_grpc() {
     let s = Scratch::new();
     let llm = MockLlm::start(script()).expect("mock llm");
     configure(&s, &llm);
-    let receiver = Receiver_::start(0);
+    let receiver = Receiver_::start_grpc();
     let endpoint = format!("http://127.0.0.1:{}", receiver.port);
     let served = serve_with(
         &s,
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
-            ("OTEL_SERVICE_NAME", "gantry-under-test"),
-            (
-                "OTEL_SEMCONV_STABILITY_OPT_IN",
-                "gen_ai_latest_experimental",
-            ),
-            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            // Nothing is sent on a schedule within the test.
+            ("OTEL_BSP_SCHEDULE_DELAY", "600000"),
         ],
     );
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    one_turn(
+        &web(),
+        &served,
+        Some(&format!("00-{trace}-00f067aa0ba902b7-01")),
+    )
+    .await;
+    stop(served).await;
+    let spans = receiver.spans_of_a_turn();
+    assert_eq!(named(&spans, "chat ").len(), 2, "{spans:#?}");
+    assert_eq!(named(&spans, "execute_tool ").len(), 1, "{spans:#?}");
+    assert!(spans.iter().all(|s| s["trace_id"] == trace), "{spans:#?}");
+    let rest = receiver.rest();
+    assert!(
+        !rest.iter().any(|l| l.contains("unexpected")),
+        "only the traces export was sent: {rest:?}"
+    );
+}
+
+/// Runs a turn with a tool call against `receiver`, under a caller's
+/// `traceparent`, and checks every span of it; `vars` say how to send.
+async fn a_turn_is_traced(receiver: Receiver_, vars: &[(&str, &str)]) {
+    let s = Scratch::new();
+    let llm = MockLlm::start(script()).expect("mock llm");
+    configure(&s, &llm);
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let mut env = vec![
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_SERVICE_NAME", "gantry-under-test"),
+        (
+            "OTEL_SEMCONV_STABILITY_OPT_IN",
+            "gen_ai_latest_experimental",
+        ),
+        ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+    ];
+    env.extend_from_slice(vars);
+    let served = serve_with(&s, &env);
     let web = web();
     let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     let caller = "00f067aa0ba902b7";
@@ -300,7 +363,7 @@ async fn a_turn_is_traced_in_the_genai_conventions_under_the_callers_span() {
     let rest = receiver.rest();
     assert!(
         !rest.iter().any(|l| l.contains("unexpected")),
-        "only /v1/traces was posted to: {rest:?}"
+        "only the traces export was sent: {rest:?}"
     );
 }
 
