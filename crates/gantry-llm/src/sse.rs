@@ -101,14 +101,20 @@ impl Endpoint {
 
 /// Starts a lazy streaming request to `endpoint`, parsed by `P`.
 pub(crate) fn stream<P: SseParser>(endpoint: Arc<Endpoint>, request: ModelRequest) -> ModelStream {
-    // A malformed one is not sent (the engine makes only valid ones).
-    let traceparent = request
+    // The endpoint's headers, and the request's `traceparent` (a malformed
+    // one is not sent: the engine makes only valid ones), once per request.
+    let traced = request
         .trace_parent
         .as_deref()
-        .and_then(|t| HeaderValue::from_str(t).ok());
+        .and_then(|t| HeaderValue::from_str(t).ok())
+        .map(|value| {
+            let mut headers = endpoint.headers.clone();
+            headers.insert(TRACEPARENT, value);
+            headers
+        });
     let run = Run::<P> {
         endpoint,
-        traceparent,
+        traced,
         request: Some(request),
         events: 0,
         unstreamed: false,
@@ -141,8 +147,9 @@ enum Phase<P> {
 /// which aborts the request.
 struct Run<P> {
     endpoint: Arc<Endpoint>,
-    /// The request's `traceparent` header, every attempt's.
-    traceparent: Option<HeaderValue>,
+    /// The endpoint's headers with the request's `traceparent`, when it
+    /// has one: every attempt's.
+    traced: Option<HeaderMap>,
     /// Serialized lazily, on first poll, into `body` (kept while an
     /// unstreamed retry may still need it).
     request: Option<ModelRequest>,
@@ -195,16 +202,7 @@ impl<P: SseParser> Run<P> {
                         }
                     }
                     let e = &self.endpoint;
-                    let traced;
-                    let headers = match &self.traceparent {
-                        Some(value) => {
-                            let mut headers = e.headers.clone();
-                            headers.insert(TRACEPARENT, value.clone());
-                            traced = headers;
-                            &traced
-                        }
-                        None => &e.headers,
-                    };
+                    let headers = self.traced.as_ref().unwrap_or(&e.headers);
                     match http::send(&e.http, &e.url, headers, self.body.clone()).await {
                         Ok(http::Answer::Stream(response)) => {
                             self.events = 0;
@@ -270,8 +268,9 @@ impl<P: SseParser> Run<P> {
         if !(body.contains("response_format") || body.contains("json_schema")) {
             return false;
         }
+        // The host alone: a URL may carry a key (userinfo, a query).
         tracing::warn!(
-            url = %self.endpoint.url,
+            host = self.endpoint.url.host_str().unwrap_or_default(),
             "the model server refused native structured output; asking without it"
         );
         self.endpoint
